@@ -1,0 +1,353 @@
+//===- DtcDialect.cpp - dtc dialect: registration, verifiers, folders -----===//
+#include "dialects/dtc/DtcDialect.h"
+#include "dialects/dtc/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace dtc;
+
+#include "dialects/dtc/DtcDialect.cpp.inc"
+#include "dialects/dtc/DtcInterfaces.cpp.inc"
+
+void DtcDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/dtc/DtcOps.cpp.inc"
+      >();
+}
+
+Operation *DtcDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                           Type type, Location loc) {
+  auto f = dyn_cast<FloatAttr>(value);
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!f || !t)
+    return nullptr;
+  return ConstantOp::create(builder, loc, t, builder.getF32FloatAttr(
+                                                 f.getValueAsDouble()));
+}
+
+/// The splat value of a dtc.constant feeding `v`, if any.
+static std::optional<double> splatValue(Value v) {
+  if (auto c = v.getDefiningOp<ConstantOp>())
+    return c.getValue().convertToDouble();
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  static const char *kInits[] = {"zeros",          "constant",
+                                 "uniform",        "normal",
+                                 "glorot_uniform", "glorot_normal",
+                                 "he_uniform",     "he_normal"};
+  if (!llvm::is_contained(kInits, getInit()))
+    return emitOpError("unknown initializer '") << getInit() << "'";
+  auto t = cast<RankedTensorType>(getType());
+  if (!t.hasStaticShape())
+    return emitOpError("parameter shape must be static, got ")
+           << shape::str(t);
+  if (getInit() == "normal" && getB().convertToDouble() < 0)
+    return emitOpError("normal initializer needs std >= 0");
+  return success();
+}
+
+static LogicalResult verifyParamSymbol(Operation *op, StringAttr name,
+                                       Type expected,
+                                       SymbolTableCollection &tables) {
+  auto param = tables.lookupNearestSymbolFrom<ParamOp>(op, name);
+  if (!param)
+    return op->emitOpError("'") << name.getValue()
+                                << "' is not a dtc.param of this module";
+  if (expected && param.getType() != expected)
+    return op->emitOpError("type ")
+           << expected << " does not match parameter type "
+           << param.getType();
+  return success();
+}
+
+LogicalResult ParamRefOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyParamSymbol(*this, getParamAttr().getAttr(), getType(), tables);
+}
+
+LogicalResult ApplyGradientOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyParamSymbol(*this, getParamAttr().getAttr(),
+                           getGrad().getType(), tables);
+}
+
+LogicalResult ConstantOp::verify() {
+  if (!getType().hasStaticShape())
+    return emitOpError("constant must have a static shape");
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+OpFoldResult NegOp::fold(FoldAdaptor) {
+  if (auto inner = getX().getDefiningOp<NegOp>())
+    return inner.getX();
+  return {};
+}
+
+#define DTC_BINARY_INFER(OP)                                                   \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> l, \
+                                     Adaptor a, SmallVectorImpl<Type> &out) {  \
+    auto t = shape::broadcast(l, a.getLhs().getType(), a.getRhs().getType());  \
+    if (failed(t))                                                             \
+      return failure();                                                        \
+    out.push_back(*t);                                                         \
+    return success();                                                          \
+  }
+DTC_BINARY_INFER(AddOp)
+DTC_BINARY_INFER(SubOp)
+DTC_BINARY_INFER(MulOp)
+DTC_BINARY_INFER(DivOp)
+#undef DTC_BINARY_INFER
+
+/// `x op c` is `x` when c is the identity of op and no broadcasting happens.
+static OpFoldResult foldIdentity(Value x, Value c, Type resultType,
+                                 double identity) {
+  auto v = splatValue(c);
+  if (v && *v == identity && x.getType() == resultType)
+    return x;
+  return {};
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor) {
+  if (auto r = foldIdentity(getLhs(), getRhs(), getType(), 0.0))
+    return r;
+  return foldIdentity(getRhs(), getLhs(), getType(), 0.0);
+}
+OpFoldResult SubOp::fold(FoldAdaptor) {
+  return foldIdentity(getLhs(), getRhs(), getType(), 0.0);
+}
+OpFoldResult MulOp::fold(FoldAdaptor) {
+  if (auto r = foldIdentity(getLhs(), getRhs(), getType(), 1.0))
+    return r;
+  return foldIdentity(getRhs(), getLhs(), getType(), 1.0);
+}
+OpFoldResult DivOp::fold(FoldAdaptor) {
+  return foldIdentity(getLhs(), getRhs(), getType(), 1.0);
+}
+
+LogicalResult BroadcastToOp::verify() {
+  if (!shape::broadcastsTo(getX().getType().getShape(), getType().getShape()))
+    return emitOpError("cannot broadcast ")
+           << shape::str(getX().getType()) << " to " << shape::str(getType());
+  return success();
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult SumToOp::verify() {
+  if (!shape::broadcastsTo(getType().getShape(), getX().getType().getShape()))
+    return emitOpError("cannot sum ")
+           << shape::str(getX().getType()) << " to " << shape::str(getType())
+           << ": the result must broadcast to the operand";
+  return success();
+}
+
+OpFoldResult SumToOp::fold(FoldAdaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  return {};
+}
+
+LogicalResult ReshapeOp::verify() {
+  return shape::reshape(getLoc(), getX().getType(), getType().getShape());
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  return {};
+}
+
+namespace {
+/// reshape(reshape(x)) -> reshape(x)
+struct ReshapeOfReshape : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getX().getDefiningOp<ReshapeOp>();
+    if (!inner)
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), inner.getX());
+    return success();
+  }
+};
+} // namespace
+
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<ReshapeOfReshape>(context);
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> l,
+                                            Adaptor a,
+                                            SmallVectorImpl<Type> &out) {
+  auto t = shape::transpose(l, a.getX().getType(), a.getPerm());
+  if (failed(t))
+    return failure();
+  out.push_back(*t);
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  auto perm = getPerm();
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return getX();
+  // transpose(transpose(x, p), q) == x when q undoes p.
+  if (auto inner = getX().getDefiningOp<TransposeOp>()) {
+    auto p = inner.getPerm();
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i)
+      identity &= p[perm[i]] == (int64_t)i;
+    if (identity)
+      return inner.getX();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> l, Adaptor a,
+                                         SmallVectorImpl<Type> &out) {
+  auto t = shape::matmul(l, a.getLhs().getType(), a.getRhs().getType(),
+                         a.getTransposeLhs(), a.getTransposeRhs());
+  if (failed(t))
+    return failure();
+  out.push_back(*t);
+  return success();
+}
+
+namespace {
+/// matmul(transpose(a), b) -> matmul(a, b) {transpose_lhs}; same for rhs. GEMM
+/// libraries read a transposed operand in place, so the copy disappears.
+struct FoldTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    auto lhsT = op.getLhs().getDefiningOp<TransposeOp>();
+    auto rhsT = op.getRhs().getDefiningOp<TransposeOp>();
+    if (!lhsT && !rhsT)
+      return failure();
+    Value lhs = lhsT ? lhsT.getX() : op.getLhs();
+    Value rhs = rhsT ? rhsT.getX() : op.getRhs();
+    bool tl = op.getTransposeLhs() ^ (lhsT != nullptr);
+    bool tr = op.getTransposeRhs() ^ (rhsT != nullptr);
+    rewriter.replaceOpWithNewOp<MatmulOp>(op, op.getType(), lhs, rhs, tl, tr);
+    return success();
+  }
+};
+} // namespace
+
+void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<FoldTransposeIntoMatmul>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions, softmax, losses
+//===----------------------------------------------------------------------===//
+
+#define DTC_REDUCE_INFER(OP)                                                   \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> l, \
+                                     Adaptor a, SmallVectorImpl<Type> &out) {  \
+    auto t = shape::reduce(l, a.getX().getType(), a.getAxis());                \
+    if (failed(t))                                                             \
+      return failure();                                                        \
+    out.push_back(*t);                                                         \
+    return success();                                                          \
+  }
+DTC_REDUCE_INFER(ReduceSumOp)
+DTC_REDUCE_INFER(ReduceMeanOp)
+DTC_REDUCE_INFER(ReduceMaxOp)
+#undef DTC_REDUCE_INFER
+
+LogicalResult SoftmaxOp::verify() {
+  return shape::axis(getLoc(), getType().getRank(), getAxis());
+}
+LogicalResult LogSoftmaxOp::verify() {
+  return shape::axis(getLoc(), getType().getRank(), getAxis());
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> l,
+                                               Adaptor a,
+                                               SmallVectorImpl<Type> &out) {
+  auto t =
+      shape::crossEntropy(l, a.getLogits().getType(), a.getLabels().getType());
+  if (failed(t))
+    return failure();
+  out.push_back(*t);
+  return success();
+}
+
+LogicalResult AccuracyOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> l, Adaptor a,
+                                           SmallVectorImpl<Type> &out) {
+  auto t =
+      shape::crossEntropy(l, a.getLogits().getType(), a.getLabels().getType());
+  if (failed(t))
+    return failure();
+  out.push_back(*t);
+  return success();
+}
+
+LogicalResult MseOp::inferReturnTypes(MLIRContext *, std::optional<Location> l,
+                                      Adaptor a, SmallVectorImpl<Type> &out) {
+  auto t = shape::mse(l, a.getPrediction().getType(), a.getTarget().getType());
+  if (failed(t))
+    return failure();
+  out.push_back(*t);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Fused kernels
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body must take one argument per input");
+  for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != in.getType())
+      return emitOpError("body argument types must match the inputs");
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("body must yield values of the result types");
+  if (getNumResults() == 0)
+    return emitOpError("must have at least one result");
+  for (Type t : getResultTypes())
+    if (t != getResult(0).getType())
+      return emitOpError("all results must have the same shape");
+  for (Operation &op : body.without_terminator())
+    if (!isElementwise(&op) && !isa<ConstantOp>(op))
+      return op.emitOpError("is not elementwise and cannot be in a fused body");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/dtc/DtcOps.cpp.inc"

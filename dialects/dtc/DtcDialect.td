@@ -1,0 +1,26 @@
+//===- DtcDialect.td - The dtc dialect ----------------------*- tablegen -*-===//
+#ifndef DTC_DIALECT_TD
+#define DTC_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Dtc_Dialect : Dialect {
+  let name = "dtc";
+  let cppNamespace = "::dtc";
+  let summary = "Tensor-level training graphs for the dtc compiler";
+  let description = [{
+    The `dtc` dialect holds a model's forward graph as the frontend builds it,
+    the training step that autodiff derives from it (forward, backward and the
+    optimizer update) and, after fusion and memory planning, the annotated graph
+    that the code generators emit. Values are ranked tensors of `f32` (labels
+    `i32`); a dynamic first dimension (`?`) is the batch dimension, whose size
+    is known only when a step runs.
+  }];
+  let useDefaultAttributePrinterParser = 0;
+  let hasConstantMaterializer = 1;
+}
+
+class Dtc_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Dtc_Dialect, mnemonic, traits>;
+
+#endif // DTC_DIALECT_TD

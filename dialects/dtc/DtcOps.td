@@ -1,0 +1,351 @@
+//===- DtcOps.td - Operations of the dtc dialect ------------*- tablegen -*-===//
+#ifndef DTC_OPS_TD
+#define DTC_OPS_TD
+
+include "DtcDialect.td"
+include "DtcInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Dtc_F32Tensor : RankedTensorOf<[F32]>;
+def Dtc_LabelTensor : RankedTensorOf<[I32]>;
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+def Dtc_ParamOp : Dtc_Op<"param", [Symbol]> {
+  let summary = "A trainable parameter of the model";
+  let description = [{
+    Declares a parameter at module level: its name (the key it has in
+    checkpoints), its type, and its initializer. `init` is one of `zeros`,
+    `constant` (value `a`), `uniform` (in [`a`, `b`)), `normal` (mean `a`, std
+    `b`), `glorot_uniform`, `glorot_normal`, `he_uniform`, `he_normal`. The
+    fan-in of a parameter is the product of all its dimensions but the last,
+    its fan-out the last dimension.
+
+    ```mlir
+    dtc.param @"fc1.weight" : tensor<500x784xf32> {a = -0.0357 : f64, b = 0.0357 : f64, init = "uniform"}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<Dtc_F32Tensor>:$type,
+                       DefaultValuedAttr<StrAttr, "\"zeros\"">:$init,
+                       DefaultValuedAttr<F64Attr, "0.0">:$a,
+                       DefaultValuedAttr<F64Attr, "0.0">:$b);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
+}
+
+def Dtc_ParamRefOp : Dtc_Op<"param_ref", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Reads the current value of a parameter";
+  let arguments = (ins FlatSymbolRefAttr:$param);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$param attr-dict `:` type($result)";
+}
+
+def Dtc_ConstantOp : Dtc_Op<"constant", [Pure, ConstantLike]> {
+  let summary = "A tensor filled with one value";
+  let description = [{
+    A splat constant; most often a 0-d tensor that broadcasts against others.
+    ```mlir
+    %one = dtc.constant {value = 1.0 : f32} : tensor<f32>
+    ```
+  }];
+  let arguments = (ins F32Attr:$value);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def Dtc_BatchSizeOp : Dtc_Op<"batch_size", [Pure]> {
+  let summary = "The number of rows in the current batch, as a float scalar";
+  let description = [{
+    The size of the dynamic batch dimension `?` when the step runs (the last
+    batch of an epoch may be short). Used by the gradient of a mean over the
+    batch dimension.
+  }];
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+class Dtc_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : Dtc_Op<mnemonic, !listconcat([Pure, Dtc_Elementwise,
+        SameOperandsAndResultType,
+        DeclareOpInterfaceMethods<Dtc_GradientOpInterface>], traits)> {
+  let summary = "Elementwise " # what;
+  let arguments = (ins Dtc_F32Tensor:$x);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($result)";
+}
+
+def Dtc_NegOp : Dtc_UnaryOp<"neg", "negation: -x"> { let hasFolder = 1; }
+def Dtc_ReluOp : Dtc_UnaryOp<"relu", "rectifier: max(x, 0)">;
+def Dtc_TanhOp : Dtc_UnaryOp<"tanh", "hyperbolic tangent">;
+def Dtc_SigmoidOp : Dtc_UnaryOp<"sigmoid", "logistic sigmoid: 1 / (1 + exp(-x))">;
+def Dtc_GeluOp : Dtc_UnaryOp<"gelu",
+    "GELU, exact form: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))">;
+def Dtc_ExpOp : Dtc_UnaryOp<"exp", "exponential">;
+def Dtc_LogOp : Dtc_UnaryOp<"log", "natural logarithm">;
+def Dtc_SqrtOp : Dtc_UnaryOp<"sqrt", "square root">;
+
+class Dtc_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : Dtc_Op<mnemonic, !listconcat([Pure, Dtc_Elementwise, InferTypeOpAdaptor,
+        DeclareOpInterfaceMethods<Dtc_GradientOpInterface>], traits)> {
+  let summary = "Elementwise " # what # " with numpy broadcasting";
+  let description = [{
+    Operand shapes broadcast as in numpy: right-aligned, each dimension equal
+    or 1. The dynamic batch dimension `?` broadcasts only against `?` or 1.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$lhs, Dtc_F32Tensor:$rhs);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+def Dtc_AddOp : Dtc_BinaryOp<"add", "addition", [Commutative]> {
+  let hasFolder = 1;
+}
+def Dtc_SubOp : Dtc_BinaryOp<"sub", "subtraction"> { let hasFolder = 1; }
+def Dtc_MulOp : Dtc_BinaryOp<"mul", "multiplication", [Commutative]> {
+  let hasFolder = 1;
+}
+def Dtc_DivOp : Dtc_BinaryOp<"div", "division"> { let hasFolder = 1; }
+
+// Gradient helpers: elementwise, produced by autodiff, not differentiable.
+class Dtc_GradHelperOp<string mnemonic, string what>
+    : Dtc_Op<mnemonic, [Pure, Dtc_Elementwise, SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x `,` $dy attr-dict `:` type($result)";
+}
+def Dtc_ReluGradOp : Dtc_GradHelperOp<"relu_grad",
+    "Gradient of relu from its input or result: dy where x > 0, else 0">;
+def Dtc_GeluGradOp : Dtc_GradHelperOp<"gelu_grad",
+    "Gradient of exact GELU: dy * (Phi(x) + x phi(x))">;
+
+def Dtc_BroadcastToOp : Dtc_Op<"broadcast_to", [Pure, Dtc_Elementwise,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Broadcasts a tensor to a larger shape (numpy rules)";
+  let arguments = (ins Dtc_F32Tensor:$x);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+def Dtc_SumToOp : Dtc_Op<"sum_to", [Pure,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Sums a tensor down to a shape it broadcasts from";
+  let description = [{
+    The inverse of broadcasting (`sum_to_size` in PyTorch): dimensions that
+    the result lacks or has as 1 are summed over. Autodiff uses it for the
+    gradients of broadcasting operands.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def Dtc_ReshapeOp : Dtc_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Reinterprets a tensor with another shape of the same size";
+  let description = [{
+    Row-major reinterpretation; the number of elements is unchanged. A
+    dynamic batch dimension must stay the first dimension.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+  let hasVerifier = 1;
+}
+
+def Dtc_TransposeOp : Dtc_Op<"transpose", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Permutes the dimensions of a tensor";
+  let description = [{
+    `result.shape[i] = x.shape[perm[i]]`.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, DenseI64ArrayAttr:$perm);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Dtc_MatmulOp : Dtc_Op<"matmul", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Matrix product of two 2-D tensors, with optional transposes";
+  let description = [{
+    `result = op(lhs) x op(rhs)` where `op` transposes its operand when the
+    matching flag is set; the flags let GEMM libraries read a transposed
+    operand in place (canonicalization folds `dtc.transpose` into them).
+  }];
+  let arguments = (ins Dtc_F32Tensor:$lhs, Dtc_F32Tensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+class Dtc_ReduceOp<string mnemonic, string what>
+    : Dtc_Op<mnemonic, [Pure, InferTypeOpAdaptor,
+        DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = what # " over one axis (the axis is removed)";
+  let arguments = (ins Dtc_F32Tensor:$x, I64Attr:$axis);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+}
+def Dtc_ReduceSumOp : Dtc_ReduceOp<"reduce_sum", "Sum">;
+def Dtc_ReduceMeanOp : Dtc_ReduceOp<"reduce_mean", "Mean">;
+def Dtc_ReduceMaxOp : Dtc_ReduceOp<"reduce_max", "Maximum">;
+
+def Dtc_ReduceMaxGradOp : Dtc_Op<"reduce_max_grad", [Pure]> {
+  let summary = "Gradient of reduce_max: dy routed to the first maximum";
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$y, Dtc_F32Tensor:$dy,
+                       I64Attr:$axis);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat =
+      "$x `,` $y `,` $dy attr-dict `:` functional-type(operands, results)";
+}
+
+class Dtc_SoftmaxLikeOp<string mnemonic, string what>
+    : Dtc_Op<mnemonic, [Pure, SameOperandsAndResultType,
+        DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = what # " along one axis";
+  let arguments = (ins Dtc_F32Tensor:$x, I64Attr:$axis);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+def Dtc_SoftmaxOp : Dtc_SoftmaxLikeOp<"softmax", "Softmax">;
+def Dtc_LogSoftmaxOp : Dtc_SoftmaxLikeOp<"log_softmax", "Log-softmax">;
+
+class Dtc_SoftmaxGradLikeOp<string mnemonic, string what>
+    : Dtc_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins Dtc_F32Tensor:$y, Dtc_F32Tensor:$dy, I64Attr:$axis);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$y `,` $dy attr-dict `:` type($result)";
+}
+def Dtc_SoftmaxGradOp : Dtc_SoftmaxGradLikeOp<"softmax_grad",
+    "Gradient of softmax from its result: y * (dy - sum(dy * y))">;
+def Dtc_LogSoftmaxGradOp : Dtc_SoftmaxGradLikeOp<"log_softmax_grad",
+    "Gradient of log_softmax from its result: dy - exp(y) * sum(dy)">;
+
+//===----------------------------------------------------------------------===//
+// Losses and metrics
+//===----------------------------------------------------------------------===//
+
+def Dtc_CrossEntropyOp : Dtc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Mean softmax cross-entropy of logits against class labels";
+  let description = [{
+    `logits` is `[batch, classes]`, `labels` `[batch]` of class indices; the
+    result is the 0-d mean over the batch, as `torch.nn.functional.cross_entropy`.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$logits, Dtc_LabelTensor:$labels);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat =
+      "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)";
+}
+
+def Dtc_CrossEntropyGradOp : Dtc_Op<"cross_entropy_grad", [Pure]> {
+  let summary = "Gradient of cross_entropy: dloss * (softmax(logits) - onehot) / batch";
+  let arguments = (ins Dtc_F32Tensor:$logits, Dtc_LabelTensor:$labels,
+                       0DTensorOf<[F32]>:$dloss);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat =
+      "$logits `,` $labels `,` $dloss attr-dict `:` functional-type(operands, results)";
+}
+
+def Dtc_MseOp : Dtc_Op<"mse", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Mean squared error over all elements";
+  let arguments = (ins Dtc_F32Tensor:$prediction, Dtc_F32Tensor:$target);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat =
+      "$prediction `,` $target attr-dict `:` type($prediction) `,` type($target) `->` type($result)";
+}
+
+def Dtc_MseGradOp : Dtc_Op<"mse_grad", [Pure]> {
+  let summary = "Gradient of mse w.r.t. the prediction: dloss * 2 (p - t) / n";
+  let arguments = (ins Dtc_F32Tensor:$prediction, Dtc_F32Tensor:$target,
+                       0DTensorOf<[F32]>:$dloss);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat =
+      "$prediction `,` $target `,` $dloss attr-dict `:` functional-type(operands, results)";
+}
+
+def Dtc_AccuracyOp : Dtc_Op<"accuracy", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Fraction of rows whose arg-max equals the label (a metric)";
+  let arguments = (ins Dtc_F32Tensor:$logits, Dtc_LabelTensor:$labels);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat =
+      "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// The training step
+//===----------------------------------------------------------------------===//
+
+def Dtc_ApplyGradientOp : Dtc_Op<"apply_gradient", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Updates a parameter with its gradient by the model's optimizer";
+  let description = [{
+    The optimizer and its hyper-parameters are the module's `dtc.optimizer`
+    attribute; the update reads and writes the parameter and its optimizer
+    state (momentum, Adam moments), which live outside the step's arena.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$grad, FlatSymbolRefAttr:$param);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+}
+
+def Dtc_FusedOp : Dtc_Op<"fused", [Pure, IsolatedFromAbove, SingleBlock]> {
+  let summary = "A chain of elementwise ops computed in one loop nest";
+  let description = [{
+    Made by `dtc-fuse-elementwise`. The body holds elementwise dtc ops on
+    the block arguments (one per input) and yields the results. Code
+    generation emits it as one kernel: a single pass over the result's
+    elements, reading each input with broadcasting, keeping intermediates in
+    registers. All results have the same shape (the iteration space).
+  }];
+  let arguments = (ins Variadic<Dtc_F32Tensor>:$inputs);
+  let results = (outs Variadic<Dtc_F32Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "`(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body";
+  let hasVerifier = 1;
+}
+
+def Dtc_YieldOp : Dtc_Op<"yield", [Pure, Terminator, HasParent<"FusedOp">]> {
+  let summary = "Ends a fused body with its results";
+  let arguments = (ins Variadic<Dtc_F32Tensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+}
+
+#endif // DTC_OPS_TD

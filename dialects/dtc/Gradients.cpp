@@ -1,0 +1,239 @@
+//===- Gradients.cpp - Vector-Jacobian products of the dtc ops ------------===//
+//
+// Each differentiable op implements GradientOpInterface::buildGradients here.
+// Gradients of broadcasting operands are summed back to the operand's shape
+// with dtc.sum_to, so every operand gradient has the operand's exact type.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/dtc/DtcDialect.h"
+#include "dialects/dtc/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+/// Small builder helpers that compute result types through shape inference.
+struct G {
+  OpBuilder &b;
+  Location loc;
+
+  Value scalar(double v) {
+    return ConstantOp::create(b, loc, RankedTensorType::get({}, b.getF32Type()),
+                              b.getF32FloatAttr(v));
+  }
+  template <typename OpTy> Value bin(Value l, Value r) {
+    auto t = shape::broadcast(std::nullopt, l.getType(), r.getType());
+    return OpTy::create(b, loc, *t, l, r);
+  }
+  Value add(Value l, Value r) { return bin<AddOp>(l, r); }
+  Value sub(Value l, Value r) { return bin<SubOp>(l, r); }
+  Value mul(Value l, Value r) { return bin<MulOp>(l, r); }
+  Value div(Value l, Value r) { return bin<DivOp>(l, r); }
+  Value neg(Value x) { return NegOp::create(b, loc, x.getType(), x); }
+  /// `g` summed down to `type` (a no-op when the shapes already agree).
+  Value sumTo(Value g, Type type) {
+    if (g.getType() == type)
+      return g;
+    return SumToOp::create(b, loc, type, g);
+  }
+  Value matmul(Value l, Value r, bool tl, bool tr) {
+    auto t = shape::matmul(std::nullopt, l.getType(), r.getType(), tl, tr);
+    return MatmulOp::create(b, loc, *t, l, r, tl, tr);
+  }
+  /// dy of a reduction over `axis` spread back over the input's shape.
+  Value unreduce(Value dy, RankedTensorType xType, int64_t axis) {
+    SmallVector<int64_t> keep(xType.getShape());
+    keep[axis] = 1;
+    auto keepType = RankedTensorType::get(keep, xType.getElementType());
+    Value r = ReshapeOp::create(b, loc, keepType, dy);
+    return BroadcastToOp::create(b, loc, xType, r);
+  }
+};
+} // namespace
+
+#define DTC_GRAD(OP)                                                           \
+  LogicalResult OP::buildGradients(OpBuilder &builder, ValueRange resultGrads, \
+                                   SmallVectorImpl<Value> &operandGrads)
+#define DTC_G                                                                  \
+  G g{builder, getLoc()};                                                      \
+  Value dy = resultGrads[0];                                                   \
+  (void)g;                                                                     \
+  (void)dy
+
+// Unary elementwise ---------------------------------------------------------
+
+DTC_GRAD(NegOp) {
+  DTC_G;
+  operandGrads.push_back(g.neg(dy));
+  return success();
+}
+DTC_GRAD(ReluOp) { // from the result: y > 0 exactly where x > 0
+  DTC_G;
+  operandGrads.push_back(ReluGradOp::create(builder, getLoc(), getType(),
+                                            getResult(), dy));
+  return success();
+}
+DTC_GRAD(GeluOp) {
+  DTC_G;
+  operandGrads.push_back(GeluGradOp::create(builder, getLoc(), getType(),
+                                            getX(), dy));
+  return success();
+}
+DTC_GRAD(TanhOp) { // dy * (1 - y^2)
+  DTC_G;
+  Value y = getResult();
+  operandGrads.push_back(g.mul(dy, g.sub(g.scalar(1), g.mul(y, y))));
+  return success();
+}
+DTC_GRAD(SigmoidOp) { // dy * y * (1 - y)
+  DTC_G;
+  Value y = getResult();
+  operandGrads.push_back(g.mul(g.mul(dy, y), g.sub(g.scalar(1), y)));
+  return success();
+}
+DTC_GRAD(ExpOp) { // dy * y
+  DTC_G;
+  operandGrads.push_back(g.mul(dy, getResult()));
+  return success();
+}
+DTC_GRAD(LogOp) { // dy / x
+  DTC_G;
+  operandGrads.push_back(g.div(dy, getX()));
+  return success();
+}
+DTC_GRAD(SqrtOp) { // dy * 0.5 / y
+  DTC_G;
+  operandGrads.push_back(g.div(g.mul(dy, g.scalar(0.5)), getResult()));
+  return success();
+}
+
+// Binary elementwise (broadcasting) -----------------------------------------
+
+DTC_GRAD(AddOp) {
+  DTC_G;
+  operandGrads.push_back(g.sumTo(dy, getLhs().getType()));
+  operandGrads.push_back(g.sumTo(dy, getRhs().getType()));
+  return success();
+}
+DTC_GRAD(SubOp) {
+  DTC_G;
+  operandGrads.push_back(g.sumTo(dy, getLhs().getType()));
+  operandGrads.push_back(g.sumTo(g.neg(dy), getRhs().getType()));
+  return success();
+}
+DTC_GRAD(MulOp) {
+  DTC_G;
+  operandGrads.push_back(g.sumTo(g.mul(dy, getRhs()), getLhs().getType()));
+  operandGrads.push_back(g.sumTo(g.mul(dy, getLhs()), getRhs().getType()));
+  return success();
+}
+DTC_GRAD(DivOp) { // d/dl = dy / r ; d/dr = -dy * y / r
+  DTC_G;
+  operandGrads.push_back(g.sumTo(g.div(dy, getRhs()), getLhs().getType()));
+  operandGrads.push_back(g.sumTo(
+      g.neg(g.div(g.mul(dy, getResult()), getRhs())), getRhs().getType()));
+  return success();
+}
+
+// Shape ops -----------------------------------------------------------------
+
+DTC_GRAD(BroadcastToOp) {
+  DTC_G;
+  operandGrads.push_back(g.sumTo(dy, getX().getType()));
+  return success();
+}
+DTC_GRAD(SumToOp) {
+  DTC_G;
+  operandGrads.push_back(
+      BroadcastToOp::create(builder, getLoc(), getX().getType(), dy));
+  return success();
+}
+DTC_GRAD(ReshapeOp) {
+  DTC_G;
+  operandGrads.push_back(
+      ReshapeOp::create(builder, getLoc(), getX().getType(), dy));
+  return success();
+}
+DTC_GRAD(TransposeOp) {
+  DTC_G;
+  auto perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[perm[i]] = i;
+  operandGrads.push_back(TransposeOp::create(builder, getLoc(),
+                                             getX().getType(), dy, inverse));
+  return success();
+}
+
+// Matmul: C = op(A) op(B) ---------------------------------------------------
+
+DTC_GRAD(MatmulOp) {
+  DTC_G;
+  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  Value a = getLhs(), bm = getRhs();
+  // dop(A) = dC op(B)^T ; dop(B) = op(A)^T dC ; transposed back when stored so.
+  operandGrads.push_back(ta ? g.matmul(bm, dy, tb, true)
+                            : g.matmul(dy, bm, false, !tb));
+  operandGrads.push_back(tb ? g.matmul(dy, a, true, ta)
+                            : g.matmul(a, dy, !ta, false));
+  return success();
+}
+
+// Reductions and normalizations ---------------------------------------------
+
+DTC_GRAD(ReduceSumOp) {
+  DTC_G;
+  operandGrads.push_back(g.unreduce(dy, getX().getType(), getAxis()));
+  return success();
+}
+DTC_GRAD(ReduceMeanOp) {
+  DTC_G;
+  int64_t n = getX().getType().getDimSize(getAxis());
+  Value count = ShapedType::isDynamic(n)
+                    ? Value(BatchSizeOp::create(
+                          builder, getLoc(),
+                          RankedTensorType::get({}, builder.getF32Type())))
+                    : g.scalar(double(n));
+  operandGrads.push_back(
+      g.unreduce(g.div(dy, count), getX().getType(), getAxis()));
+  return success();
+}
+DTC_GRAD(ReduceMaxOp) {
+  DTC_G;
+  operandGrads.push_back(ReduceMaxGradOp::create(builder, getLoc(),
+                                                 getX().getType(), getX(),
+                                                 getResult(), dy, getAxis()));
+  return success();
+}
+DTC_GRAD(SoftmaxOp) {
+  DTC_G;
+  operandGrads.push_back(SoftmaxGradOp::create(builder, getLoc(), getType(),
+                                               getResult(), dy, getAxis()));
+  return success();
+}
+DTC_GRAD(LogSoftmaxOp) {
+  DTC_G;
+  operandGrads.push_back(LogSoftmaxGradOp::create(
+      builder, getLoc(), getType(), getResult(), dy, getAxis()));
+  return success();
+}
+
+// Losses --------------------------------------------------------------------
+
+DTC_GRAD(CrossEntropyOp) {
+  DTC_G;
+  operandGrads.push_back(CrossEntropyGradOp::create(
+      builder, getLoc(), getLogits().getType(), getLogits(), getLabels(), dy));
+  operandGrads.push_back(Value()); // integer labels take no gradient
+  return success();
+}
+DTC_GRAD(MseOp) {
+  DTC_G;
+  Value dp = MseGradOp::create(builder, getLoc(), getPrediction().getType(),
+                               getPrediction(), getTarget(), dy);
+  operandGrads.push_back(dp);
+  operandGrads.push_back(g.neg(dp));
+  return success();
+}

@@ -1,0 +1,151 @@
+//===- ShapeInference.cpp - Result shapes of dtc ops ----------------------===//
+#include "dialects/dtc/ShapeInference.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+using namespace mlir;
+
+namespace dtc::shape {
+
+std::string str(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return "<unranked>";
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(t.getShape())) {
+    if (i)
+      s += ", ";
+    s += ShapedType::isDynamic(d) ? std::string("B") : std::to_string(d);
+  }
+  return s + "]";
+}
+
+static RankedTensorType f32(ArrayRef<int64_t> shape, Type like) {
+  return RankedTensorType::get(shape, cast<ShapedType>(like).getElementType());
+}
+
+bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+  if (from.size() > to.size())
+    return false;
+  size_t off = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[off + i])
+      return false;
+  return true;
+}
+
+FailureOr<RankedTensorType> broadcast(Loc loc, Type lhs, Type rhs) {
+  auto a = cast<RankedTensorType>(lhs).getShape();
+  auto b = cast<RankedTensorType>(rhs).getShape();
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      return emitOptionalError(loc, "shapes ", str(lhs), " and ", str(rhs),
+                               " do not broadcast");
+  }
+  return f32(out, lhs);
+}
+
+FailureOr<RankedTensorType> matmul(Loc loc, Type lhs, Type rhs, bool transLhs,
+                                   bool transRhs) {
+  auto a = cast<RankedTensorType>(lhs).getShape();
+  auto b = cast<RankedTensorType>(rhs).getShape();
+  if (a.size() != 2 || b.size() != 2)
+    return emitOptionalError(loc, "matmul needs 2-D operands, got ", str(lhs),
+                             " and ", str(rhs));
+  int64_t m = transLhs ? a[1] : a[0], k1 = transLhs ? a[0] : a[1];
+  int64_t k2 = transRhs ? b[1] : b[0], n = transRhs ? b[0] : b[1];
+  if (k1 != k2)
+    return emitOptionalError(loc, "matmul inner dimensions differ: ", str(lhs),
+                             transLhs ? "^T" : "", " x ", str(rhs),
+                             transRhs ? "^T" : "");
+  if (ShapedType::isDynamic(n))
+    return emitOptionalError(loc, "matmul result columns cannot be the batch "
+                                  "dimension");
+  return f32({m, n}, lhs);
+}
+
+FailureOr<RankedTensorType> transpose(Loc loc, Type x, ArrayRef<int64_t> perm) {
+  auto s = cast<RankedTensorType>(x).getShape();
+  if (perm.size() != s.size())
+    return emitOptionalError(loc, "transpose of a rank-", s.size(),
+                             " tensor needs ", s.size(), " axes, got ",
+                             perm.size());
+  SmallVector<bool> seen(s.size(), false);
+  SmallVector<int64_t> out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= (int64_t)s.size() || seen[p])
+      return emitOptionalError(loc, "transpose axes are not a permutation");
+    seen[p] = true;
+    out.push_back(s[p]);
+  }
+  return f32(out, x);
+}
+
+LogicalResult axis(Loc loc, int64_t rank, int64_t axis) {
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(loc, "axis ", axis, " is out of range for a rank-",
+                             rank, " tensor");
+  return success();
+}
+
+FailureOr<RankedTensorType> reduce(Loc loc, Type x, int64_t ax) {
+  auto s = cast<RankedTensorType>(x).getShape();
+  if (failed(axis(loc, s.size(), ax)))
+    return failure();
+  SmallVector<int64_t> out(s.begin(), s.end());
+  out.erase(out.begin() + ax);
+  return f32(out, x);
+}
+
+FailureOr<RankedTensorType> reshape(Loc loc, Type x, ArrayRef<int64_t> shape) {
+  auto xt = cast<RankedTensorType>(x);
+  auto out = f32(shape, x);
+  bool xDyn = !xt.hasStaticShape(), oDyn = !out.hasStaticShape();
+  if (llvm::count_if(shape, ShapedType::isDynamic) > 1 ||
+      (oDyn && !ShapedType::isDynamic(shape[0])))
+    return emitOptionalError(loc, "reshape: only the first dimension may be "
+                                  "the batch dimension B");
+  if (xDyn != oDyn ||
+      numElementsPerBatch(xt) != numElementsPerBatch(out))
+    return emitOptionalError(loc, "cannot reshape ", str(x), " to ", str(out),
+                             ": the number of elements differs");
+  return out;
+}
+
+FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels) {
+  auto l = cast<RankedTensorType>(logits).getShape();
+  auto y = cast<RankedTensorType>(labels).getShape();
+  if (l.size() != 2 || y.size() != 1 || l[0] != y[0])
+    return emitOptionalError(loc, "cross_entropy needs logits [N, C] and "
+                                  "labels [N], got ",
+                             str(logits), " and ", str(labels));
+  return f32({}, logits);
+}
+
+FailureOr<RankedTensorType> mse(Loc loc, Type prediction, Type target) {
+  if (prediction != target)
+    return emitOptionalError(loc, "mse needs prediction and target of the same "
+                                  "shape, got ",
+                             str(prediction), " and ", str(target));
+  return f32({}, prediction);
+}
+
+int64_t numElementsPerBatch(RankedTensorType type) {
+  int64_t n = 1;
+  for (int64_t d : type.getShape())
+    if (!ShapedType::isDynamic(d))
+      n *= d;
+  return n;
+}
+
+} // namespace dtc::shape

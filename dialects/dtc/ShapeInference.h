@@ -1,0 +1,47 @@
+//===- ShapeInference.h - Result shapes of dtc ops ------------------------===//
+//
+// One place computes the result type of every shape-changing dtc op. The ops'
+// InferTypeOpInterface and verifiers use it, and so does the DSL frontend, to
+// report shape errors at the DSL source location before any op is built. Each
+// function emits an error at `loc` (when given) and fails on bad input.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include <optional>
+#include <string>
+
+namespace dtc::shape {
+using mlir::FailureOr;
+using mlir::RankedTensorType;
+using mlir::Type;
+using Loc = std::optional<mlir::Location>;
+
+/// "[B, 784]": a shape as users write it (B is the dynamic batch dimension).
+std::string str(Type type);
+
+/// numpy broadcasting of two shapes; `?` only broadcasts with `?` or 1.
+FailureOr<RankedTensorType> broadcast(Loc loc, Type lhs, Type rhs);
+/// Whether `from` broadcasts to `to` (numpy rules, `to` the larger shape).
+bool broadcastsTo(mlir::ArrayRef<int64_t> from, mlir::ArrayRef<int64_t> to);
+FailureOr<RankedTensorType> matmul(Loc loc, Type lhs, Type rhs, bool transLhs,
+                                   bool transRhs);
+FailureOr<RankedTensorType> transpose(Loc loc, Type x,
+                                      mlir::ArrayRef<int64_t> perm);
+FailureOr<RankedTensorType> reduce(Loc loc, Type x, int64_t axis);
+FailureOr<RankedTensorType> reshape(Loc loc, Type x,
+                                    mlir::ArrayRef<int64_t> shape);
+/// Checks an axis of a rank-`rank` tensor (already normalized to >= 0).
+mlir::LogicalResult axis(Loc loc, int64_t rank, int64_t axis);
+FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels);
+FailureOr<RankedTensorType> mse(Loc loc, Type prediction, Type target);
+
+/// Number of elements, with the batch dimension counted as 1.
+int64_t numElementsPerBatch(RankedTensorType type);
+/// Whether the type's size scales with the batch (has a dynamic dimension).
+inline bool isBatched(RankedTensorType type) {
+  return !type.hasStaticShape();
+}
+} // namespace dtc::shape

@@ -1,0 +1,34 @@
+//===- Pipeline.cpp - The registration hub and the compile pipeline -------===//
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
+  pm.addPass(createAutodiff());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (options.fuse)
+    pm.addNestedPass<func::FuncOp>(createFuseElementwise());
+  pm.addPass(createPlanMemory());
+}
+
+void dtc::registerDialects(DialectRegistry &registry) {
+  registry.insert<DtcDialect, func::FuncDialect>();
+}
+
+void dtc::registerAllPasses() {
+  registerDtcPasses();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  PassPipelineRegistration<PipelineOptions>(
+      "dtc-pipeline",
+      "The whole dtc pipeline: autodiff, canonicalize, cse, "
+      "fuse-elementwise, plan-memory",
+      buildPipeline);
+}

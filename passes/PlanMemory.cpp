@@ -1,0 +1,231 @@
+//===- PlanMemory.cpp - One arena per step, reused by liveness ------------===//
+#include "passes/Passes.h"
+
+#include "dialects/dtc/ShapeInference.h"
+#include "mlir/IR/Builders.h"
+#include <map>
+
+namespace dtc {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+int dtc::optimizerStateBuffers(ModuleOp module) {
+  auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
+  if (!opt)
+    return 0;
+  auto kind = opt.getAs<StringAttr>("kind");
+  if (kind && (kind.getValue() == "adam" || kind.getValue() == "adamw"))
+    return 2;
+  auto momentum = opt.getAs<FloatAttr>("momentum");
+  return momentum && momentum.getValueAsDouble() != 0.0 ? 1 : 0;
+}
+
+namespace {
+struct PlanMemoryPass : public dtc::impl::PlanMemoryBase<PlanMemoryPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+int64_t alignTo(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+/// Best-fit placement of live ranges in one growing region.
+class Region {
+public:
+  explicit Region(int64_t alignment) : alignment(alignment) {}
+
+  int64_t allocate(int64_t size) {
+    size = alignTo(std::max<int64_t>(size, 1), alignment);
+    auto best = free.end();
+    for (auto it = free.begin(); it != free.end(); ++it)
+      if (it->second >= size &&
+          (best == free.end() || it->second < best->second))
+        best = it;
+    if (best == free.end()) {
+      // Grow, reusing a free range that touches the top.
+      int64_t offset = top;
+      if (!free.empty()) {
+        auto lastFree = std::prev(free.end());
+        if (lastFree->first + lastFree->second == top) {
+          offset = lastFree->first;
+          free.erase(lastFree);
+        }
+      }
+      top = offset + size;
+      peak = std::max(peak, top);
+      return offset;
+    }
+    int64_t offset = best->first, left = best->second - size;
+    free.erase(best);
+    if (left)
+      free[offset + size] = left;
+    return offset;
+  }
+
+  void release(int64_t offset, int64_t size) {
+    size = alignTo(std::max<int64_t>(size, 1), alignment);
+    auto [it, ok] = free.emplace(offset, size);
+    (void)ok;
+    // Coalesce with neighbours.
+    auto next = std::next(it);
+    if (next != free.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free.erase(next);
+    }
+    if (it != free.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free.erase(it);
+        it = prev;
+      }
+    }
+    if (it->first + it->second == top) {
+      top = it->first;
+      free.erase(it);
+    }
+  }
+
+  int64_t peakBytes() const { return peak; }
+
+private:
+  int64_t alignment;
+  int64_t top = 0, peak = 0;
+  std::map<int64_t, int64_t> free; // offset -> size
+};
+
+/// A tensor's bytes: per sample when batched, else in total.
+int64_t bytesOf(Type t) {
+  auto rt = cast<RankedTensorType>(t);
+  return shape::numElementsPerBatch(rt) *
+         (rt.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+/// Values that need no arena storage: parameters, inputs, aliases.
+bool isExternalOrAlias(Value v) {
+  return isa<BlockArgument>(v) || v.getDefiningOp<ParamRefOp>() ||
+         v.getDefiningOp<ReshapeOp>();
+}
+
+/// The value whose storage `v` uses (through reshape aliases).
+Value storageOf(Value v) {
+  while (auto r = v.getDefiningOp<ReshapeOp>())
+    v = r.getX();
+  return v;
+}
+
+struct Plan {
+  int64_t perSample = 0, fixed = 0, naivePerSample = 0, naiveFixed = 0;
+};
+
+Plan planFunction(func::FuncOp func, int64_t alignment) {
+  Block &block = func.front();
+  DenseMap<Operation *, int64_t> index;
+  int64_t n = 0;
+  for (Operation &op : block)
+    index[&op] = n++;
+  // Last use of each storage value (returned values live to the end).
+  DenseMap<Value, int64_t> lastUse;
+  for (Operation &op : block)
+    for (Value v : op.getOperands()) {
+      Value s = storageOf(v);
+      int64_t at = isa<func::ReturnOp>(op) ? n : index[&op];
+      lastUse[s] = std::max(lastUse.lookup(s), at);
+    }
+  // Ends of live ranges, by op index.
+  std::map<int64_t, SmallVector<Value>> dying;
+  for (auto [v, at] : lastUse)
+    dying[at].push_back(v);
+
+  Region batched(std::max<int64_t>(alignment / 4, 4)), fixedRegion(alignment);
+  Plan plan;
+  DenseMap<Value, int64_t> offsetOf;
+  Builder b(func.getContext());
+  for (Operation &op : block) {
+    SmallVector<int64_t> offsets;
+    bool needsStorage = false;
+    for (Value r : op.getResults()) {
+      if (isExternalOrAlias(r)) {
+        offsets.push_back(-1);
+        continue;
+      }
+      needsStorage = true;
+      auto t = cast<RankedTensorType>(r.getType());
+      int64_t bytes = bytesOf(t);
+      bool isBatched = shape::isBatched(t);
+      int64_t off = isBatched ? batched.allocate(bytes)
+                              : fixedRegion.allocate(bytes);
+      (isBatched ? plan.naivePerSample : plan.naiveFixed) +=
+          alignTo(bytes, isBatched ? std::max<int64_t>(alignment / 4, 4)
+                                   : alignment);
+      offsetOf[r] = off;
+      offsets.push_back(off);
+      // A result nobody uses dies at once.
+      if (!lastUse.count(r))
+        dying[index[&op]].push_back(r);
+    }
+    if (needsStorage)
+      op.setAttr("dtc.offsets", b.getDenseI64ArrayAttr(offsets));
+    auto it = dying.find(index[&op]);
+    if (it == dying.end())
+      continue;
+    for (Value v : it->second) {
+      auto off = offsetOf.find(v);
+      if (off == offsetOf.end())
+        continue; // external storage
+      auto t = cast<RankedTensorType>(v.getType());
+      (shape::isBatched(t) ? batched : fixedRegion)
+          .release(off->second, bytesOf(t));
+    }
+  }
+  plan.perSample = batched.peakBytes();
+  plan.fixed = fixedRegion.peakBytes();
+  func->setAttr("dtc.arena_per_sample", b.getI64IntegerAttr(plan.perSample));
+  func->setAttr("dtc.arena_fixed", b.getI64IntegerAttr(plan.fixed));
+  func->setAttr("dtc.naive_per_sample",
+                b.getI64IntegerAttr(plan.naivePerSample));
+  func->setAttr("dtc.naive_fixed", b.getI64IntegerAttr(plan.naiveFixed));
+  return plan;
+}
+} // namespace
+
+void PlanMemoryPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (alignment <= 0 || (alignment & (alignment - 1)) || alignment % 16) {
+    module.emitError("alignment must be a power of two >= 16");
+    return signalPassFailure();
+  }
+  Builder b(module.getContext());
+  // Persistent block: parameters, then optimizer state.
+  int64_t offset = 0;
+  SmallVector<ParamOp> params(module.getOps<ParamOp>());
+  for (ParamOp p : params) {
+    p->setAttr("dtc.offset", b.getI64IntegerAttr(offset));
+    offset = alignTo(offset + bytesOf(p.getType()), alignment);
+  }
+  module->setAttr("dtc.param_bytes", b.getI64IntegerAttr(offset));
+  int states = optimizerStateBuffers(module);
+  for (ParamOp p : params) {
+    p->setAttr("dtc.state_offset", b.getI64IntegerAttr(offset));
+    offset = alignTo(offset + states * bytesOf(p.getType()), alignment);
+  }
+  module->setAttr("dtc.persistent_bytes", b.getI64IntegerAttr(offset));
+
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    if (!func.getBody().hasOneBlock()) {
+      func.emitError("dtc-plan-memory needs single-block functions");
+      return signalPassFailure();
+    }
+    Plan plan = planFunction(func, alignment);
+    if (report)
+      func.emitRemark() << "arena " << plan.perSample << " B/sample + "
+                        << plan.fixed << " B (without reuse: "
+                        << plan.naivePerSample << " B/sample + "
+                        << plan.naiveFixed << " B)";
+  }
+}

@@ -1,0 +1,352 @@
+//===- data.cpp - IDX, CSV and synthetic data set readers ----------------===//
+#include "data.h"
+
+#include "error.h"
+#include "rng.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sys/stat.h>
+
+namespace dtc::rt {
+namespace {
+
+[[noreturn]] void cannotOpen(const std::string &path, int err) {
+  throw Error(fmt::format("cannot open dataset file '{}': {}", path, std::strerror(err)));
+}
+
+bool fileExists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+//===--- IDX ---------------------------------------------------------------===//
+
+// A gzip (or raw) file read sequentially; errors name the file.
+class GzReader {
+public:
+  explicit GzReader(const std::string &path) : path_(path) {
+    errno = 0;
+    f_ = gzopen(path.c_str(), "rb");
+    if (!f_)
+      cannotOpen(path, errno ? errno : ENOMEM);
+  }
+  ~GzReader() { gzclose(f_); }
+  GzReader(const GzReader &) = delete;
+  GzReader &operator=(const GzReader &) = delete;
+
+  // Reads exactly n bytes; `what` describes them for the truncation message.
+  void read(void *dst, size_t n, const char *what) {
+    char *p = static_cast<char *>(dst);
+    while (n > 0) {
+      unsigned chunk = static_cast<unsigned>(std::min<size_t>(n, 1u << 30));
+      int got = gzread(f_, p, chunk);
+      if (got < 0) {
+        int code;
+        const char *msg = gzerror(f_, &code);
+        throw Error(fmt::format("dataset file '{}' is corrupt: {}", path_,
+                                code == Z_ERRNO ? std::strerror(errno) : msg));
+      }
+      if (got == 0)
+        throw Error(fmt::format("dataset file '{}' is truncated (while reading {})",
+                                path_, what));
+      p += got;
+      n -= static_cast<size_t>(got);
+    }
+  }
+
+private:
+  std::string path_;
+  gzFile f_ = nullptr;
+};
+
+uint32_t readBigEndian32(GzReader &r, const char *what) {
+  unsigned char b[4];
+  r.read(b, 4, what);
+  return uint32_t(b[0]) << 24 | uint32_t(b[1]) << 16 | uint32_t(b[2]) << 8 | b[3];
+}
+
+// Reads an IDX header; returns the dimensions. Only unsigned-byte data.
+std::vector<int64_t> readIdxHeader(GzReader &r, const std::string &path) {
+  uint32_t magic = readBigEndian32(r, "the header");
+  uint32_t rank = magic & 0xff, type = (magic >> 8) & 0xff;
+  if ((magic >> 16) != 0 || rank == 0 || rank > 4)
+    throw Error(fmt::format("dataset file '{}' is not an IDX file (bad magic 0x{:08x})",
+                            path, magic));
+  if (type != 0x08)
+    throw Error(fmt::format("dataset file '{}': unsupported IDX element type 0x{:02x} "
+                            "(only unsigned bytes, 0x08)",
+                            path, type));
+  std::vector<int64_t> dims(rank);
+  for (auto &d : dims)
+    d = readBigEndian32(r, "the header");
+  return dims;
+}
+
+//===--- CSV ---------------------------------------------------------------===//
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+bool parseFloat(std::string_view s, float &out) {
+  s = trim(s);
+  if (!s.empty() && s.front() == '+')
+    s.remove_prefix(1);
+  if (s.empty())
+    return false;
+  auto res = std::from_chars(s.data(), s.data() + s.size(), out);
+  return res.ec == std::errc() && res.ptr == s.data() + s.size();
+}
+
+void splitCsv(std::string_view line, std::vector<std::string_view> &cells) {
+  cells.clear();
+  size_t start = 0;
+  for (;;) {
+    size_t comma = line.find(',', start);
+    cells.push_back(line.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (comma == std::string_view::npos)
+      break;
+    start = comma + 1;
+  }
+}
+
+} // namespace
+
+std::string idxFile(const std::string &dir, const std::string &name) {
+  std::string gz = dir + "/" + name + ".gz", raw = dir + "/" + name;
+  return fileExists(gz) || !fileExists(raw) ? gz : raw;
+}
+
+Dataset readIdx(const std::string &imagesPath, const std::string &labelsPath) {
+  Dataset ds;
+  ds.source = imagesPath;
+  ds.labelKind = LabelKind::Class;
+  ds.labelWidth = 1;
+
+  GzReader images(imagesPath);
+  std::vector<int64_t> dims = readIdxHeader(images, imagesPath);
+  ds.size = dims[0];
+  ds.features = 1;
+  for (size_t i = 1; i < dims.size(); ++i)
+    ds.features *= dims[i];
+  if (ds.size * ds.features > (int64_t(1) << 40))
+    throw Error(fmt::format("dataset file '{}' has an implausible size ({} x {} bytes)",
+                            imagesPath, ds.size, ds.features));
+
+  GzReader labels(labelsPath);
+  std::vector<int64_t> ldims = readIdxHeader(labels, labelsPath);
+  if (ldims.size() != 1)
+    throw Error(fmt::format("dataset file '{}' is not an IDX label file (rank {}, expected 1)",
+                            labelsPath, ldims.size()));
+  if (ldims[0] != ds.size)
+    throw Error(fmt::format("dataset files '{}' and '{}' disagree: {} images but {} labels",
+                            imagesPath, labelsPath, ds.size, ldims[0]));
+
+  // Read in chunks so that a corrupt header claiming a huge size fails on
+  // truncation instead of allocating the claimed size up front.
+  constexpr int64_t kChunkBytes = 1 << 24;
+  std::vector<uint8_t> bytes;
+  for (int64_t left = ds.size * ds.features; left > 0;) {
+    bytes.resize(static_cast<size_t>(std::min(left, kChunkBytes)));
+    images.read(bytes.data(), bytes.size(), "the pixels");
+    size_t at = ds.x.size();
+    ds.x.resize(at + bytes.size());
+    for (size_t i = 0; i < bytes.size(); ++i)
+      ds.x[at + i] = bytes[i] * (1.0f / 255.0f);
+    left -= static_cast<int64_t>(bytes.size());
+  }
+  for (int64_t left = ds.size; left > 0;) {
+    bytes.resize(static_cast<size_t>(std::min(left, kChunkBytes)));
+    labels.read(bytes.data(), bytes.size(), "the labels");
+    ds.yClass.insert(ds.yClass.end(), bytes.begin(), bytes.end());
+    left -= static_cast<int64_t>(bytes.size());
+  }
+  return ds;
+}
+
+Dataset readCsv(const std::string &path, LabelKind kind, int64_t labelWidth,
+                int64_t features) {
+  std::ifstream in(path);
+  if (!in)
+    cannotOpen(path, errno ? errno : ENOENT);
+  Dataset ds;
+  ds.source = path;
+  ds.labelKind = kind;
+  ds.labelWidth = kind == LabelKind::Class ? 1 : labelWidth;
+  ds.features = features;
+  const size_t columns = static_cast<size_t>(ds.labelWidth + features);
+
+  std::string line;
+  std::vector<std::string_view> cells;
+  for (int64_t lineNo = 1; std::getline(in, line); ++lineNo) {
+    if (trim(line).empty())
+      continue;
+    splitCsv(line, cells);
+    float v;
+    if (lineNo == 1 && !parseFloat(cells[0], v))
+      continue; // header
+    if (cells.size() != columns) {
+      const int64_t found = static_cast<int64_t>(cells.size()) - ds.labelWidth;
+      throw Error(fmt::format("dataset file '{}' line {}: {} features per sample (after "
+                              "{} label column{}) but the model takes {}",
+                              path, lineNo, std::max<int64_t>(found, 0), ds.labelWidth,
+                              ds.labelWidth == 1 ? "" : "s", features));
+    }
+    for (size_t c = 0; c < columns; ++c) {
+      if (!parseFloat(cells[c], v))
+        throw Error(fmt::format("dataset file '{}' line {} column {}: '{}' is not a number",
+                                path, lineNo,
+                                c + 1, trim(cells[c])));
+      if (c >= static_cast<size_t>(ds.labelWidth))
+        ds.x.push_back(v);
+      else if (kind == LabelKind::Value)
+        ds.yValue.push_back(v);
+      else if (v != std::floor(v) || std::fabs(v) > 1e9f)
+        throw Error(fmt::format("dataset file '{}' line {}: class label '{}' is not an integer",
+                                path, lineNo,
+                                trim(cells[c])));
+      else
+        ds.yClass.push_back(static_cast<int32_t>(v));
+    }
+    ++ds.size;
+  }
+  if (in.bad())
+    throw Error(fmt::format("error reading dataset file '{}': {}", path, std::strerror(errno)));
+  return ds;
+}
+
+Dataset makeSynthetic(const ModelSpec &spec, int64_t size, uint64_t seed,
+                      uint64_t stream) {
+  const bool isClass = spec.labelKind == LabelKind::Class;
+  const int64_t F = spec.inputNumel;
+  const int64_t outs = isClass ? spec.numClasses : spec.labelNumel;
+  if (isClass && outs < 1)
+    throw Error("synthetic data needs the model's number of classes (numClasses is 0)");
+
+  Rng teacherRng(mixSeed(seed, 0x7eac4e5ULL)); // W [F, outs], b [outs]
+  std::vector<double> W(static_cast<size_t>(F * outs)), bias(static_cast<size_t>(outs));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(F, 1)));
+  for (auto &w : W)
+    w = teacherRng.normal() * scale;
+  for (auto &b : bias)
+    b = 0.1 * teacherRng.normal();
+
+  Dataset ds;
+  ds.source = "synthetic";
+  ds.size = size;
+  ds.features = F;
+  ds.labelKind = spec.labelKind;
+  ds.labelWidth = isClass ? 1 : outs;
+  ds.x.resize(static_cast<size_t>(size * F));
+  if (isClass)
+    ds.yClass.resize(static_cast<size_t>(size));
+  else
+    ds.yValue.resize(static_cast<size_t>(size * outs));
+
+  Rng rng(mixSeed(seed, 1000 + stream));
+  std::vector<double> z(static_cast<size_t>(outs));
+  for (int64_t s = 0; s < size; ++s) {
+    float *x = &ds.x[static_cast<size_t>(s * F)];
+    for (int64_t f = 0; f < F; ++f)
+      x[f] = static_cast<float>(rng.normal());
+    for (int64_t o = 0; o < outs; ++o) {
+      double acc = bias[o];
+      for (int64_t f = 0; f < F; ++f)
+        acc += x[f] * W[f * outs + o];
+      z[o] = acc;
+    }
+    if (isClass) {
+      int64_t best = 0;
+      for (int64_t o = 1; o < outs; ++o)
+        if (z[o] > z[best])
+          best = o;
+      ds.yClass[s] = static_cast<int32_t>(best);
+    } else {
+      for (int64_t o = 0; o < outs; ++o)
+        ds.yValue[s * outs + o] = static_cast<float>(z[o] + 0.01 * rng.normal());
+    }
+  }
+  return ds;
+}
+
+void checkDataset(const Dataset &ds, const ModelSpec &spec) {
+  if (ds.features != spec.inputNumel)
+    throw Error(fmt::format("dataset '{}' has {} features per sample but model '{}' takes {}",
+                            ds.source, ds.features, spec.name, spec.inputNumel));
+  if (ds.labelKind != spec.labelKind)
+    throw Error(fmt::format("dataset '{}' has {} labels but model '{}' expects {} labels",
+                            ds.source, ds.labelKind == LabelKind::Class ? "class" : "value",
+                            spec.name, spec.labelKind == LabelKind::Class ? "class" : "value"));
+  if (spec.labelKind == LabelKind::Value && ds.labelWidth != spec.labelNumel)
+    throw Error(fmt::format("dataset '{}' has {} label values per sample but model '{}' "
+                            "expects {}",
+                            ds.source, ds.labelWidth, spec.name, spec.labelNumel));
+  if (spec.labelKind == LabelKind::Class)
+    for (int64_t i = 0; i < ds.size; ++i)
+      if (ds.yClass[i] < 0 || ds.yClass[i] >= spec.numClasses)
+        throw Error(fmt::format("dataset '{}': sample {} has label {}, outside the model's "
+                                "{} classes [0, {})",
+                                ds.source, i, ds.yClass[i], spec.numClasses,
+                                spec.numClasses));
+}
+
+std::string DataSource::describe() const {
+  switch (kind) {
+  case DatasetKind::IDX:
+    return dir;
+  case DatasetKind::CSV:
+    return testPath.empty() ? trainPath : trainPath + "," + testPath;
+  case DatasetKind::Synthetic:
+    return "synthetic";
+  case DatasetKind::None:
+    break;
+  }
+  return "none";
+}
+
+DataSplits loadData(const DataSource &src, const ModelSpec &spec) {
+  DataSplits d;
+  switch (src.kind) {
+  case DatasetKind::IDX:
+    if (spec.labelKind != LabelKind::Class)
+      throw Error(fmt::format("IDX dataset '{}' has class labels but model '{}' expects "
+                              "value labels",
+                              src.dir, spec.name));
+    d.train = readIdx(idxFile(src.dir, "train-images-idx3-ubyte"),
+                      idxFile(src.dir, "train-labels-idx1-ubyte"));
+    d.test = readIdx(idxFile(src.dir, "t10k-images-idx3-ubyte"),
+                     idxFile(src.dir, "t10k-labels-idx1-ubyte"));
+    break;
+  case DatasetKind::CSV:
+    d.train = readCsv(src.trainPath, spec.labelKind, spec.labelNumel, spec.inputNumel);
+    if (!src.testPath.empty())
+      d.test = readCsv(src.testPath, spec.labelKind, spec.labelNumel, spec.inputNumel);
+    break;
+  case DatasetKind::Synthetic:
+    d.train = makeSynthetic(spec, src.trainSize, src.seed, 0);
+    d.test = makeSynthetic(spec, src.testSize, src.seed, 1);
+    break;
+  case DatasetKind::None:
+    throw Error(fmt::format("model '{}' has no dataset in its recipe; pass --data PATH",
+                            spec.name));
+  }
+  if (d.train.size == 0)
+    throw Error(fmt::format("dataset '{}' has no training samples", d.train.source));
+  checkDataset(d.train, spec);
+  if (d.test.size > 0)
+    checkDataset(d.test, spec);
+  return d;
+}
+
+} // namespace dtc::rt

@@ -1,0 +1,67 @@
+//===- data.h - In-memory data sets and their readers --------------------===//
+//
+// A Dataset holds every sample of one split in memory: features as float
+// [size, features], labels as int32 [size] (class) or float [size, labelWidth]
+// (value). Readers throw dtc::rt::Error with a message naming the file.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "dtc/runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtc::rt {
+
+struct Dataset {
+  std::string source; // file or description, for messages
+  int64_t size = 0;
+  int64_t features = 0;
+  LabelKind labelKind = LabelKind::Class;
+  int64_t labelWidth = 1;
+  std::vector<float> x;
+  std::vector<int32_t> yClass;
+  std::vector<float> yValue;
+};
+
+// Where the data comes from, after options have overridden the recipe.
+struct DataSource {
+  DatasetKind kind = DatasetKind::None;
+  std::string dir;                 // IDX
+  std::string trainPath, testPath; // CSV (testPath may be empty)
+  int64_t trainSize = 0, testSize = 0; // Synthetic
+  uint64_t seed = 0;                   // Synthetic: seeds the teacher and samples
+  std::string describe() const;        // for the header line
+};
+
+struct DataSplits {
+  Dataset train, test; // test.size == 0 when there is no test split
+};
+
+// IDX (MNIST family): an images file [n, d1, ...] of ubyte scaled by 1/255 and
+// a labels file [n] of ubyte class labels. gzip or raw.
+Dataset readIdx(const std::string &imagesPath, const std::string &labelsPath);
+// Picks dir/<name>.gz, else dir/<name>; returns the .gz name if neither exists.
+std::string idxFile(const std::string &dir, const std::string &name);
+
+// CSV: labelColumns label columns, then `features` feature columns per line;
+// a first line that is not numeric is a header and skipped.
+Dataset readCsv(const std::string &path, LabelKind kind, int64_t labelWidth,
+                int64_t features);
+
+// Gaussian features labelled by a fixed random linear "teacher" (Class:
+// argmax over numClasses; Value: linear map + small noise). `stream` selects
+// disjoint samples (0: train, 1: test) from the same teacher.
+Dataset makeSynthetic(const ModelSpec &spec, int64_t size, uint64_t seed,
+                      uint64_t stream);
+
+// Checks that a data set fits the model (feature count, label kind/width,
+// class range); throws Error naming ds.source otherwise.
+void checkDataset(const Dataset &ds, const ModelSpec &spec);
+
+// Loads and checks both splits.
+DataSplits loadData(const DataSource &src, const ModelSpec &spec);
+
+} // namespace dtc::rt

@@ -1,0 +1,444 @@
+//===- kernels.cpp - Non-elementwise kernels called by generated code ----===//
+//
+// Implements dtc/kernels.h. Axis-view kernels ([outer, n, inner]) walk the
+// inner dimension in chunks of kChunk so the innermost loop is contiguous and
+// per-column accumulators live on the stack; they are instantiated once for
+// inner == 1 (the common "last axis" case, where the chunk loop folds away)
+// and once for a run-time inner size.
+//
+//===----------------------------------------------------------------------===//
+#include "dtc/kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace dtc::kern {
+namespace {
+
+constexpr int64_t kChunk = 64;
+constexpr int32_t kMaxRank = 6;
+
+[[noreturn]] void fatal(const char *what) {
+  std::fprintf(stderr, "train: error: internal error in runtime kernel: %s\n", what);
+  std::exit(1);
+}
+
+// Class labels come from the data set; one outside [0, C) is a user error.
+void checkLabels(const int32_t *labels, int64_t B, int64_t C) {
+  for (int64_t b = 0; b < B; ++b)
+    if (labels[b] < 0 || labels[b] >= C) {
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "train: error: label %d in row %lld is outside the class "
+                   "range [0, %lld)\n",
+                   labels[b], static_cast<long long>(b), static_cast<long long>(C));
+      std::exit(1);
+    }
+}
+
+void contiguousStrides(int32_t rank, const int64_t *shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= shape[d];
+  }
+}
+
+int64_t product(int32_t rank, const int64_t *shape) {
+  int64_t p = 1;
+  for (int32_t d = 0; d < rank; ++d)
+    p *= shape[d];
+  return p;
+}
+
+// Calls body(o, k0, width, base) for every chunk of the axis view, where base
+// is the offset of element [o, 0, k0].
+template <int64_t FixedInner, class Body>
+inline void forEachChunk(int64_t outer, int64_t n, int64_t innerDyn, Body body) {
+  const int64_t inner = FixedInner ? FixedInner : innerDyn;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k0 = 0; k0 < inner; k0 += kChunk)
+      body(o, k0, std::min(kChunk, inner - k0), o * n * inner + k0, inner);
+}
+
+template <int64_t FI>
+void reduceSumImpl(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  forEachChunk<FI>(outer, n, inner, [&](int64_t o, int64_t k0, int64_t w, int64_t base, int64_t in) {
+    double acc[kChunk];
+    for (int64_t k = 0; k < w; ++k)
+      acc[k] = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float *xr = x + base + i * in;
+      for (int64_t k = 0; k < w; ++k)
+        acc[k] += xr[k];
+    }
+    for (int64_t k = 0; k < w; ++k)
+      y[o * in + k0 + k] = static_cast<float>(acc[k]);
+  });
+}
+
+template <int64_t FI>
+void reduceMaxImpl(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  forEachChunk<FI>(outer, n, inner, [&](int64_t o, int64_t k0, int64_t w, int64_t base, int64_t in) {
+    float *yr = y + o * in + k0;
+    for (int64_t k = 0; k < w; ++k)
+      yr[k] = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n; ++i) {
+      const float *xr = x + base + i * in;
+      for (int64_t k = 0; k < w; ++k)
+        yr[k] = std::max(yr[k], xr[k]);
+    }
+  });
+}
+
+template <int64_t FI>
+void reduceMaxGradImpl(const float *x, const float *y, const float *dy, float *dx,
+                       int64_t outer, int64_t n, int64_t inner) {
+  forEachChunk<FI>(outer, n, inner, [&](int64_t o, int64_t k0, int64_t w, int64_t base, int64_t in) {
+    const float *yr = y + o * in + k0;
+    const float *dyr = dy + o * in + k0;
+    bool found[kChunk];
+    for (int64_t k = 0; k < w; ++k)
+      found[k] = false;
+    for (int64_t i = 0; i < n; ++i) {
+      const float *xr = x + base + i * in;
+      float *dxr = dx + base + i * in;
+      for (int64_t k = 0; k < w; ++k) {
+        bool hit = !found[k] && xr[k] == yr[k];
+        found[k] = found[k] || hit;
+        dxr[k] = hit ? dyr[k] : 0.0f;
+      }
+    }
+  });
+}
+
+template <int64_t FI, bool Log>
+void softmaxImpl(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  forEachChunk<FI>(outer, n, inner, [&](int64_t, int64_t, int64_t w, int64_t base, int64_t in) {
+    float mx[kChunk];
+    double sum[kChunk];
+    for (int64_t k = 0; k < w; ++k) {
+      mx[k] = -std::numeric_limits<float>::infinity();
+      sum[k] = 0;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const float *xr = x + base + i * in;
+      for (int64_t k = 0; k < w; ++k)
+        mx[k] = std::max(mx[k], xr[k]);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const float *xr = x + base + i * in;
+      float *yr = y + base + i * in;
+      for (int64_t k = 0; k < w; ++k) {
+        float e = std::exp(xr[k] - mx[k]);
+        if (!Log)
+          yr[k] = e;
+        sum[k] += e;
+      }
+    }
+    float post[kChunk]; // Log: log-sum-exp; else 1/sum
+    for (int64_t k = 0; k < w; ++k)
+      post[k] = Log ? static_cast<float>(mx[k] + std::log(sum[k]))
+                    : static_cast<float>(1.0 / sum[k]);
+    for (int64_t i = 0; i < n; ++i) {
+      const float *xr = x + base + i * in;
+      float *yr = y + base + i * in;
+      for (int64_t k = 0; k < w; ++k)
+        yr[k] = Log ? xr[k] - post[k] : yr[k] * post[k];
+    }
+  });
+}
+
+template <int64_t FI, bool Log>
+void softmaxGradImpl(const float *y, const float *dy, float *dx, int64_t outer,
+                     int64_t n, int64_t inner) {
+  forEachChunk<FI>(outer, n, inner, [&](int64_t, int64_t, int64_t w, int64_t base, int64_t in) {
+    double acc[kChunk]; // softmax: sum(dy*y); log-softmax: sum(dy)
+    for (int64_t k = 0; k < w; ++k)
+      acc[k] = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float *yr = y + base + i * in;
+      const float *dyr = dy + base + i * in;
+      for (int64_t k = 0; k < w; ++k)
+        acc[k] += Log ? dyr[k] : dyr[k] * yr[k];
+    }
+    float s[kChunk];
+    for (int64_t k = 0; k < w; ++k)
+      s[k] = static_cast<float>(acc[k]);
+    for (int64_t i = 0; i < n; ++i) {
+      const float *yr = y + base + i * in;
+      const float *dyr = dy + base + i * in;
+      float *dxr = dx + base + i * in;
+      for (int64_t k = 0; k < w; ++k)
+        dxr[k] = Log ? dyr[k] - std::exp(yr[k]) * s[k] : yr[k] * (dyr[k] - s[k]);
+    }
+  });
+}
+
+// Row statistics of logits for the cross-entropy pair.
+struct RowLse {
+  float max;
+  double sumExp;
+};
+inline RowLse rowLse(const float *row, int64_t C) {
+  float m = row[0];
+  for (int64_t c = 1; c < C; ++c)
+    m = std::max(m, row[c]);
+  double s = 0;
+  for (int64_t c = 0; c < C; ++c)
+    s += std::exp(row[c] - m);
+  return {m, s};
+}
+
+} // namespace
+
+#define DTC_AXIS_DISPATCH(fn, ...)                                             \
+  (inner == 1 ? fn<1>(__VA_ARGS__) : fn<0>(__VA_ARGS__))
+#define DTC_AXIS_DISPATCH2(fn, flag, ...)                                      \
+  (inner == 1 ? fn<1, flag>(__VA_ARGS__) : fn<0, flag>(__VA_ARGS__))
+
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
+          const float *A, const float *B, float beta, float *C) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) { // C = beta * C (BLAS rejects lda = 0)
+    for (int64_t i = 0; i < M * N; ++i)
+      C[i] = beta == 0.0f ? 0.0f : beta * C[i];
+    return;
+  }
+  const int64_t lda = transA ? M : K;
+  const int64_t ldb = transB ? K : N;
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb,
+              beta, C, N);
+}
+
+void permute(const float *x, float *y, int32_t rank, const int64_t *xShape,
+             const int32_t *perm) {
+  if (rank < 0 || rank > kMaxRank)
+    fatal("permute: rank out of range");
+  int64_t xStrides[kMaxRank], yShape[kMaxRank], src[kMaxRank];
+  contiguousStrides(rank, xShape, xStrides);
+  unsigned seen = 0;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= rank || (seen >> perm[d] & 1u))
+      fatal("permute: invalid permutation");
+    seen |= 1u << perm[d];
+    yShape[d] = xShape[perm[d]];
+    src[d] = xStrides[perm[d]];
+  }
+  const int64_t total = product(rank, yShape);
+  if (total == 0)
+    return;
+  if (rank == 0) {
+    y[0] = x[0];
+    return;
+  }
+  const int32_t last = rank - 1;
+  const int64_t n = yShape[last], s = src[last];
+  int64_t idx[kMaxRank] = {};
+  int64_t xoff = 0;
+  for (int64_t done = 0; done < total; done += n, y += n) {
+    const float *xp = x + xoff;
+    if (s == 1)
+      std::memcpy(y, xp, n * sizeof(float));
+    else
+      for (int64_t j = 0; j < n; ++j)
+        y[j] = xp[j * s];
+    for (int32_t d = last - 1; d >= 0; --d) { // odometer over the outer dims
+      xoff += src[d];
+      if (++idx[d] < yShape[d])
+        break;
+      xoff -= src[d] * yShape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+void reduceSum(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  DTC_AXIS_DISPATCH(reduceSumImpl, x, y, outer, n, inner);
+}
+
+void reduceMax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  DTC_AXIS_DISPATCH(reduceMaxImpl, x, y, outer, n, inner);
+}
+
+void reduceMaxGrad(const float *x, const float *y, const float *dy, float *dx,
+                   int64_t outer, int64_t n, int64_t inner) {
+  DTC_AXIS_DISPATCH(reduceMaxGradImpl, x, y, dy, dx, outer, n, inner);
+}
+
+void sumTo(const float *x, int32_t xRank, const int64_t *xShape, float *y,
+           int32_t yRank, const int64_t *yShape) {
+  if (xRank < 0 || xRank > kMaxRank || yRank < 0 || yRank > xRank)
+    fatal("sumTo: rank out of range");
+  int64_t yStrides[kMaxRank], ys[kMaxRank]; // ys: y stride per x dimension
+  contiguousStrides(yRank, yShape, yStrides);
+  for (int32_t d = 0; d < xRank; ++d) {
+    int32_t yd = d - (xRank - yRank);
+    if (yd < 0 || (yShape[yd] == 1 && xShape[d] != 1))
+      ys[d] = 0;
+    else if (yShape[yd] == xShape[d])
+      ys[d] = yStrides[yd];
+    else
+      fatal("sumTo: shapes are not broadcast-compatible");
+  }
+  std::fill(y, y + product(yRank, yShape), 0.0f);
+  const int64_t total = product(xRank, xShape);
+  if (total == 0)
+    return;
+  if (xRank == 0) {
+    y[0] = x[0];
+    return;
+  }
+  const int32_t last = xRank - 1;
+  const int64_t n = xShape[last];
+  int64_t idx[kMaxRank] = {};
+  int64_t yoff = 0;
+  for (int64_t done = 0; done < total; done += n, x += n) {
+    if (ys[last] == 0) {
+      double acc = 0;
+      for (int64_t j = 0; j < n; ++j)
+        acc += x[j];
+      y[yoff] += static_cast<float>(acc);
+    } else {
+      float *yp = y + yoff;
+      for (int64_t j = 0; j < n; ++j)
+        yp[j] += x[j];
+    }
+    for (int32_t d = last - 1; d >= 0; --d) {
+      yoff += ys[d];
+      if (++idx[d] < xShape[d])
+        break;
+      yoff -= ys[d] * xShape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+void softmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  DTC_AXIS_DISPATCH2(softmaxImpl, false, x, y, outer, n, inner);
+}
+
+void logSoftmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  DTC_AXIS_DISPATCH2(softmaxImpl, true, x, y, outer, n, inner);
+}
+
+void softmaxGrad(const float *y, const float *dy, float *dx, int64_t outer,
+                 int64_t n, int64_t inner) {
+  DTC_AXIS_DISPATCH2(softmaxGradImpl, false, y, dy, dx, outer, n, inner);
+}
+
+void logSoftmaxGrad(const float *y, const float *dy, float *dx, int64_t outer,
+                    int64_t n, int64_t inner) {
+  DTC_AXIS_DISPATCH2(softmaxGradImpl, true, y, dy, dx, outer, n, inner);
+}
+
+float crossEntropy(const float *logits, const int32_t *labels, int64_t B, int64_t C) {
+  checkLabels(labels, B, C);
+  if (B <= 0)
+    return 0.0f;
+  double total = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const float *row = logits + b * C;
+    RowLse r = rowLse(row, C);
+    total += (r.max + std::log(r.sumExp)) - row[labels[b]];
+  }
+  return static_cast<float>(total / B);
+}
+
+void crossEntropyGrad(const float *logits, const int32_t *labels, int64_t B,
+                      int64_t C, const float *dloss, float *dlogits) {
+  checkLabels(labels, B, C);
+  if (B <= 0)
+    return;
+  const float scale = static_cast<float>(dloss[0] / static_cast<double>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    const float *row = logits + b * C;
+    float *drow = dlogits + b * C;
+    RowLse r = rowLse(row, C);
+    const float k = static_cast<float>(scale / r.sumExp);
+    for (int64_t c = 0; c < C; ++c)
+      drow[c] = k * std::exp(row[c] - r.max);
+    drow[labels[b]] -= scale;
+  }
+}
+
+float mse(const float *p, const float *t, int64_t n) {
+  if (n <= 0)
+    return 0.0f;
+  double acc = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double d = double(p[i]) - double(t[i]);
+    acc += d * d;
+  }
+  return static_cast<float>(acc / n);
+}
+
+void mseGrad(const float *p, const float *t, int64_t n, const float *dloss, float *dp) {
+  if (n <= 0)
+    return;
+  const float k = static_cast<float>(2.0 * dloss[0] / static_cast<double>(n));
+  for (int64_t i = 0; i < n; ++i)
+    dp[i] = k * (p[i] - t[i]);
+}
+
+float accuracy(const float *logits, const int32_t *labels, int64_t B, int64_t C) {
+  checkLabels(labels, B, C);
+  if (B <= 0)
+    return 0.0f;
+  int64_t correct = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const float *row = logits + b * C;
+    int64_t best = 0;
+    for (int64_t c = 1; c < C; ++c)
+      if (row[c] > row[best])
+        best = c;
+    correct += best == labels[b];
+  }
+  return static_cast<float>(double(correct) / double(B));
+}
+
+void sgdUpdate(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h) {
+  const float lr = h.lr, mom = h.momentum, wd = h.weightDecay;
+  const float damp = 1.0f - h.dampening;
+  const bool first = h.step <= 1;
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = g[i];
+    if (wd != 0.0f)
+      gi += wd * w[i];
+    if (mom != 0.0f) {
+      float b = first ? gi : mom * buf[i] + damp * gi;
+      buf[i] = b;
+      gi = h.nesterov ? gi + mom * b : b;
+    }
+    w[i] -= lr * gi;
+  }
+}
+
+void adamUpdate(float *w, const float *g, float *m, float *v, int64_t n,
+                const rt::Hyper &h, bool decoupled) {
+  const float lr = h.lr, b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weightDecay;
+  const double step = static_cast<double>(std::max<int64_t>(h.step, 1));
+  const float stepSize = static_cast<float>(lr / (1.0 - std::pow(double(b1), step)));
+  const float bc2Sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(double(b2), step)));
+  const float decay = decoupled ? 1.0f - lr * wd : 1.0f;
+  const float coupledWd = decoupled ? 0.0f : wd;
+  for (int64_t i = 0; i < n; ++i) {
+    float wi = w[i] * decay;
+    float gi = g[i] + coupledWd * w[i];
+    float mi = b1 * m[i] + (1.0f - b1) * gi;
+    float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = wi - stepSize * mi / (std::sqrt(vi) / bc2Sqrt + eps);
+  }
+}
+
+} // namespace dtc::kern

@@ -1,0 +1,164 @@
+//===- options.cpp - The train program's command line (CLI11) ------------===//
+#include "options.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <sys/stat.h>
+#include <thread>
+
+namespace dtc::rt {
+namespace {
+
+constexpr const char *kRuntimeVersion = "0.1.0";
+
+const char *optimizerName(OptimizerKind k) {
+  switch (k) {
+  case OptimizerKind::SGD:
+    return "sgd";
+  case OptimizerKind::Adam:
+    return "adam";
+  case OptimizerKind::AdamW:
+    return "adamw";
+  }
+  return "?";
+}
+
+bool isDirectory(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool isFile(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+// --data PATH: a directory is IDX; existing files are CSV ("train[,test]");
+// a path that does not exist keeps the recipe's kind (so the error names the
+// file that was expected), defaulting to CSV.
+void applyDataOption(const std::string &arg, DataSource &src) {
+  const bool recipeHasFiles = src.kind == DatasetKind::IDX || src.kind == DatasetKind::CSV;
+  std::string first = arg.substr(0, arg.find(','));
+  if (isDirectory(arg))
+    src.kind = DatasetKind::IDX;
+  else if (isFile(first) || !recipeHasFiles)
+    src.kind = DatasetKind::CSV;
+  if (src.kind == DatasetKind::IDX) {
+    src.dir = arg;
+  } else {
+    size_t comma = arg.find(',');
+    src.trainPath = arg.substr(0, comma);
+    src.testPath = comma == std::string::npos ? "" : arg.substr(comma + 1);
+  }
+}
+
+} // namespace
+
+std::string optimizerDescription(const ModelSpec &spec, float lr) {
+  const Hyper &h = spec.recipe.hyper;
+  if (spec.recipe.optimizer == OptimizerKind::SGD)
+    return fmt::format("sgd(lr={:g}, momentum={:g}{}, weight_decay={:g})", lr, h.momentum,
+                       h.nesterov ? ", nesterov" : "", h.weightDecay);
+  return fmt::format("{}(lr={:g}, betas=({:g}, {:g}), eps={:g}, weight_decay={:g})",
+                     optimizerName(spec.recipe.optimizer), lr, h.beta1, h.beta2, h.eps,
+                     h.weightDecay);
+}
+
+Options defaultOptions(const ModelSpec &spec) {
+  const RecipeSpec &r = spec.recipe;
+  Options o;
+  o.data.kind = r.data.kind;
+  o.data.dir = r.data.dir ? r.data.dir : "";
+  o.data.trainPath = r.data.trainPath ? r.data.trainPath : "";
+  o.data.testPath = r.data.testPath ? r.data.testPath : "";
+  o.data.trainSize = r.data.trainSize;
+  o.data.testSize = r.data.testSize;
+  o.data.seed = r.seed; // synthetic data stays fixed when --seed changes
+  o.epochs = r.epochs > 0 ? r.epochs : 1;
+  o.batch = r.batch > 0 ? r.batch : 1;
+  o.lr = r.hyper.lr;
+  o.seed = r.seed;
+  o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return o;
+}
+
+std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
+                                Options &out) {
+  out = defaultOptions(spec);
+  CLI::App app(fmt::format("Trains model '{}' (compiled by dtc from {}).", spec.name,
+                           spec.source ? spec.source : "?"),
+               "train");
+  app.set_version_flag("--version", fmt::format("train: model {} from {} (dtc runtime {})",
+                                                spec.name, spec.source ? spec.source : "?",
+                                                kRuntimeVersion));
+  std::string data, shuffle = "on", progress = "auto", eval = "on";
+  app.add_option("--data", data,
+                 "Data set: an IDX directory, or train.csv[,test.csv]")
+      ->default_str(out.data.describe());
+  app.add_option("--epochs", out.epochs, "Number of epochs")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batch", out.batch, "Batch size")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--lr", out.lr, "Learning rate")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", out.seed, "Seed of the initialization and the shuffle")
+      ->capture_default_str();
+  app.add_option("--shuffle", shuffle, "Shuffle the training set each epoch (off: file order)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--save", out.savePath, "Write the trained parameters to FILE (safetensors)");
+  app.add_option("--init", out.initPath, "Start from the parameters in FILE (safetensors)");
+  app.add_option("--metrics", out.metricsPath,
+                 "Write one CSV row per step to FILE (epoch,step,batch,loss,...,lr,seconds)");
+  app.add_option("--progress", progress, "Progress bar: auto (when stdout is a terminal), on, off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_option("--threads", out.threads, "BLAS threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--max-steps", out.maxSteps, "Stop training after N steps in total")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--eval", eval, "Evaluate on the test set after each epoch")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_flag("--gradcheck", out.gradcheck,
+               "Check the gradients against finite differences on the first batch, then exit");
+  app.add_option("--gradcheck-eps", out.gradcheckEps, "Finite-difference step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--gradcheck-atol", out.gradcheckAtol, "Absolute tolerance")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--gradcheck-rtol", out.gradcheckRtol, "Relative tolerance")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--quiet", out.quiet, "Print only the per-epoch result lines");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::CallForVersion &e) {
+    std::cout << e.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError &e) {
+    std::cerr << "train: error: " << e.what() << "\nRun with --help for more information.\n";
+    return 2;
+  }
+  if (!data.empty())
+    applyDataOption(data, out.data);
+  out.shuffle = shuffle == "on";
+  out.eval = eval == "on";
+  out.progress = progress == "on"    ? ProgressMode::On
+                 : progress == "off" ? ProgressMode::Off
+                                     : ProgressMode::Auto;
+  return std::nullopt;
+}
+
+} // namespace dtc::rt

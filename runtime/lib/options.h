@@ -1,0 +1,45 @@
+//===- options.h - The train program's command line ----------------------===//
+#pragma once
+
+#include "data.h"
+#include "dtc/runtime.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dtc::rt {
+
+enum class ProgressMode { Auto, On, Off };
+
+// The run's settings: the recipe's defaults overridden by the command line.
+struct Options {
+  DataSource data;
+  int64_t epochs = 1;
+  int64_t batch = 1;
+  float lr = 0;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  std::string savePath, initPath, metricsPath;
+  ProgressMode progress = ProgressMode::Auto;
+  int threads = 1;
+  int64_t maxSteps = 0; // 0: no limit
+  bool eval = true;
+  bool quiet = false;
+  bool gradcheck = false;
+  double gradcheckEps = 1e-2, gradcheckAtol = 1e-3, gradcheckRtol = 2e-2;
+};
+
+// "sgd(lr=0.1, momentum=0.9, ...)" etc., for the header line.
+std::string optimizerDescription(const ModelSpec &spec, float lr);
+
+// The options before any argument is parsed.
+Options defaultOptions(const ModelSpec &spec);
+
+// Parses argv into `out` (starting from defaultOptions). Returns an exit code
+// when the program must stop now: 0 after printing --help or --version, 2
+// after printing "train: error: ..." for a bad command line.
+std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
+                                Options &out);
+
+} // namespace dtc::rt

@@ -1,0 +1,123 @@
+//===- params.cpp - Model spec checks and parameter initialization -------===//
+//
+// Initializers (fan_in/fan_out from the ParamSpec; U = uniform, N = normal):
+//   Zeros          0
+//   Constant       a
+//   Uniform        U(a, b)
+//   Normal         N(mean a, std b)
+//   GlorotUniform  U(-r, r), r = gain * sqrt(6 / (fan_in + fan_out)),
+//                  gain = a (a == 0 is read as gain 1)
+//   GlorotNormal   N(0, sqrt(2 / (fan_in + fan_out)))
+//   HeUniform      U(-r, r), r = sqrt(6 / fan_in)
+//   HeNormal       N(0, sqrt(2 / fan_in))
+// Parameter i draws from Rng(mixSeed(seed, i)), elements in storage order, so
+// adding a parameter does not change the others' initial values.
+//
+//===----------------------------------------------------------------------===//
+#include "params.h"
+
+#include "error.h"
+#include "rng.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+
+namespace dtc::rt {
+namespace {
+
+double fanScale(const ParamSpec &p, double numerator, bool both) {
+  const int64_t fan = both ? p.fanIn + p.fanOut : p.fanIn;
+  if (fan <= 0)
+    throw Error(fmt::format("parameter '{}' needs a positive fan for its initializer "
+                            "(fan_in {}, fan_out {})",
+                            p.name, p.fanIn, p.fanOut));
+  return std::sqrt(numerator / static_cast<double>(fan));
+}
+
+} // namespace
+
+void validateSpec(const ModelSpec &spec) {
+  auto bad = [&](const std::string &why) {
+    return Error(fmt::format("model '{}' is malformed (a dtc bug): {}",
+                             spec.name ? spec.name : "?", why));
+  };
+  if (!spec.name || !spec.trainStep || !spec.evalStep)
+    throw bad("missing name or step functions");
+  if (spec.numOutputs < 1 || !spec.outputNames || std::string(spec.outputNames[0]) != "loss")
+    throw bad("outputs must start with \"loss\"");
+  if (spec.inputNumel < 1 || spec.labelNumel < 1)
+    throw bad("empty input or label");
+  if (spec.paramBytes > spec.persistentBytes || spec.paramBytes < 0 ||
+      spec.arenaPerSample < 0 || spec.arenaFixed < 0)
+    throw bad("inconsistent memory sizes");
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec &p = spec.params[i];
+    int64_t numel = 1;
+    for (int32_t d = 0; d < p.rank; ++d)
+      numel *= p.shape[d];
+    if (!p.name || p.rank < 0 || p.rank > 6 || numel != p.numel || p.offset < 0 ||
+        p.offset % 4 != 0 || p.offset + p.numel * 4 > spec.paramBytes)
+      throw bad(fmt::format("parameter {} ('{}') has an inconsistent shape or offset", i,
+                            p.name ? p.name : "?"));
+  }
+}
+
+int64_t countParams(const ModelSpec &spec) {
+  int64_t n = 0;
+  for (int32_t i = 0; i < spec.numParams; ++i)
+    n += spec.params[i].numel;
+  return n;
+}
+
+void initParams(const ModelSpec &spec, uint64_t seed, char *persistent) {
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec &p = spec.params[i];
+    float *w = reinterpret_cast<float *>(persistent + p.offset);
+    Rng rng(mixSeed(seed, static_cast<uint64_t>(i)));
+    auto fillUniform = [&](double lo, double hi) {
+      for (int64_t k = 0; k < p.numel; ++k)
+        w[k] = static_cast<float>(rng.uniform(lo, hi));
+    };
+    auto fillNormal = [&](double mean, double stddev) {
+      for (int64_t k = 0; k < p.numel; ++k)
+        w[k] = static_cast<float>(mean + stddev * rng.normal());
+    };
+    switch (p.init) {
+    case InitKind::Zeros:
+      std::fill(w, w + p.numel, 0.0f);
+      break;
+    case InitKind::Constant:
+      std::fill(w, w + p.numel, static_cast<float>(p.a));
+      break;
+    case InitKind::Uniform:
+      fillUniform(p.a, p.b);
+      break;
+    case InitKind::Normal:
+      fillNormal(p.a, p.b);
+      break;
+    case InitKind::GlorotUniform: {
+      double r = (p.a == 0 ? 1.0 : p.a) * fanScale(p, 6, true);
+      fillUniform(-r, r);
+      break;
+    }
+    case InitKind::GlorotNormal:
+      fillNormal(0, fanScale(p, 2, true));
+      break;
+    case InitKind::HeUniform: {
+      double r = fanScale(p, 6, false);
+      fillUniform(-r, r);
+      break;
+    }
+    case InitKind::HeNormal:
+      fillNormal(0, fanScale(p, 2, false));
+      break;
+    default:
+      throw Error(fmt::format("parameter '{}' has unknown initializer {}", p.name,
+                              static_cast<int>(p.init)));
+    }
+  }
+}
+
+} // namespace dtc::rt

@@ -1,0 +1,21 @@
+//===- params.h - Model spec checks and parameter initialization ---------===//
+#pragma once
+
+#include "dtc/runtime.h"
+
+#include <cstdint>
+
+namespace dtc::rt {
+
+// Throws Error if the generated ModelSpec is internally inconsistent
+// (shapes vs numel, offsets outside paramBytes, missing step functions...).
+void validateSpec(const ModelSpec &spec);
+
+// Total number of parameter elements.
+int64_t countParams(const ModelSpec &spec);
+
+// Initializes every parameter of the persistent block from its InitKind,
+// deterministically from (seed, parameter index). See params.cpp.
+void initParams(const ModelSpec &spec, uint64_t seed, char *persistent);
+
+} // namespace dtc::rt

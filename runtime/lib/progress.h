@@ -1,0 +1,33 @@
+//===- progress.h - Training progress display ----------------------------===//
+//
+// Bar mode redraws one line with '\r' (at most 10 times a second) and erases
+// it at the end of the epoch; line mode (stdout is not a terminal) prints a
+// "progress ..." line at most every 5 seconds; off prints nothing.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "options.h"
+
+#include <chrono>
+#include <cstdint>
+
+namespace dtc::rt {
+
+class Progress {
+public:
+  Progress(ProgressMode mode, int64_t epochs); // Auto: bar iff stdout is a tty
+
+  void beginEpoch(int64_t epoch, int64_t steps);
+  // step: 1-based step within the epoch; loss: running mean of the epoch.
+  void update(int64_t step, double loss, double imagesPerSec);
+  void endEpoch(); // erases the bar
+
+private:
+  enum class Kind { Off, Bar, Lines } kind_;
+  int64_t epochs_, epoch_ = 0, steps_ = 0;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
+} // namespace dtc::rt

@@ -1,0 +1,81 @@
+//===- sampler.cpp - Epoch permutations, sharding and batch gathering ----===//
+#include "sampler.h"
+
+#include "error.h"
+#include "rng.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace dtc::rt {
+
+void epochPermutation(uint64_t seed, int64_t epoch, int64_t n, int64_t *out) {
+  std::iota(out, out + n, int64_t(0));
+  Rng rng(mixSeed(mixSeed(seed, 0x5eed5f1eULL), static_cast<uint64_t>(epoch)));
+  for (int64_t i = n - 1; i > 0; --i) // Fisher-Yates
+    std::swap(out[i], out[rng.below(static_cast<uint64_t>(i + 1))]);
+}
+
+Sampler::Sampler(int64_t datasetSize, int64_t batch, uint64_t seed, bool shuffle,
+                 int rank, int worldSize)
+    : batch_(batch), seed_(seed), shuffle_(shuffle), rank_(rank), worldSize_(worldSize) {
+  if (batch < 1 || worldSize < 1 || rank < 0 || rank >= worldSize)
+    throw Error("invalid sampler configuration");
+  perm_.resize(static_cast<size_t>(datasetSize));
+  shard_.resize(static_cast<size_t>(datasetSize / worldSize));
+  setEpoch(1);
+}
+
+void Sampler::setEpoch(int64_t epoch) {
+  const int64_t n = static_cast<int64_t>(perm_.size());
+  if (shuffle_)
+    epochPermutation(seed_, epoch, n, perm_.data());
+  else
+    std::iota(perm_.begin(), perm_.end(), int64_t(0));
+  for (size_t k = 0; k < shard_.size(); ++k)
+    shard_[k] = perm_[rank_ + k * worldSize_];
+}
+
+const int64_t *Sampler::batch(int64_t b, int64_t *count) const {
+  const int64_t begin = b * batch_;
+  *count = std::min(batch_, numSamples() - begin);
+  return shard_.data() + begin;
+}
+
+BatchBuffer::BatchBuffer(int64_t capacity, const Dataset &like)
+    : capacity_(capacity), features_(like.features), labelWidth_(like.labelWidth),
+      labelKind_(like.labelKind),
+      x_(static_cast<size_t>(capacity * like.features) * sizeof(float)),
+      y_(static_cast<size_t>(capacity * like.labelWidth) *
+         (like.labelKind == LabelKind::Class ? sizeof(int32_t) : sizeof(float))) {}
+
+void BatchBuffer::gather(const Dataset &ds, const int64_t *idx, int64_t n) {
+  if (n > capacity_ || ds.features != features_ || ds.labelKind != labelKind_ ||
+      ds.labelWidth != labelWidth_)
+    throw Error("internal error: batch does not fit its buffer");
+  float *x = x_.as<float>();
+  const size_t rowBytes = static_cast<size_t>(features_) * sizeof(float);
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(x + i * features_, ds.x.data() + idx[i] * features_, rowBytes);
+  if (labelKind_ == LabelKind::Class) {
+    int32_t *y = y_.as<int32_t>();
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = ds.yClass[static_cast<size_t>(idx[i])];
+  } else {
+    float *y = y_.as<float>();
+    const size_t labelBytes = static_cast<size_t>(labelWidth_) * sizeof(float);
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(y + i * labelWidth_, ds.yValue.data() + idx[i] * labelWidth_, labelBytes);
+  }
+  size_ = n;
+}
+
+void BatchBuffer::bind(StepArgs &args) const {
+  args.batch = size_;
+  args.x = x_.as<float>();
+  args.yClass = labelKind_ == LabelKind::Class ? y_.as<int32_t>() : nullptr;
+  args.yValue = labelKind_ == LabelKind::Value ? y_.as<float>() : nullptr;
+}
+
+} // namespace dtc::rt
