@@ -3,10 +3,14 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <iostream>
 #include <sys/stat.h>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
 namespace dtc::rt {
 namespace {
@@ -54,6 +58,47 @@ void applyDataOption(const std::string &arg, DataSource &src) {
   }
 }
 
+// Validators with plain messages ("--epochs: expected a positive integer,
+// got '0'"); CLI11's own print the type's whole range.
+template <class T> bool parseAs(const std::string &text, T &value) {
+  if constexpr (std::is_unsigned_v<T>)
+    if (text.find('-') != std::string::npos)
+      return false;
+  return CLI::detail::lexical_cast(text, value);
+}
+
+template <class T> CLI::Validator atLeast(T min, const char *what) {
+  return CLI::Validator(
+      [min, what](std::string &text) -> std::string {
+        T v;
+        if (parseAs(text, v) && v >= min)
+          return "";
+        return fmt::format("expected {}, got '{}'", what, text);
+      },
+      "");
+}
+
+CLI::Validator above(double min, const char *what) {
+  return CLI::Validator(
+      [min, what](std::string &text) -> std::string {
+        double v;
+        if (parseAs(text, v) && v > min)
+          return "";
+        return fmt::format("expected {}, got '{}'", what, text);
+      },
+      "");
+}
+
+CLI::Validator oneOf(std::vector<std::string> choices) {
+  return CLI::Validator(
+      [choices](std::string &text) -> std::string {
+        if (std::find(choices.begin(), choices.end(), text) != choices.end())
+          return "";
+        return fmt::format("expected one of {}, got '{}'", fmt::join(choices, "|"), text);
+      },
+      "");
+}
+
 } // namespace
 
 std::string optimizerDescription(const ModelSpec &spec, float lr) {
@@ -94,49 +139,65 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                                                 spec.name, spec.source ? spec.source : "?",
                                                 kRuntimeVersion));
   std::string data, shuffle = "on", progress = "auto", eval = "on";
-  app.add_option("--data", data,
-                 "Data set: an IDX directory, or train.csv[,test.csv]")
+  app.add_option("--data", data, "Data set: an IDX directory, or train.csv[,test.csv]")
+      ->type_name("PATH")
       ->default_str(out.data.describe());
   app.add_option("--epochs", out.epochs, "Number of epochs")
+      ->type_name("N")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(atLeast<int64_t>(1, "a positive integer"));
   app.add_option("--batch", out.batch, "Batch size")
+      ->type_name("N")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(atLeast<int64_t>(1, "a positive integer"));
   app.add_option("--lr", out.lr, "Learning rate")
+      ->type_name("F")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(atLeast<float>(0, "a non-negative number"));
   app.add_option("--seed", out.seed, "Seed of the initialization and the shuffle")
-      ->capture_default_str();
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(atLeast<uint64_t>(0, "a non-negative integer"));
   app.add_option("--shuffle", shuffle, "Shuffle the training set each epoch (off: file order)")
+      ->type_name("on|off")
       ->capture_default_str()
-      ->check(CLI::IsMember({"on", "off"}));
-  app.add_option("--save", out.savePath, "Write the trained parameters to FILE (safetensors)");
-  app.add_option("--init", out.initPath, "Start from the parameters in FILE (safetensors)");
+      ->check(oneOf({"on", "off"}));
+  app.add_option("--save", out.savePath, "Write the trained parameters to FILE (safetensors)")
+      ->type_name("FILE");
+  app.add_option("--init", out.initPath, "Start from the parameters in FILE (safetensors)")
+      ->type_name("FILE");
   app.add_option("--metrics", out.metricsPath,
-                 "Write one CSV row per step to FILE (epoch,step,batch,loss,...,lr,seconds)");
-  app.add_option("--progress", progress, "Progress bar: auto (when stdout is a terminal), on, off")
+                 "Write one CSV row per step to FILE: epoch,step,batch,loss,<metrics>,lr,seconds")
+      ->type_name("FILE");
+  app.add_option("--progress", progress, "Progress bar (auto: when stdout is a terminal)")
+      ->type_name("auto|on|off")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "on", "off"}));
-  app.add_option("--threads", out.threads, "BLAS threads")
+      ->check(oneOf({"auto", "on", "off"}));
+  app.add_option("--threads", out.threads, "BLAS threads (default: hardware threads)")
+      ->type_name("N")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(atLeast<int>(1, "a positive integer"));
   app.add_option("--max-steps", out.maxSteps, "Stop training after N steps in total")
-      ->check(CLI::PositiveNumber);
+      ->type_name("N")
+      ->check(atLeast<int64_t>(1, "a positive integer"));
   app.add_option("--eval", eval, "Evaluate on the test set after each epoch")
+      ->type_name("on|off")
       ->capture_default_str()
-      ->check(CLI::IsMember({"on", "off"}));
+      ->check(oneOf({"on", "off"}));
   app.add_flag("--gradcheck", out.gradcheck,
                "Check the gradients against finite differences on the first batch, then exit");
   app.add_option("--gradcheck-eps", out.gradcheckEps, "Finite-difference step")
+      ->type_name("F")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(above(0.0, "a positive number"));
   app.add_option("--gradcheck-atol", out.gradcheckAtol, "Absolute tolerance")
+      ->type_name("F")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(atLeast<double>(0, "a non-negative number"));
   app.add_option("--gradcheck-rtol", out.gradcheckRtol, "Relative tolerance")
+      ->type_name("F")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(atLeast<double>(0, "a non-negative number"));
   app.add_flag("--quiet", out.quiet, "Print only the per-epoch result lines");
 
   try {

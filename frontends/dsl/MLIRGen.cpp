@@ -1,0 +1,1033 @@
+//===- MLIRGen.cpp - From the syntax tree to the dtc dialect --------------===//
+//
+// Semantic checks (names, types, shapes) happen here, each reported at the
+// DSL location it concerns. Shapes are checked with the same functions the
+// ops' shape inference uses (dialects/dtc/ShapeInference.h), before any op is
+// built, so every op this produces verifies.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/dsl/MLIRGen.h"
+
+#include "dialects/dtc/DtcDialect.h"
+#include "dialects/dtc/ShapeInference.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
+#include <cmath>
+
+using namespace mlir;
+using namespace dtc;
+using namespace dtc::dsl;
+
+namespace {
+
+class Gen {
+public:
+  Gen(MLIRContext *ctx, llvm::StringRef filename)
+      : ctx(ctx), filename(filename.str()), b(ctx) {}
+
+  OwningOpRef<ModuleOp> run(const Program &p);
+
+private:
+  // Diagnostics ---------------------------------------------------------------
+  Location loc(Loc l) {
+    return FileLineColLoc::get(ctx, filename, l.line, l.col);
+  }
+  InFlightDiagnostic error(Loc l) {
+    hadError = true;
+    return emitError(loc(l));
+  }
+
+  // Declarations --------------------------------------------------------------
+  RankedTensorType declaredType(const TypeDecl &t, bool allowBatch);
+  bool declare(const std::string &name, Loc l, Value v);
+  Value declareParam(const std::string &name, Loc l, RankedTensorType type,
+                     llvm::StringRef init, double a, double bb);
+  Value paramFromDecl(const Stmt &s);
+
+  // Expressions ---------------------------------------------------------------
+  Value gen(const Expr &e, llvm::StringRef assignedName = "");
+  Value genCall(const Expr &e, llvm::StringRef assignedName);
+  Value genBinary(char op, Loc l, Value lhs, Value rhs);
+  Value genLinear(const Expr &e, llvm::StringRef assignedName);
+  Value genReduce(const Expr &e, llvm::StringRef kind);
+  Value requireF32(const Expr &e, llvm::StringRef what);
+  Value requireLabels(const Expr &e);
+  Value scalar(double v, Loc l);
+
+  // Arguments of builtins ------------------------------------------------------
+  /// The argument at `pos` or the keyword `name`; null (after an error when
+  /// `required`) if absent.
+  const Expr *arg(const Expr &call, size_t pos, llvm::StringRef name,
+                  bool required);
+  bool checkArgs(const Expr &call, size_t maxPositional,
+                 llvm::ArrayRef<llvm::StringRef> keywords);
+  std::optional<double> number(const Expr &e, llvm::StringRef what);
+  std::optional<int64_t> integer(const Expr &e, llvm::StringRef what,
+                                 int64_t min);
+  std::optional<std::string> string(const Expr &e, llvm::StringRef what);
+  std::optional<bool> boolean(const Expr &e, llvm::StringRef what);
+  std::optional<int64_t> axisOf(const Expr &call, size_t pos, int64_t rank,
+                                std::optional<int64_t> dflt);
+
+  // Recipe ---------------------------------------------------------------------
+  void genRecipe(const Program &p);
+  DictionaryAttr genOptimizer(const Expr &e);
+  void genData(const Expr &e, SmallVectorImpl<NamedAttribute> &recipe);
+
+  MLIRContext *ctx;
+  std::string filename;
+  OpBuilder b;
+  ModuleOp module;
+  Block *body = nullptr; // @forward's entry block
+  llvm::StringMap<std::pair<Value, Loc>> names;
+  llvm::StringSet<> paramNames;
+  std::string batchSymbol;
+  Loc batchLoc;
+  bool hadError = false;
+  std::optional<double> lrOverride;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Declarations
+//===----------------------------------------------------------------------===//
+
+RankedTensorType Gen::declaredType(const TypeDecl &t, bool allowBatch) {
+  SmallVector<int64_t> shape;
+  for (auto [i, d] : llvm::enumerate(t.dims)) {
+    if (d.symbol.empty()) {
+      shape.push_back(d.size);
+      continue;
+    }
+    if (!allowBatch) {
+      error(d.loc) << "parameter shapes must be fixed sizes; '" << d.symbol
+                   << "' is not a number";
+      return {};
+    }
+    if (i != 0) {
+      error(d.loc) << "the batch dimension '" << d.symbol
+                   << "' must be the first dimension";
+      return {};
+    }
+    if (batchSymbol.empty()) {
+      batchSymbol = d.symbol;
+      batchLoc = d.loc;
+    } else if (batchSymbol != d.symbol) {
+      error(d.loc) << "batch dimension '" << d.symbol << "' differs from '"
+                   << batchSymbol << "' declared at line " << batchLoc.line;
+      return {};
+    }
+    shape.push_back(ShapedType::kDynamic);
+  }
+  Type elem = t.elementType == "f32" ? Type(b.getF32Type())
+                                     : Type(b.getI32Type());
+  return RankedTensorType::get(shape, elem);
+}
+
+bool Gen::declare(const std::string &name, Loc l, Value v) {
+  auto it = names.find(name);
+  if (it != names.end()) {
+    error(l) << "redefinition of '" << name << "' (first defined at line "
+             << it->second.second.line << ")";
+    return false;
+  }
+  names[name] = {v, l};
+  return true;
+}
+
+Value Gen::declareParam(const std::string &name, Loc l, RankedTensorType type,
+                        llvm::StringRef init, double a, double bb) {
+  if (!paramNames.insert(name).second) {
+    error(l) << "parameter '" << name << "' is defined twice";
+    return {};
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  // Parameters go before the function so that the module reads top-down.
+  if (auto f = module.lookupSymbol<func::FuncOp>("forward"))
+    b.setInsertionPoint(f);
+  ParamOp::create(b, loc(l), b.getStringAttr(name), TypeAttr::get(type),
+                  b.getStringAttr(init), b.getF64FloatAttr(a),
+                  b.getF64FloatAttr(bb));
+  OpBuilder::InsertionGuard g2(b);
+  b.setInsertionPointToEnd(body);
+  return ParamRefOp::create(b, loc(l), type, FlatSymbolRefAttr::get(ctx, name));
+}
+
+/// `param w: f32[784, 10] = glorot_uniform()`
+Value Gen::paramFromDecl(const Stmt &s) {
+  RankedTensorType type = declaredType(s.type, /*allowBatch=*/false);
+  if (!type)
+    return {};
+  if (type.getElementType() != b.getF32Type()) {
+    error(s.type.loc) << "parameters are f32";
+    return {};
+  }
+  std::string init = "zeros";
+  double a = 0, bb = 0;
+  if (s.value) {
+    const Expr &e = *s.value;
+    if (e.kind != Expr::Kind::Call) {
+      error(e.loc) << "expected an initializer call such as normal(0, 0.01)";
+      return {};
+    }
+    static const llvm::StringMap<std::string> aliases = {
+        {"zeros", "zeros"},
+        {"constant", "constant"},
+        {"uniform", "uniform"},
+        {"normal", "normal"},
+        {"glorot_uniform", "glorot_uniform"},
+        {"xavier_uniform", "glorot_uniform"},
+        {"glorot_normal", "glorot_normal"},
+        {"xavier_normal", "glorot_normal"},
+        {"he_uniform", "he_uniform"},
+        {"kaiming_uniform", "he_uniform"},
+        {"he_normal", "he_normal"},
+        {"kaiming_normal", "he_normal"}};
+    auto it = aliases.find(e.text);
+    if (it == aliases.end()) {
+      error(e.loc) << "unknown initializer '" << e.text
+                   << "' (expected zeros, constant, uniform, normal, "
+                      "glorot_uniform, glorot_normal, he_uniform, he_normal)";
+      return {};
+    }
+    init = it->second;
+    if (init == "constant") {
+      if (!checkArgs(e, 1, {"value"}))
+        return {};
+      const Expr *v = arg(e, 0, "value", true);
+      auto x = v ? number(*v, "the constant") : std::nullopt;
+      if (!x)
+        return {};
+      a = *x;
+    } else if (init == "uniform" || init == "normal") {
+      bool u = init == "uniform";
+      llvm::StringRef n0 = u ? "low" : "mean", n1 = u ? "high" : "std";
+      if (!checkArgs(e, 2, {n0, n1}))
+        return {};
+      const Expr *e0 = arg(e, 0, n0, false), *e1 = arg(e, 1, n1, false);
+      a = u ? -0.05 : 0.0;
+      bb = u ? 0.05 : 1.0;
+      if (e0) {
+        auto x = number(*e0, n0);
+        if (!x)
+          return {};
+        a = *x;
+      }
+      if (e1) {
+        auto x = number(*e1, n1);
+        if (!x)
+          return {};
+        bb = *x;
+      }
+      if (u && !(a < bb)) {
+        error(e.loc) << "uniform needs low < high";
+        return {};
+      }
+      if (!u && bb < 0) {
+        error(e.loc) << "normal needs std >= 0";
+        return {};
+      }
+    } else if (!checkArgs(e, 0, {})) {
+      return {};
+    }
+  }
+  return declareParam(s.name, s.nameLoc, type, init, a, bb);
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+Value Gen::scalar(double v, Loc l) {
+  return ConstantOp::create(b, loc(l), RankedTensorType::get({}, b.getF32Type()),
+                            b.getF32FloatAttr(v));
+}
+
+Value Gen::requireF32(const Expr &e, llvm::StringRef what) {
+  Value v = gen(e);
+  if (!v)
+    return {};
+  if (cast<RankedTensorType>(v.getType()).getElementType() != b.getF32Type()) {
+    error(e.loc) << what << " must be an f32 tensor, but it is i32 labels; only "
+                 << "cross_entropy and accuracy take labels";
+    return {};
+  }
+  return v;
+}
+
+Value Gen::requireLabels(const Expr &e) {
+  Value v = gen(e);
+  if (!v)
+    return {};
+  if (cast<RankedTensorType>(v.getType()).getElementType() != b.getI32Type()) {
+    error(e.loc) << "expected i32 class labels, got an f32 tensor "
+                 << shape::str(v.getType());
+    return {};
+  }
+  return v;
+}
+
+Value Gen::genBinary(char op, Loc l, Value lhs, Value rhs) {
+  Location at = loc(l);
+  if (op == '@') {
+    auto t = shape::matmul(at, lhs.getType(), rhs.getType(), false, false);
+    if (failed(t))
+      return hadError = true, Value();
+    return MatmulOp::create(b, at, *t, lhs, rhs, false, false);
+  }
+  auto t = shape::broadcast(at, lhs.getType(), rhs.getType());
+  if (failed(t))
+    return hadError = true, Value();
+  switch (op) {
+  case '+': return AddOp::create(b, at, *t, lhs, rhs);
+  case '-': return SubOp::create(b, at, *t, lhs, rhs);
+  case '*': return MulOp::create(b, at, *t, lhs, rhs);
+  default: return DivOp::create(b, at, *t, lhs, rhs);
+  }
+}
+
+Value Gen::gen(const Expr &e, llvm::StringRef assignedName) {
+  switch (e.kind) {
+  case Expr::Kind::Number:
+    return scalar(e.number, e.loc);
+  case Expr::Kind::Name: {
+    auto it = names.find(e.text);
+    if (it == names.end()) {
+      error(e.loc) << "unknown name '" << e.text << "'";
+      return {};
+    }
+    return it->second.first;
+  }
+  case Expr::Kind::Neg: {
+    Value x = requireF32(*e.args[0], "the operand of '-'");
+    return x ? NegOp::create(b, loc(e.loc), x.getType(), x) : Value();
+  }
+  case Expr::Kind::Binary: {
+    std::string what = std::string("an operand of '") + e.op + "'";
+    Value l = requireF32(*e.args[0], what);
+    if (!l)
+      return {};
+    Value r = requireF32(*e.args[1], what);
+    if (!r)
+      return {};
+    return genBinary(e.op, e.loc, l, r);
+  }
+  case Expr::Kind::Call:
+    return genCall(e, assignedName);
+  case Expr::Kind::String:
+  case Expr::Kind::List:
+    error(e.loc) << "expected a tensor expression";
+    return {};
+  }
+  return {};
+}
+
+const Expr *Gen::arg(const Expr &call, size_t pos, llvm::StringRef name,
+                     bool required) {
+  if (pos < call.args.size())
+    return call.args[pos].get();
+  for (const KeywordArg &k : call.kwargs)
+    if (k.name == name)
+      return k.value.get();
+  if (required)
+    error(call.loc) << call.text << "() needs the argument '" << name << "'";
+  return nullptr;
+}
+
+bool Gen::checkArgs(const Expr &call, size_t maxPositional,
+                    llvm::ArrayRef<llvm::StringRef> keywords) {
+  if (call.args.size() > maxPositional) {
+    error(call.args[maxPositional]->loc)
+        << call.text << "() takes at most " << maxPositional
+        << " positional argument" << (maxPositional == 1 ? "" : "s");
+    return false;
+  }
+  for (const KeywordArg &k : call.kwargs) {
+    auto it = llvm::find(keywords, k.name);
+    if (it == keywords.end()) {
+      auto d = error(k.loc);
+      d << call.text << "() has no argument '" << k.name << "'";
+      if (!keywords.empty()) {
+        d << " (expected";
+        for (auto kw : keywords)
+          d << " " << kw;
+        d << ")";
+      }
+      return false;
+    }
+    if ((size_t)(it - keywords.begin()) < call.args.size()) {
+      error(k.loc) << call.text << "() got '" << k.name << "' twice";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<double> Gen::number(const Expr &e, llvm::StringRef what) {
+  if (e.kind != Expr::Kind::Number) {
+    error(e.loc) << "expected a number for " << what;
+    return std::nullopt;
+  }
+  return e.number;
+}
+
+std::optional<int64_t> Gen::integer(const Expr &e, llvm::StringRef what,
+                                    int64_t min) {
+  if (e.kind != Expr::Kind::Number || !e.isInteger || e.number < min ||
+      e.number > 9.0e15) {
+    error(e.loc) << "expected an integer >= " << min << " for " << what;
+    return std::nullopt;
+  }
+  return (int64_t)e.number;
+}
+
+std::optional<std::string> Gen::string(const Expr &e, llvm::StringRef what) {
+  if (e.kind != Expr::Kind::String) {
+    error(e.loc) << "expected a string for " << what;
+    return std::nullopt;
+  }
+  return e.text;
+}
+
+std::optional<bool> Gen::boolean(const Expr &e, llvm::StringRef what) {
+  if (e.kind == Expr::Kind::Name && (e.text == "true" || e.text == "false"))
+    return e.text == "true";
+  error(e.loc) << "expected true or false for " << what;
+  return std::nullopt;
+}
+
+std::optional<int64_t> Gen::axisOf(const Expr &call, size_t pos, int64_t rank,
+                                   std::optional<int64_t> dflt) {
+  const Expr *a = arg(call, pos, "axis", !dflt);
+  if (!a)
+    return dflt ? std::optional<int64_t>(*dflt < 0 ? *dflt + rank : *dflt)
+                : std::nullopt;
+  if (a->kind != Expr::Kind::Number || !a->isInteger) {
+    error(a->loc) << "expected an integer axis";
+    return std::nullopt;
+  }
+  int64_t ax = (int64_t)a->number;
+  if (ax < -rank || ax >= rank) {
+    error(a->loc) << "axis " << ax << " is out of range for a rank-" << rank
+                  << " tensor";
+    return std::nullopt;
+  }
+  return ax < 0 ? ax + rank : ax;
+}
+
+/// linear(x, units, act=relu, bias=true): x @ weight^T + bias, with
+/// parameters `<name>.weight` [units, in] and `<name>.bias` [units] laid out
+/// as torch.nn.Linear, initialized as PyTorch does (U(+-1/sqrt(in))).
+Value Gen::genLinear(const Expr &e, llvm::StringRef assignedName) {
+  if (assignedName.empty()) {
+    error(e.loc) << e.text << "() must be assigned to a name (the name of its "
+                 << "parameters), as in 'fc1 = " << e.text << "(x, 128)'";
+    return {};
+  }
+  if (!checkArgs(e, 2, {"x", "units", "act", "bias"}))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true), *ue = arg(e, 1, "units", true);
+  if (!xe || !ue)
+    return {};
+  Value x = requireF32(*xe, "the input of " + e.text + "()");
+  auto units = integer(*ue, "units", 1);
+  if (!x || !units)
+    return {};
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() != 2) {
+    error(xe->loc) << e.text << "() needs a 2-D input [batch, features], got "
+                   << shape::str(xt);
+    return {};
+  }
+  int64_t in = xt.getDimSize(1);
+  if (ShapedType::isDynamic(in)) {
+    error(xe->loc) << e.text << "() input features cannot be the batch";
+    return {};
+  }
+  std::string act = "none";
+  if (const Expr *a = arg(e, 99, "act", false)) {
+    if (a->kind != Expr::Kind::Name) {
+      error(a->loc) << "expected an activation name (relu, tanh, sigmoid, "
+                       "gelu, none)";
+      return {};
+    }
+    act = a->text;
+    if (act != "relu" && act != "tanh" && act != "sigmoid" && act != "gelu" &&
+        act != "none") {
+      error(a->loc) << "unknown activation '" << act
+                    << "' (expected relu, tanh, sigmoid, gelu, none)";
+      return {};
+    }
+  }
+  bool hasBias = true;
+  if (const Expr *be = arg(e, 99, "bias", false)) {
+    auto v = boolean(*be, "bias");
+    if (!v)
+      return {};
+    hasBias = *v;
+  }
+  double bound = 1.0 / std::sqrt((double)in);
+  auto f32 = b.getF32Type();
+  Value w = declareParam((assignedName + ".weight").str(), e.loc,
+                         RankedTensorType::get({*units, in}, f32), "uniform",
+                         -bound, bound);
+  if (!w)
+    return {};
+  Location at = loc(e.loc);
+  auto t = shape::matmul(at, x.getType(), w.getType(), false, true);
+  Value y = MatmulOp::create(b, at, *t, x, w, false, true);
+  if (hasBias) {
+    Value bias = declareParam((assignedName + ".bias").str(), e.loc,
+                              RankedTensorType::get({*units}, f32), "uniform",
+                              -bound, bound);
+    if (!bias)
+      return {};
+    y = AddOp::create(b, at, y.getType(), y, bias);
+  }
+  if (act == "relu")
+    y = ReluOp::create(b, at, y.getType(), y);
+  else if (act == "tanh")
+    y = TanhOp::create(b, at, y.getType(), y);
+  else if (act == "sigmoid")
+    y = SigmoidOp::create(b, at, y.getType(), y);
+  else if (act == "gelu")
+    y = GeluOp::create(b, at, y.getType(), y);
+  return y;
+}
+
+/// sum/mean/max(x, axis=k, keepdims=false); no axis: over all axes.
+Value Gen::genReduce(const Expr &e, llvm::StringRef kind) {
+  if (!checkArgs(e, 2, {"x", "axis", "keepdims"}))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true);
+  if (!xe)
+    return {};
+  Value x = requireF32(*xe, "the input of " + e.text + "()");
+  if (!x)
+    return {};
+  auto xt = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> axes;
+  if (arg(e, 1, "axis", false)) {
+    auto ax = axisOf(e, 1, xt.getRank(), std::nullopt);
+    if (!ax)
+      return {};
+    axes.push_back(*ax);
+  } else {
+    for (int64_t i = xt.getRank() - 1; i >= 0; --i)
+      axes.push_back(i);
+  }
+  bool keepdims = false;
+  if (const Expr *k = arg(e, 99, "keepdims", false)) {
+    auto v = boolean(*k, "keepdims");
+    if (!v)
+      return {};
+    keepdims = *v;
+  }
+  Location at = loc(e.loc);
+  SmallVector<int64_t> kept(xt.getShape());
+  for (int64_t ax : axes) { // descending, so earlier axes keep their index
+    auto t = shape::reduce(at, x.getType(), ax);
+    if (kind == "sum")
+      x = ReduceSumOp::create(b, at, *t, x, ax);
+    else if (kind == "mean")
+      x = ReduceMeanOp::create(b, at, *t, x, ax);
+    else
+      x = ReduceMaxOp::create(b, at, *t, x, ax);
+    kept[ax] = 1;
+  }
+  if (keepdims) {
+    // A kept batch axis of size 1 is no longer the batch.
+    auto t = RankedTensorType::get(kept, b.getF32Type());
+    if (!shape::isBatched(cast<RankedTensorType>(x.getType())) &&
+        shape::isBatched(t))
+      t = RankedTensorType::get(kept, b.getF32Type());
+    x = ReshapeOp::create(b, at, t, x);
+  }
+  return x;
+}
+
+Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
+  const std::string &f = e.text;
+  Location at = loc(e.loc);
+  auto unary = [&](auto create) -> Value {
+    if (!checkArgs(e, 1, {"x"}))
+      return {};
+    const Expr *xe = arg(e, 0, "x", true);
+    Value x = xe ? requireF32(*xe, "the input of " + f + "()") : Value();
+    return x ? create(x) : Value();
+  };
+#define DTC_UNARY(NAME, OP)                                                    \
+  if (f == NAME)                                                               \
+    return unary(                                                              \
+        [&](Value x) -> Value { return OP::create(b, at, x.getType(), x); });
+  DTC_UNARY("relu", ReluOp)
+  DTC_UNARY("tanh", TanhOp)
+  DTC_UNARY("sigmoid", SigmoidOp)
+  DTC_UNARY("gelu", GeluOp)
+  DTC_UNARY("exp", ExpOp)
+  DTC_UNARY("log", LogOp)
+  DTC_UNARY("neg", NegOp)
+  DTC_UNARY("sqrt", SqrtOp)
+#undef DTC_UNARY
+
+  static const llvm::StringMap<char> binaries = {
+      {"add", '+'}, {"sub", '-'}, {"mul", '*'}, {"div", '/'}, {"matmul", '@'}};
+  if (auto it = binaries.find(f); it != binaries.end()) {
+    if (!checkArgs(e, 2, {"a", "b"}))
+      return {};
+    const Expr *ae = arg(e, 0, "a", true), *be = arg(e, 1, "b", true);
+    if (!ae || !be)
+      return {};
+    Value l = requireF32(*ae, "the first argument of " + f + "()");
+    Value r = l ? requireF32(*be, "the second argument of " + f + "()")
+                : Value();
+    return r ? genBinary(it->second, e.loc, l, r) : Value();
+  }
+  if (f == "linear" || f == "dense")
+    return genLinear(e, assignedName);
+  if (f == "sum" || f == "mean" || f == "max")
+    return genReduce(e, f);
+  if (f == "softmax" || f == "log_softmax") {
+    if (!checkArgs(e, 2, {"x", "axis"}))
+      return {};
+    const Expr *xe = arg(e, 0, "x", true);
+    Value x = xe ? requireF32(*xe, "the input of " + f + "()") : Value();
+    if (!x)
+      return {};
+    auto ax = axisOf(e, 1, cast<RankedTensorType>(x.getType()).getRank(), -1);
+    if (!ax)
+      return {};
+    if (f == "softmax")
+      return SoftmaxOp::create(b, at, x.getType(), x, *ax);
+    return LogSoftmaxOp::create(b, at, x.getType(), x, *ax);
+  }
+  if (f == "reshape") {
+    if (!checkArgs(e, 2, {"x", "shape"}))
+      return {};
+    const Expr *xe = arg(e, 0, "x", true), *se = arg(e, 1, "shape", true);
+    if (!xe || !se)
+      return {};
+    Value x = requireF32(*xe, "the input of reshape()");
+    if (!x)
+      return {};
+    if (se->kind != Expr::Kind::List) {
+      error(se->loc) << "expected a shape such as [" << batchSymbol << ", 784]";
+      return {};
+    }
+    SmallVector<int64_t> shape;
+    for (const ExprPtr &d : se->args) {
+      if (d->kind == Expr::Kind::Name && d->text == batchSymbol &&
+          !batchSymbol.empty()) {
+        shape.push_back(ShapedType::kDynamic);
+        continue;
+      }
+      auto n = integer(*d, "a dimension", 1);
+      if (!n)
+        return {};
+      shape.push_back(*n);
+    }
+    auto t = shape::reshape(at, x.getType(), shape);
+    if (failed(t))
+      return hadError = true, Value();
+    return ReshapeOp::create(b, at, *t, x);
+  }
+  if (f == "transpose") {
+    if (!checkArgs(e, 2, {"x", "perm"}))
+      return {};
+    const Expr *xe = arg(e, 0, "x", true);
+    Value x = xe ? requireF32(*xe, "the input of transpose()") : Value();
+    if (!x)
+      return {};
+    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<int64_t> perm;
+    if (const Expr *pe = arg(e, 1, "perm", false)) {
+      if (pe->kind != Expr::Kind::List) {
+        error(pe->loc) << "expected a permutation such as [1, 0]";
+        return {};
+      }
+      for (const ExprPtr &d : pe->args) {
+        auto n = integer(*d, "an axis", 0);
+        if (!n)
+          return {};
+        perm.push_back(*n);
+      }
+    } else {
+      for (int64_t i = rank - 1; i >= 0; --i)
+        perm.push_back(i);
+    }
+    auto t = shape::transpose(at, x.getType(), perm);
+    if (failed(t))
+      return hadError = true, Value();
+    if (shape::isBatched(*t) && !ShapedType::isDynamic(t->getDimSize(0))) {
+      error(e.loc) << "transpose cannot move the batch dimension away from "
+                      "the first position";
+      return {};
+    }
+    return TransposeOp::create(b, at, *t, x, perm);
+  }
+  if (f == "cross_entropy" || f == "softmax_cross_entropy" ||
+      f == "accuracy") {
+    if (!checkArgs(e, 2, {"logits", "labels"}))
+      return {};
+    const Expr *le = arg(e, 0, "logits", true), *ye = arg(e, 1, "labels", true);
+    if (!le || !ye)
+      return {};
+    Value logits = requireF32(*le, "the logits");
+    Value labels = logits ? requireLabels(*ye) : Value();
+    if (!labels)
+      return {};
+    auto t = shape::crossEntropy(at, logits.getType(), labels.getType());
+    if (failed(t))
+      return hadError = true, Value();
+    if (f == "accuracy")
+      return AccuracyOp::create(b, at, *t, logits, labels);
+    return CrossEntropyOp::create(b, at, *t, logits, labels);
+  }
+  if (f == "mse") {
+    if (!checkArgs(e, 2, {"prediction", "target"}))
+      return {};
+    const Expr *pe = arg(e, 0, "prediction", true),
+               *te = arg(e, 1, "target", true);
+    if (!pe || !te)
+      return {};
+    Value p = requireF32(*pe, "the prediction");
+    Value t = p ? requireF32(*te, "the target") : Value();
+    if (!t)
+      return {};
+    auto rt = shape::mse(at, p.getType(), t.getType());
+    if (failed(rt))
+      return hadError = true, Value();
+    return MseOp::create(b, at, *rt, p, t);
+  }
+  error(e.loc) << "unknown function '" << f << "'";
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// The training recipe
+//===----------------------------------------------------------------------===//
+
+DictionaryAttr Gen::genOptimizer(const Expr &e) {
+  if (e.kind != Expr::Kind::Call ||
+      (e.text != "sgd" && e.text != "adam" && e.text != "adamw")) {
+    error(e.loc) << "expected an optimizer: sgd(...), adam(...) or adamw(...)";
+    return {};
+  }
+  bool isSgd = e.text == "sgd";
+  SmallVector<llvm::StringRef> keys =
+      isSgd ? SmallVector<llvm::StringRef>{"lr", "momentum", "dampening",
+                                           "weight_decay", "nesterov"}
+            : SmallVector<llvm::StringRef>{"lr", "beta1", "beta2", "eps",
+                                           "weight_decay"};
+  if (!checkArgs(e, 1, keys))
+    return {};
+  llvm::StringMap<double> v = {
+      {"lr", isSgd ? 0.01 : 0.001}, {"momentum", 0.0},
+      {"dampening", 0.0},           {"weight_decay", e.text == "adamw" ? 0.01 : 0.0},
+      {"beta1", 0.9},               {"beta2", 0.999},
+      {"eps", 1e-8}};
+  bool nesterov = false;
+  for (auto [i, key] : llvm::enumerate(keys)) {
+    const Expr *a = arg(e, i == 0 ? 0 : 99, key, false);
+    if (!a)
+      continue;
+    if (key == "nesterov") {
+      auto bv = boolean(*a, "nesterov");
+      if (!bv)
+        return {};
+      nesterov = *bv;
+      continue;
+    }
+    auto x = number(*a, key);
+    if (!x)
+      return {};
+    if (*x < 0 || (key == "lr" && *x == 0) ||
+        ((key == "beta1" || key == "beta2" || key == "momentum" ||
+          key == "dampening") &&
+         *x >= 1 && key != "dampening") ||
+        (key == "dampening" && *x > 1)) {
+      error(a->loc) << "invalid value " << *x << " for " << key;
+      return {};
+    }
+    v[key] = *x;
+  }
+  if (nesterov && (v["momentum"] <= 0 || v["dampening"] != 0)) {
+    error(e.loc) << "nesterov needs momentum > 0 and dampening = 0";
+    return {};
+  }
+  SmallVector<NamedAttribute> attrs;
+  attrs.push_back(b.getNamedAttr("kind", b.getStringAttr(e.text)));
+  for (auto key : {"lr", "momentum", "dampening", "weight_decay", "beta1",
+                   "beta2", "eps"})
+    attrs.push_back(b.getNamedAttr(key, b.getF64FloatAttr(v[key])));
+  attrs.push_back(b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)));
+  return b.getDictionaryAttr(attrs);
+}
+
+void Gen::genData(const Expr &e, SmallVectorImpl<NamedAttribute> &recipe) {
+  auto set = [&](llvm::StringRef k, Attribute a) {
+    recipe.push_back(b.getNamedAttr(k, a));
+  };
+  if (e.kind != Expr::Kind::Call) {
+    error(e.loc) << "expected a dataset: mnist(dir), fashion_mnist(dir), "
+                    "idx(dir), csv(train, test) or synthetic(train, test)";
+    return;
+  }
+  if (e.text == "mnist" || e.text == "fashion_mnist" || e.text == "idx") {
+    if (!checkArgs(e, 1, {"dir"}))
+      return;
+    std::string dir = "/usr/share/datasets/fashion-mnist";
+    if (const Expr *d = arg(e, 0, "dir", e.text != "fashion_mnist")) {
+      auto s = string(*d, "the dataset directory");
+      if (!s)
+        return;
+      dir = *s;
+    } else if (e.text != "fashion_mnist") {
+      return;
+    }
+    set("data", b.getStringAttr("idx"));
+    set("dir", b.getStringAttr(dir));
+    return;
+  }
+  if (e.text == "csv") {
+    if (!checkArgs(e, 2, {"train", "test"}))
+      return;
+    const Expr *tr = arg(e, 0, "train", true);
+    auto trs = tr ? string(*tr, "the training file") : std::nullopt;
+    if (!trs)
+      return;
+    set("data", b.getStringAttr("csv"));
+    set("train", b.getStringAttr(*trs));
+    if (const Expr *te = arg(e, 1, "test", false)) {
+      auto tes = string(*te, "the test file");
+      if (!tes)
+        return;
+      set("test", b.getStringAttr(*tes));
+    }
+    return;
+  }
+  if (e.text == "synthetic") {
+    if (!checkArgs(e, 2, {"train", "test"}))
+      return;
+    int64_t train = 1024, test = 256;
+    if (const Expr *a = arg(e, 0, "train", false)) {
+      auto n = integer(*a, "the training set size", 1);
+      if (!n)
+        return;
+      train = *n;
+    }
+    if (const Expr *a = arg(e, 1, "test", false)) {
+      auto n = integer(*a, "the test set size", 0);
+      if (!n)
+        return;
+      test = *n;
+    }
+    set("data", b.getStringAttr("synthetic"));
+    set("train_size", b.getI64IntegerAttr(train));
+    set("test_size", b.getI64IntegerAttr(test));
+    return;
+  }
+  error(e.loc) << "unknown dataset '" << e.text
+               << "' (expected mnist, fashion_mnist, idx, csv, synthetic)";
+}
+
+void Gen::genRecipe(const Program &p) {
+  SmallVector<NamedAttribute> recipe;
+  int64_t batch = 64, epochs = 1, seed = 0;
+  DictionaryAttr optimizer;
+  llvm::StringMap<Loc> seen;
+  for (const Setting &s : p.train) {
+    if (!seen.insert({s.key, s.loc}).second) {
+      error(s.loc) << "'" << s.key << "' is set twice in the train block";
+      continue;
+    }
+    const Expr &v = *s.value;
+    if (s.key == "data" || s.key == "dataset") {
+      genData(v, recipe);
+    } else if (s.key == "batch" || s.key == "batch_size") {
+      if (auto n = integer(v, "the batch size", 1))
+        batch = *n;
+    } else if (s.key == "epochs") {
+      if (auto n = integer(v, "the number of epochs", 0))
+        epochs = *n;
+    } else if (s.key == "seed") {
+      if (auto n = integer(v, "the seed", 0))
+        seed = *n;
+    } else if (s.key == "optimizer") {
+      optimizer = genOptimizer(v);
+    } else if (s.key == "lr") {
+      auto x = number(v, "the learning rate");
+      if (x && *x <= 0)
+        error(v.loc) << "the learning rate must be positive";
+      else if (x)
+        lrOverride = *x;
+    } else {
+      error(s.loc) << "unknown train setting '" << s.key
+                   << "' (expected data, batch, epochs, optimizer, lr, seed)";
+    }
+  }
+  if (hadError)
+    return;
+  if (!optimizer) {
+    Expr sgd(Expr::Kind::Call, p.trainLoc);
+    sgd.text = "sgd";
+    optimizer = genOptimizer(sgd);
+  }
+  if (lrOverride) {
+    NamedAttrList attrs(optimizer);
+    attrs.set("lr", b.getF64FloatAttr(*lrOverride));
+    optimizer = attrs.getDictionary(ctx);
+  }
+  if (!llvm::any_of(recipe, [](NamedAttribute a) {
+        return a.getName() == "data";
+      }))
+    recipe.push_back(b.getNamedAttr("data", b.getStringAttr("none")));
+  recipe.push_back(b.getNamedAttr("batch", b.getI64IntegerAttr(batch)));
+  recipe.push_back(b.getNamedAttr("epochs", b.getI64IntegerAttr(epochs)));
+  recipe.push_back(b.getNamedAttr("seed", b.getI64IntegerAttr(seed)));
+  module->setAttr("dtc.recipe", b.getDictionaryAttr(recipe));
+  module->setAttr("dtc.optimizer", optimizer);
+}
+
+//===----------------------------------------------------------------------===//
+// The program
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<ModuleOp> Gen::run(const Program &p) {
+  module = ModuleOp::create(loc({1, 1}));
+  std::string name = p.modelName;
+  if (name.empty())
+    name = llvm::sys::path::stem(filename).str();
+  module->setAttr("dtc.model", b.getStringAttr(name));
+  module->setAttr("dtc.source", b.getStringAttr(filename));
+
+  // The signature: the input, then the labels.
+  const Stmt *input = nullptr, *label = nullptr;
+  for (const Stmt &s : p.stmts) {
+    const Stmt **slot = s.kind == Stmt::Kind::Input   ? &input
+                        : s.kind == Stmt::Kind::Label ? &label
+                                                      : nullptr;
+    if (!slot)
+      continue;
+    if (*slot) {
+      error(s.loc) << "a model has one '"
+                   << (s.kind == Stmt::Kind::Input ? "input" : "label")
+                   << "' (the first is at line " << (*slot)->loc.line << ")";
+      return nullptr;
+    }
+    *slot = &s;
+  }
+  if (!input || !label) {
+    error({1, 1}) << "a model needs an 'input' and a 'label' declaration";
+    return nullptr;
+  }
+  RankedTensorType xt = declaredType(input->type, true);
+  RankedTensorType yt = declaredType(label->type, true);
+  if (!xt || !yt)
+    return nullptr;
+  if (xt.getElementType() != b.getF32Type()) {
+    error(input->type.loc) << "the input must be f32";
+    return nullptr;
+  }
+  for (auto [s, t] : {std::pair{input, xt}, std::pair{label, yt}})
+    if (!shape::isBatched(t)) {
+      error(s->type.loc) << "'" << s->name
+                         << "' needs a batch dimension first, as in [B, ...]";
+      return nullptr;
+    }
+  if (yt.getElementType() == b.getI32Type() && yt.getRank() != 1) {
+    error(label->type.loc) << "class labels are i32[" << batchSymbol << "]";
+    return nullptr;
+  }
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(b, loc(input->loc), "forward",
+                                   b.getFunctionType({xt, yt}, {}));
+  body = func.addEntryBlock();
+  func.setArgAttr(0, "dtc.name", b.getStringAttr(input->name));
+  func.setArgAttr(1, "dtc.name", b.getStringAttr(label->name));
+  declare(input->name, input->nameLoc, func.getArgument(0));
+  declare(label->name, label->nameLoc, func.getArgument(1));
+  b.setInsertionPointToEnd(body);
+
+  Value loss;
+  SmallVector<Value> metrics;
+  SmallVector<Attribute> outputNames{b.getStringAttr("loss")};
+  for (const Stmt &s : p.stmts) {
+    b.setInsertionPointToEnd(body);
+    switch (s.kind) {
+    case Stmt::Kind::Input:
+    case Stmt::Kind::Label:
+      break;
+    case Stmt::Kind::Param:
+      if (Value v = paramFromDecl(s))
+        declare(s.name, s.nameLoc, v);
+      break;
+    case Stmt::Kind::Assign:
+    case Stmt::Kind::Loss:
+    case Stmt::Kind::Metric: {
+      Value v = gen(*s.value, s.name);
+      if (!v)
+        break;
+      if (s.kind != Stmt::Kind::Assign) {
+        auto t = cast<RankedTensorType>(v.getType());
+        if (t.getRank() != 0 || t.getElementType() != b.getF32Type()) {
+          error(s.value->loc)
+              << (s.kind == Stmt::Kind::Loss ? "the loss" : "a metric")
+              << " must be a scalar (f32[]), got " << shape::str(t)
+              << "; reduce it with mean() or sum()";
+          break;
+        }
+        if (s.kind == Stmt::Kind::Loss) {
+          if (loss) {
+            error(s.loc) << "the loss is defined twice";
+            break;
+          }
+          loss = v;
+        } else {
+          if (s.name == "loss") {
+            error(s.nameLoc) << "'loss' is reserved for the objective";
+            break;
+          }
+          metrics.push_back(v);
+          outputNames.push_back(b.getStringAttr(s.name));
+        }
+      }
+      declare(s.name, s.nameLoc, v);
+      break;
+    }
+    }
+  }
+  if (!hadError && !loss)
+    error({1, 1}) << "no loss: add a statement 'loss = ...'";
+  genRecipe(p);
+  if (hadError)
+    return nullptr;
+
+  b.setInsertionPointToEnd(body);
+  SmallVector<Value> results{loss};
+  results.append(metrics);
+  func::ReturnOp::create(b, loc(input->loc), results);
+  SmallVector<Type> resultTypes;
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  func.setFunctionType(b.getFunctionType({xt, yt}, resultTypes));
+  func->setAttr("dtc.outputs", b.getArrayAttr(outputNames));
+  if (mlir::failed(verify(module)))
+    return nullptr;
+  return module;
+}
+
+OwningOpRef<ModuleOp> dtc::dsl::buildModule(const Program &program,
+                                            llvm::StringRef filename,
+                                            MLIRContext *context) {
+  context->loadDialect<DtcDialect, func::FuncDialect>();
+  Gen gen(context, filename);
+  return gen.run(program);
+}

@@ -1,0 +1,617 @@
+//===- EmitCpp.cpp - Planned dtc IR to C++ for the CPU runtime ------------===//
+#include "passes/codegen/Emit.h"
+
+#include "dialects/dtc/DtcDialect.h"
+#include "dialects/dtc/ShapeInference.h"
+#include "passes/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+using namespace dtc;
+
+std::string dtc::cppStringLiteral(llvm::StringRef s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += (char)c;
+    } else if (c >= 0x20 && c < 0x7f && c != '?') {
+      out += (char)c;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
+namespace {
+
+std::string floatLiteral(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos &&
+      s.find("inf") == std::string::npos && s.find("nan") == std::string::npos)
+    s += ".0";
+  if (s == "inf" || s == "-inf")
+    return s[0] == '-' ? "-INFINITY" : "INFINITY";
+  return s + "f";
+}
+
+std::string dim(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("B") : std::to_string(d);
+}
+
+/// Product of dims [from, to) as a C++ expression.
+std::string product(ArrayRef<int64_t> shape, size_t from, size_t to) {
+  std::string s;
+  int64_t constant = 1;
+  for (size_t i = from; i < to; ++i) {
+    if (ShapedType::isDynamic(shape[i]))
+      s += "B*";
+    else
+      constant *= shape[i];
+  }
+  return s + std::to_string(constant);
+}
+
+std::string numel(Type t) {
+  auto s = cast<RankedTensorType>(t).getShape();
+  return product(s, 0, s.size());
+}
+
+enum class Mode { Eval, Update, Grads };
+
+class CppEmitter {
+public:
+  CppEmitter(ModuleOp module, llvm::raw_ostream &os) : module(module), os(os) {}
+  LogicalResult emit();
+
+private:
+  LogicalResult emitFunction(func::FuncOp f, llvm::StringRef name, Mode mode);
+  LogicalResult emitOp(Operation *op, Mode mode);
+  void emitFused(FusedOp op);
+  void emitSpec(func::FuncOp forward);
+  LogicalResult emitUpdate(ApplyGradientOp u, Mode mode);
+  /// Declares the result `r` of `op` at its planned place in the arena.
+  std::string define(Value r, Operation *op, unsigned index);
+  std::string shapeArray(Type t);
+  /// [outer, n, inner] of a reduction over `axis`.
+  std::string axisView(Type t, int64_t axis);
+  std::string name(Value v) { return names.lookup(v); }
+  int64_t paramAttr(StringRef param, StringRef attr) {
+    auto p = module.lookupSymbol<ParamOp>(param);
+    return cast<IntegerAttr>(p->getAttr(attr)).getInt();
+  }
+
+  ModuleOp module;
+  llvm::raw_ostream &os;
+  DenseMap<Value, std::string> names;
+  unsigned counter = 0;
+};
+
+std::string CppEmitter::define(Value r, Operation *op, unsigned index) {
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("dtc.offsets");
+  auto t = cast<RankedTensorType>(r.getType());
+  std::string n = "v" + std::to_string(counter++);
+  names[r] = n;
+  int64_t off = offsets[index];
+  os << "  float *" << n << " = reinterpret_cast<float *>("
+     << (shape::isBatched(t) ? "A + " + std::to_string(off) + " * B"
+                             : "F + " + std::to_string(off))
+     << ");\n";
+  return n;
+}
+
+std::string CppEmitter::shapeArray(Type t) {
+  auto s = cast<RankedTensorType>(t).getShape();
+  if (s.empty())
+    return "nullptr";
+  std::string n = "s" + std::to_string(counter++);
+  os << "  const int64_t " << n << "[] = {";
+  for (auto [i, d] : llvm::enumerate(s))
+    os << (i ? ", " : "") << dim(d);
+  os << "};\n";
+  return n;
+}
+
+std::string CppEmitter::axisView(Type t, int64_t axis) {
+  auto s = cast<RankedTensorType>(t).getShape();
+  return product(s, 0, axis) + ", " + dim(s[axis]) + ", " +
+         product(s, axis + 1, s.size());
+}
+
+/// The scalar C++ expression of an elementwise op over operand expressions.
+std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
+  return llvm::TypeSwitch<Operation *, std::string>(op)
+      .Case([&](AddOp) { return x[0] + " + " + x[1]; })
+      .Case([&](SubOp) { return x[0] + " - " + x[1]; })
+      .Case([&](MulOp) { return x[0] + " * " + x[1]; })
+      .Case([&](DivOp) { return x[0] + " / " + x[1]; })
+      .Case([&](NegOp) { return "-" + x[0]; })
+      .Case([&](ReluOp) { return x[0] + " > 0.0f ? " + x[0] + " : 0.0f"; })
+      .Case([&](TanhOp) { return "std::tanh(" + x[0] + ")"; })
+      .Case([&](SigmoidOp) {
+        return "1.0f / (1.0f + std::exp(-" + x[0] + "))";
+      })
+      .Case([&](GeluOp) {
+        return "0.5f * " + x[0] + " * (1.0f + std::erf(" + x[0] +
+               " * 0.70710678118654752f))";
+      })
+      .Case([&](ExpOp) { return "std::exp(" + x[0] + ")"; })
+      .Case([&](LogOp) { return "std::log(" + x[0] + ")"; })
+      .Case([&](SqrtOp) { return "std::sqrt(" + x[0] + ")"; })
+      .Case([&](ReluGradOp) {
+        return x[0] + " > 0.0f ? " + x[1] + " : 0.0f";
+      })
+      .Case([&](GeluGradOp) {
+        return x[1] + " * (0.5f * (1.0f + std::erf(" + x[0] +
+               " * 0.70710678118654752f)) + " + x[0] +
+               " * 0.39894228040143268f * std::exp(-0.5f * " + x[0] + " * " +
+               x[0] + "))";
+      })
+      .Case([&](BroadcastToOp) { return x[0]; })
+      .Default([](Operation *) { return std::string(); });
+}
+
+void CppEmitter::emitFused(FusedOp op) {
+  auto outType = cast<RankedTensorType>(op.getResult(0).getType());
+  auto shape = outType.getShape();
+  size_t rank = shape.size();
+  SmallVector<std::string> outs;
+  for (auto [i, r] : llvm::enumerate(op.getResults()))
+    outs.push_back(define(r, op, i));
+  // Loads: an input of the output's shape is read at the linear index; a
+  // broadcast one through its own strides (0 along broadcast dimensions).
+  bool allFlat = llvm::all_of(op.getInputs(), [&](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return t == outType || t.getRank() == 0;
+  });
+  std::vector<std::string> index;
+  for (Value v : op.getInputs()) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t == outType) {
+      index.push_back("l");
+      continue;
+    }
+    if (t.getRank() == 0) {
+      index.push_back("0");
+      continue;
+    }
+    auto in = t.getShape();
+    std::string idx;
+    int64_t stride = 1;
+    for (int64_t j = in.size() - 1; j >= 0; --j) {
+      size_t k = j + (rank - in.size());
+      if (in[j] != 1) {
+        idx = (idx.empty() ? "" : idx + " + ") + "i" + std::to_string(k) +
+              (stride == 1 ? "" : " * " + std::to_string(stride));
+      }
+      stride *= ShapedType::isDynamic(in[j]) ? 1 : in[j];
+    }
+    index.push_back(idx.empty() ? "0" : idx);
+  }
+  os << "  {\n";
+  std::string indent = "    ";
+  if (allFlat || rank == 0) {
+    os << indent << "for (int64_t l = 0; l < " << numel(outType)
+       << "; ++l) {\n";
+  } else {
+    for (size_t k = 0; k < rank; ++k) {
+      os << indent << "for (int64_t i" << k << " = 0; i" << k << " < "
+         << dim(shape[k]) << "; ++i" << k << ") {\n";
+      indent += "  ";
+    }
+    os << indent << "const int64_t l = ";
+    for (size_t k = 0; k < rank; ++k) {
+      os << (k ? " + " : "") << "i" << k;
+      std::string rest = product(shape, k + 1, rank);
+      if (rest != "1")
+        os << " * " << rest;
+    }
+    os << ";\n";
+  }
+  if (allFlat || rank == 0)
+    indent += "  ";
+  DenseMap<Value, std::string> scalars;
+  Block &body = op.getBody().front();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    std::string n = "x" + std::to_string(i);
+    os << indent << "const float " << n << " = " << name(op.getInputs()[i])
+       << "[" << index[i] << "];\n";
+    scalars[arg] = n;
+  }
+  unsigned e = 0;
+  for (Operation &inner : body.without_terminator()) {
+    std::string expr;
+    if (auto c = dyn_cast<ConstantOp>(inner))
+      expr = floatLiteral(c.getValue().convertToDouble());
+    else if (isa<BatchSizeOp>(inner))
+      expr = "static_cast<float>(B)";
+    else {
+      SmallVector<std::string> xs;
+      for (Value v : inner.getOperands())
+        xs.push_back(scalars.lookup(v));
+      expr = scalarExpr(&inner, xs);
+    }
+    std::string n = "e" + std::to_string(e++);
+    os << indent << "const float " << n << " = " << expr << ";\n";
+    scalars[inner.getResult(0)] = n;
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    os << indent << outs[i] << "[l] = " << scalars.lookup(v) << ";\n";
+  size_t loops = (allFlat || rank == 0) ? 1 : rank;
+  for (size_t k = 0; k < loops; ++k) {
+    indent.resize(indent.size() - 2);
+    os << indent << "}\n";
+  }
+  os << "  }\n";
+}
+
+LogicalResult CppEmitter::emitOp(Operation *op, Mode mode) {
+  auto result = [&](unsigned i = 0) { return define(op->getResult(i), op, i); };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ParamRefOp p) {
+        std::string n = "v" + std::to_string(counter++);
+        names[p] = n;
+        os << "  float *" << n << " = reinterpret_cast<float *>(P + "
+           << paramAttr(p.getParam(), "dtc.offset") << ");\n";
+        return success();
+      })
+      .Case([&](ReshapeOp r) {
+        names[r] = name(r.getX());
+        return success();
+      })
+      .Case([&](ConstantOp c) {
+        std::string n = result();
+        os << "  for (int64_t i = 0; i < " << numel(c.getType()) << "; ++i) "
+           << n << "[i] = " << floatLiteral(c.getValue().convertToDouble())
+           << ";\n";
+        return success();
+      })
+      .Case([&](BatchSizeOp) {
+        os << "  " << result() << "[0] = static_cast<float>(B);\n";
+        return success();
+      })
+      .Case([&](FusedOp f) {
+        emitFused(f);
+        return success();
+      })
+      .Case([&](MatmulOp m) {
+        auto a = m.getLhs().getType().getShape();
+        auto b = m.getRhs().getType().getShape();
+        bool ta = m.getTransposeLhs(), tb = m.getTransposeRhs();
+        std::string M = dim(ta ? a[1] : a[0]), K = dim(ta ? a[0] : a[1]);
+        std::string N = dim(tb ? b[0] : b[1]);
+        std::string c = result();
+        os << "  dtc::kern::gemm(" << (ta ? "true" : "false") << ", "
+           << (tb ? "true" : "false") << ", " << M << ", " << N << ", " << K
+           << ", 1.0f, " << name(m.getLhs()) << ", " << name(m.getRhs())
+           << ", 0.0f, " << c << ");\n";
+        return success();
+      })
+      .Case([&](TransposeOp t) {
+        std::string s = shapeArray(t.getX().getType());
+        std::string p = "p" + std::to_string(counter++);
+        os << "  const int32_t " << p << "[] = {";
+        for (auto [i, v] : llvm::enumerate(t.getPerm()))
+          os << (i ? ", " : "") << v;
+        os << "};\n";
+        std::string y = result();
+        os << "  dtc::kern::permute(" << name(t.getX()) << ", " << y << ", "
+           << t.getPerm().size() << ", " << s << ", " << p << ");\n";
+        return success();
+      })
+      .Case([&](SumToOp s) {
+        std::string xs = shapeArray(s.getX().getType());
+        std::string ys = shapeArray(s.getType());
+        std::string y = result();
+        os << "  dtc::kern::sumTo(" << name(s.getX()) << ", "
+           << s.getX().getType().getRank() << ", " << xs << ", " << y << ", "
+           << s.getType().getRank() << ", " << ys << ");\n";
+        return success();
+      })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto r) {
+        std::string y = result();
+        bool isMax = isa<ReduceMaxOp>(r.getOperation());
+        os << "  dtc::kern::" << (isMax ? "reduceMax" : "reduceSum") << "("
+           << name(r.getX()) << ", " << y << ", "
+           << axisView(r.getX().getType(), r.getAxis()) << ");\n";
+        if (isa<ReduceMeanOp>(r.getOperation()))
+          os << "  for (int64_t i = 0; i < " << numel(r.getType()) << "; ++i) "
+             << y << "[i] /= static_cast<float>("
+             << dim(r.getX().getType().getDimSize(r.getAxis())) << ");\n";
+        return success();
+      })
+      .Case([&](ReduceMaxGradOp g) {
+        std::string dx = result();
+        os << "  dtc::kern::reduceMaxGrad(" << name(g.getX()) << ", "
+           << name(g.getY()) << ", " << name(g.getDy()) << ", " << dx << ", "
+           << axisView(g.getX().getType(), g.getAxis()) << ");\n";
+        return success();
+      })
+      .Case<SoftmaxOp, LogSoftmaxOp>([&](auto s) {
+        std::string y = result();
+        os << "  dtc::kern::"
+           << (isa<SoftmaxOp>(s.getOperation()) ? "softmax" : "logSoftmax")
+           << "(" << name(s.getX()) << ", " << y << ", "
+           << axisView(s.getType(), s.getAxis()) << ");\n";
+        return success();
+      })
+      .Case<SoftmaxGradOp, LogSoftmaxGradOp>([&](auto s) {
+        std::string dx = result();
+        os << "  dtc::kern::"
+           << (isa<SoftmaxGradOp>(s.getOperation()) ? "softmaxGrad"
+                                                    : "logSoftmaxGrad")
+           << "(" << name(s.getY()) << ", " << name(s.getDy()) << ", " << dx
+           << ", " << axisView(s.getType(), s.getAxis()) << ");\n";
+        return success();
+      })
+      .Case<CrossEntropyOp, AccuracyOp>([&](auto c) {
+        auto s = c.getLogits().getType().getShape();
+        std::string out = result();
+        os << "  " << out << "[0] = dtc::kern::"
+           << (isa<AccuracyOp>(c.getOperation()) ? "accuracy" : "crossEntropy")
+           << "(" << name(c.getLogits()) << ", " << name(c.getLabels())
+           << ", " << dim(s[0]) << ", " << dim(s[1]) << ");\n";
+        return success();
+      })
+      .Case([&](CrossEntropyGradOp c) {
+        auto s = c.getLogits().getType().getShape();
+        std::string out = result();
+        os << "  dtc::kern::crossEntropyGrad(" << name(c.getLogits()) << ", "
+           << name(c.getLabels()) << ", " << dim(s[0]) << ", " << dim(s[1])
+           << ", " << name(c.getDloss()) << ", " << out << ");\n";
+        return success();
+      })
+      .Case([&](MseOp m) {
+        std::string out = result();
+        os << "  " << out << "[0] = dtc::kern::mse(" << name(m.getPrediction())
+           << ", " << name(m.getTarget()) << ", "
+           << numel(m.getPrediction().getType()) << ");\n";
+        return success();
+      })
+      .Case([&](MseGradOp m) {
+        std::string out = result();
+        os << "  dtc::kern::mseGrad(" << name(m.getPrediction()) << ", "
+           << name(m.getTarget()) << ", " << numel(m.getPrediction().getType())
+           << ", " << name(m.getDloss()) << ", " << out << ");\n";
+        return success();
+      })
+      .Case([&](ApplyGradientOp u) { return emitUpdate(u, mode); })
+      .Case([&](func::ReturnOp r) {
+        for (auto [i, v] : llvm::enumerate(r.getOperands()))
+          os << "  a.outputs[" << i << "] = " << name(v) << "[0];\n";
+        return success();
+      })
+      .Default([&](Operation *o) {
+        return o->emitError("the C++ emitter cannot emit '")
+               << o->getName() << "'; run the dtc pipeline first";
+      });
+}
+
+LogicalResult CppEmitter::emitUpdate(ApplyGradientOp u, Mode mode) {
+  StringRef param = u.getParam();
+  int64_t offset = paramAttr(param, "dtc.offset");
+  std::string n = numel(u.getGrad().getType());
+  if (mode == Mode::Grads) {
+    // Gradients packed in parameter order, without padding.
+    int64_t packed = 0;
+    for (ParamOp p : module.getOps<ParamOp>()) {
+      if (p.getSymName() == param)
+        break;
+      packed += cast<RankedTensorType>(p.getType()).getNumElements();
+    }
+    os << "  std::memcpy(a.paramGrads + " << packed << ", "
+       << name(u.getGrad()) << ", " << n << " * sizeof(float));\n";
+    return success();
+  }
+  auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
+  StringRef kind = opt ? opt.getAs<StringAttr>("kind").getValue() : "sgd";
+  int64_t state = paramAttr(param, "dtc.state_offset");
+  std::string w = "reinterpret_cast<float *>(P + " + std::to_string(offset) + ")";
+  auto stateAt = [&](int i) {
+    return "reinterpret_cast<float *>(P + " + std::to_string(state) + " + " +
+           std::to_string(i) + " * " + n + " * 4)";
+  };
+  if (kind == "sgd") {
+    os << "  dtc::kern::sgdUpdate(" << w << ", " << name(u.getGrad()) << ", "
+       << (optimizerStateBuffers(module) ? stateAt(0) : "nullptr") << ", " << n
+       << ", *a.hyper);\n";
+  } else {
+    os << "  dtc::kern::adamUpdate(" << w << ", " << name(u.getGrad()) << ", "
+       << stateAt(0) << ", " << stateAt(1) << ", " << n << ", *a.hyper, "
+       << (kind == "adamw" ? "true" : "false") << ");\n";
+  }
+  return success();
+}
+
+LogicalResult CppEmitter::emitFunction(func::FuncOp f, StringRef fnName,
+                                       Mode mode) {
+  names.clear();
+  int64_t perSample = 0;
+  if (auto a = f->getAttrOfType<IntegerAttr>("dtc.arena_per_sample"))
+    perSample = a.getInt();
+  else
+    return f.emitError("the C++ emitter needs a memory plan (dtc-plan-memory)");
+  os << "static void " << fnName << "(const dtc::rt::StepArgs &a) {\n"
+     << "  const int64_t B = a.batch;\n"
+     << "  char *const P = a.persistent;\n"
+     << "  char *const A = a.arena;\n"
+     << "  char *const F = A + (" << perSample << " * B + 63) / 64 * 64;\n"
+     << "  (void)B; (void)P; (void)A; (void)F;\n";
+  auto x = f.getArgument(0), y = f.getArgument(1);
+  names[x] = "x";
+  os << "  float *x = const_cast<float *>(a.x);\n";
+  if (cast<RankedTensorType>(y.getType()).getElementType().isInteger(32)) {
+    names[y] = "y";
+    os << "  const int32_t *y = a.yClass;\n";
+  } else {
+    names[y] = "y";
+    os << "  float *y = const_cast<float *>(a.yValue);\n";
+  }
+  os << "  (void)x; (void)y;\n";
+  for (Operation &op : f.front())
+    if (failed(emitOp(&op, mode)))
+      return failure();
+  os << "}\n\n";
+  return success();
+}
+
+void CppEmitter::emitSpec(func::FuncOp forward) {
+  auto recipe = module->getAttrOfType<DictionaryAttr>("dtc.recipe");
+  auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
+  auto str = [](DictionaryAttr d, StringRef k, StringRef dflt = "") {
+    auto a = d ? d.getAs<StringAttr>(k) : StringAttr();
+    return a ? a.getValue().str() : dflt.str();
+  };
+  auto i64 = [](DictionaryAttr d, StringRef k, int64_t dflt) {
+    auto a = d ? d.getAs<IntegerAttr>(k) : IntegerAttr();
+    return a ? a.getInt() : dflt;
+  };
+  auto f64 = [](DictionaryAttr d, StringRef k, double dflt) {
+    auto a = d ? d.getAs<FloatAttr>(k) : FloatAttr();
+    return a ? a.getValueAsDouble() : dflt;
+  };
+
+  // Parameters.
+  static const llvm::StringMap<const char *> inits = {
+      {"zeros", "Zeros"},
+      {"constant", "Constant"},
+      {"uniform", "Uniform"},
+      {"normal", "Normal"},
+      {"glorot_uniform", "GlorotUniform"},
+      {"glorot_normal", "GlorotNormal"},
+      {"he_uniform", "HeUniform"},
+      {"he_normal", "HeNormal"}};
+  SmallVector<ParamOp> params(module.getOps<ParamOp>());
+  os << "static const dtc::rt::ParamSpec kParams[] = {\n";
+  for (ParamOp p : params) {
+    auto t = cast<RankedTensorType>(p.getType());
+    auto s = t.getShape();
+    int64_t fanOut = s.empty() ? 1 : s.back();
+    int64_t fanIn = s.empty() ? 1 : t.getNumElements() / std::max<int64_t>(fanOut, 1);
+    if (s.size() == 1)
+      fanIn = s[0];
+    os << "    {" << cppStringLiteral(p.getSymName()) << ", " << s.size()
+       << ", {";
+    for (size_t i = 0; i < 6; ++i)
+      os << (i ? ", " : "") << (i < s.size() ? s[i] : 0);
+    os << "}, " << t.getNumElements() << ", "
+       << cast<IntegerAttr>(p->getAttr("dtc.offset")).getInt()
+       << ", dtc::rt::InitKind::" << inits.lookup(p.getInit()) << ", "
+       << llvm::format("%.17g", p.getA().convertToDouble()) << ", "
+       << llvm::format("%.17g", p.getB().convertToDouble()) << ", " << fanIn
+       << ", " << fanOut << "},\n";
+  }
+  if (params.empty())
+    os << "    {\"\", 0, {0, 0, 0, 0, 0, 0}, 0, 0, dtc::rt::InitKind::Zeros, 0, 0, 0, 0},\n";
+  os << "};\n\n";
+
+  auto outputs = forward->getAttrOfType<ArrayAttr>("dtc.outputs");
+  os << "static const char *const kOutputNames[] = {";
+  for (auto [i, n] : llvm::enumerate(outputs))
+    os << (i ? ", " : "") << cppStringLiteral(cast<StringAttr>(n).getValue());
+  os << "};\n\n";
+
+  auto xt = cast<RankedTensorType>(forward.getArgument(0).getType());
+  auto yt = cast<RankedTensorType>(forward.getArgument(1).getType());
+  bool classes = yt.getElementType().isInteger(32);
+  int64_t numClasses = 0;
+  forward.walk([&](CrossEntropyOp c) {
+    numClasses = c.getLogits().getType().getDimSize(1);
+  });
+  forward.walk([&](AccuracyOp c) {
+    numClasses = c.getLogits().getType().getDimSize(1);
+  });
+  int64_t perSample = 0, fixed = 0;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    perSample = std::max(perSample, cast<IntegerAttr>(
+        f->getAttr("dtc.arena_per_sample")).getInt());
+    fixed = std::max(fixed, cast<IntegerAttr>(
+        f->getAttr("dtc.arena_fixed")).getInt());
+  }
+  std::string data = str(recipe, "data", "none");
+  const char *dataKind = data == "idx"         ? "IDX"
+                         : data == "csv"       ? "CSV"
+                         : data == "synthetic" ? "Synthetic"
+                                               : "None";
+  std::string optKind = str(opt, "kind", "sgd");
+  os << "static dtc::rt::ModelSpec makeSpec() {\n"
+     << "  dtc::rt::ModelSpec s{};\n"
+     << "  s.name = " << cppStringLiteral(str(module->getAttrDictionary(), "dtc.model")) << ";\n"
+     << "  s.source = " << cppStringLiteral(str(module->getAttrDictionary(), "dtc.source")) << ";\n"
+     << "  s.inputRank = " << xt.getRank() - 1 << ";\n";
+  for (int64_t i = 1; i < xt.getRank(); ++i)
+    os << "  s.inputShape[" << i - 1 << "] = " << xt.getDimSize(i) << ";\n";
+  os << "  s.inputNumel = " << shape::numElementsPerBatch(xt) << ";\n"
+     << "  s.labelKind = dtc::rt::LabelKind::" << (classes ? "Class" : "Value") << ";\n"
+     << "  s.labelNumel = " << shape::numElementsPerBatch(yt) << ";\n"
+     << "  s.numClasses = " << numClasses << ";\n"
+     << "  s.numParams = " << params.size() << ";\n"
+     << "  s.params = kParams;\n"
+     << "  s.persistentBytes = " << i64(module->getAttrDictionary(), "dtc.persistent_bytes", 0) << ";\n"
+     << "  s.paramBytes = " << i64(module->getAttrDictionary(), "dtc.param_bytes", 0) << ";\n"
+     << "  s.arenaPerSample = " << perSample << ";\n"
+     << "  s.arenaFixed = " << fixed + 64 << "; // + alignment of the fixed region\n"
+     << "  s.numOutputs = " << outputs.size() << ";\n"
+     << "  s.outputNames = kOutputNames;\n"
+     << "  s.trainStep = trainStep;\n"
+     << "  s.evalStep = evalStep;\n"
+     << "  s.gradStep = gradStep;\n"
+     << "  s.recipe.data.kind = dtc::rt::DatasetKind::" << dataKind << ";\n"
+     << "  s.recipe.data.dir = " << cppStringLiteral(str(recipe, "dir")) << ";\n"
+     << "  s.recipe.data.trainPath = " << cppStringLiteral(str(recipe, "train")) << ";\n"
+     << "  s.recipe.data.testPath = " << cppStringLiteral(str(recipe, "test")) << ";\n"
+     << "  s.recipe.data.trainSize = " << i64(recipe, "train_size", 0) << ";\n"
+     << "  s.recipe.data.testSize = " << i64(recipe, "test_size", 0) << ";\n"
+     << "  s.recipe.batch = " << i64(recipe, "batch", 64) << ";\n"
+     << "  s.recipe.epochs = " << i64(recipe, "epochs", 1) << ";\n"
+     << "  s.recipe.seed = " << i64(recipe, "seed", 0) << "ULL;\n"
+     << "  s.recipe.optimizer = dtc::rt::OptimizerKind::"
+     << (optKind == "adam" ? "Adam" : optKind == "adamw" ? "AdamW" : "SGD") << ";\n";
+  for (auto [field, key, dflt] :
+       {std::tuple{"lr", "lr", 0.01}, {"momentum", "momentum", 0.0},
+        {"dampening", "dampening", 0.0}, {"weightDecay", "weight_decay", 0.0},
+        {"beta1", "beta1", 0.9}, {"beta2", "beta2", 0.999}, {"eps", "eps", 1e-8}})
+    os << "  s.recipe.hyper." << field << " = "
+       << floatLiteral(f64(opt, key, dflt)) << ";\n";
+  auto nesterov = opt ? opt.getAs<BoolAttr>("nesterov") : BoolAttr();
+  os << "  s.recipe.hyper.nesterov = " << (nesterov && nesterov.getValue() ? 1 : 0) << ";\n"
+     << "  s.recipe.hyper.step = 0;\n"
+     << "  return s;\n}\n\n";
+}
+
+LogicalResult CppEmitter::emit() {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!forward || !train)
+    return module.emitError("the C++ emitter needs @forward and @train_step");
+  if (forward.getNumArguments() != 2)
+    return forward.emitError("@forward must take the input and the labels");
+  os << "// Generated by dtc. Do not edit: recompile the model instead.\n"
+     << "#include \"dtc/kernels.h\"\n"
+     << "#include \"dtc/runtime.h\"\n"
+     << "#include <cmath>\n#include <cstdint>\n#include <cstring>\n\n"
+     << "namespace {\n\n";
+  if (failed(emitFunction(forward, "evalStep", Mode::Eval)) ||
+      failed(emitFunction(train, "trainStep", Mode::Update)) ||
+      failed(emitFunction(train, "gradStep", Mode::Grads)))
+    return failure();
+  emitSpec(forward);
+  os << "} // namespace\n\n"
+     << "int main(int argc, char **argv) {\n"
+     << "  return dtc::rt::runMain(argc, argv, makeSpec());\n}\n";
+  return success();
+}
+
+} // namespace
+
+LogicalResult dtc::emitCpp(ModuleOp module, llvm::raw_ostream &os) {
+  return CppEmitter(module, os).emit();
+}

@@ -1,0 +1,407 @@
+//===- driver_test.cpp - runMain end to end with hand-written models -----===//
+//
+// The models below are what dtc would generate for a linear layer trained
+// with softmax cross-entropy (Class labels) or MSE (Value labels), written by
+// hand against dtc/kernels.h and driven through runMain like a real `train`.
+//
+//===----------------------------------------------------------------------===//
+#include "dtc/kernels.h"
+#include "dtc/runtime.h"
+#include "gradcheck.h"
+#include "session.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <regex>
+#include <sstream>
+
+using namespace dtc;
+using namespace dtc::rt;
+using dtc::test::readFile;
+using dtc::test::TempDir;
+
+namespace {
+
+//===--- the model: y = x W^T + b, W [C, F], b [C] --------------------------===//
+//
+// persistent: W @0, b @wBytes (64-aligned), then the SGD momentum buffers.
+// arena: fixed part first (dW, db), then per sample (out, dout), sized by the
+// configured batch; a short batch uses a prefix.
+
+template <int64_t F, int64_t C, bool Regression, int BiasGradBug = 0> struct Linear {
+  static constexpr int64_t align(int64_t n) { return (n + 63) / 64 * 64; }
+  static constexpr int64_t wOff = 0, bOff = align(F * C * 4);
+  static constexpr int64_t paramBytes = bOff + align(C * 4);
+  static constexpr int64_t numel = F * C + C;
+
+  static float *W(const StepArgs &a) { return reinterpret_cast<float *>(a.persistent + wOff); }
+  static float *b(const StepArgs &a) { return reinterpret_cast<float *>(a.persistent + bOff); }
+  static float *out(const StepArgs &a) { return reinterpret_cast<float *>(a.arena) + numel; }
+
+  static void forward(const StepArgs &a) {
+    float *o = out(a);
+    kern::gemm(false, true, a.batch, C, F, 1.0f, a.x, W(a), 0.0f, o);
+    for (int64_t i = 0; i < a.batch; ++i)
+      for (int64_t c = 0; c < C; ++c)
+        o[i * C + c] += b(a)[c];
+    if (Regression) {
+      a.outputs[0] = kern::mse(o, a.yValue, a.batch * C);
+    } else {
+      a.outputs[0] = kern::crossEntropy(o, a.yClass, a.batch, C);
+      a.outputs[1] = kern::accuracy(o, a.yClass, a.batch, C);
+    }
+  }
+  // Writes dW then db (packed) to grads.
+  static void backward(const StepArgs &a, float *grads) {
+    const float one = 1.0f;
+    float *dout = out(a) + a.batch * C;
+    if (Regression)
+      kern::mseGrad(out(a), a.yValue, a.batch * C, &one, dout);
+    else
+      kern::crossEntropyGrad(out(a), a.yClass, a.batch, C, &one, dout);
+    kern::gemm(true, false, C, F, a.batch, 1.0f, dout, a.x, 0.0f, grads);
+    const int64_t shape[2] = {a.batch, C}, bshape[1] = {C};
+    kern::sumTo(dout, 2, shape, grads + F * C, 1, bshape);
+    for (int64_t c = 0; c < C; ++c)
+      grads[F * C + c] *= 1.0f + 0.5f * BiasGradBug;
+  }
+
+  static void evalStep(const StepArgs &a) { forward(a); }
+  static void gradStep(const StepArgs &a) {
+    forward(a);
+    backward(a, a.paramGrads);
+  }
+  static void trainStep(const StepArgs &a) {
+    forward(a);
+    float *g = reinterpret_cast<float *>(a.arena);
+    backward(a, g);
+    float *buf = reinterpret_cast<float *>(a.persistent + paramBytes);
+    kern::sgdUpdate(W(a), g, buf, F * C, *a.hyper);
+    kern::sgdUpdate(b(a), g + F * C, buf + F * C, C, *a.hyper);
+  }
+
+  static ModelSpec spec() {
+    static const ParamSpec params[] = {
+        {"fc.weight", 2, {C, F}, F * C, wOff, InitKind::GlorotUniform, 1.0, 0, F, C},
+        {"fc.bias", 1, {C}, C, bOff, InitKind::Zeros, 0, 0, F, C},
+    };
+    static const char *const classNames[] = {"loss", "accuracy"};
+    static const char *const regNames[] = {"loss"};
+    ModelSpec s{};
+    s.name = Regression ? "linreg" : "softmax_reg";
+    s.source = "test.dtc";
+    s.inputRank = 1;
+    s.inputShape[0] = F;
+    s.inputNumel = F;
+    s.labelKind = Regression ? LabelKind::Value : LabelKind::Class;
+    s.labelNumel = Regression ? C : 1;
+    s.numClasses = Regression ? 0 : C;
+    s.numParams = 2;
+    s.params = params;
+    s.paramBytes = paramBytes;
+    s.persistentBytes = paramBytes + numel * 4;
+    s.arenaPerSample = 2 * C * 4;
+    s.arenaFixed = numel * 4;
+    s.numOutputs = Regression ? 1 : 2;
+    s.outputNames = Regression ? regNames : classNames;
+    s.trainStep = trainStep;
+    s.evalStep = evalStep;
+    s.gradStep = gradStep;
+    s.recipe.data.kind = DatasetKind::Synthetic;
+    s.recipe.data.trainSize = 500;
+    s.recipe.data.testSize = 200;
+    s.recipe.batch = 32;
+    s.recipe.epochs = 5;
+    s.recipe.seed = 1;
+    s.recipe.optimizer = OptimizerKind::SGD;
+    s.recipe.hyper = Hyper{0.05f, 0.9f, 0.0f, 0.0f, 0.9f, 0.999f, 1e-8f, 0, 0};
+    return s;
+  }
+};
+
+using SoftmaxReg = Linear<4, 3, false>;
+using LinReg = Linear<4, 2, true>;
+
+//===--- running train ----------------------------------------------------===//
+
+struct TrainRun {
+  int rc;
+  std::string out, err;
+};
+
+TrainRun runTrain(const ModelSpec &spec, std::vector<std::string> args) {
+  args.insert(args.begin(), "train");
+  std::vector<char *> argv;
+  for (auto &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  int rc = runMain(int(args.size()), argv.data(), spec);
+  TrainRun r{rc, ::testing::internal::GetCapturedStdout(), ::testing::internal::GetCapturedStderr()};
+  return r;
+}
+
+struct EpochLine {
+  int epoch, epochs;
+  double trainLoss, testLoss, testAccuracy;
+};
+
+// Parses the per-epoch lines (the format documented for tests/scripts).
+std::vector<EpochLine> epochLines(const std::string &out, bool withAccuracy = true) {
+  static const std::regex cls(
+      R"(epoch (\d+)/(\d+) train_loss (\d+\.\d{4}) test_loss (\d+\.\d{4}) test_accuracy (\d\.\d{4}) images/s \d+ time \d+\.\d\ds)");
+  static const std::regex reg(
+      R"(epoch (\d+)/(\d+) train_loss (\d+\.\d{4}) test_loss (\d+\.\d{4}) images/s \d+ time \d+\.\d\ds)");
+  std::vector<EpochLine> lines;
+  std::istringstream in(out);
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("epoch ", 0) != 0)
+      continue;
+    EXPECT_TRUE(std::regex_match(line, m, withAccuracy ? cls : reg)) << "bad line: " << line;
+    if (m.empty())
+      continue;
+    lines.push_back({std::stoi(m[1]), std::stoi(m[2]), std::stod(m[3]), std::stod(m[4]),
+                     withAccuracy ? std::stod(m[5]) : 0.0});
+  }
+  return lines;
+}
+
+std::vector<std::string> csvLines(const std::string &path) {
+  std::vector<std::string> lines;
+  std::istringstream in(readFile(path));
+  for (std::string l; std::getline(in, l);)
+    lines.push_back(l);
+  return lines;
+}
+
+//===--- tests ------------------------------------------------------------===//
+
+TEST(Driver, TrainsSoftmaxRegressionOnSyntheticData) {
+  TrainRun r = runTrain(SoftmaxReg::spec(), {"--progress", "off"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("model softmax_reg params 15 batch 32 epochs 5 optimizer "
+                        "sgd(lr=0.05, momentum=0.9, weight_decay=0) data synthetic "
+                        "(500 train, 200 test samples)\n",
+                        0),
+            0u)
+      << r.out;
+  auto lines = epochLines(r.out);
+  ASSERT_EQ(lines.size(), 5u) << r.out;
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(lines[i].epoch, i + 1);
+  EXPECT_EQ(lines[0].epochs, 5);
+  EXPECT_LT(lines[4].trainLoss, lines[0].trainLoss);
+  EXPECT_LT(lines[4].testLoss, lines[0].testLoss);
+  EXPECT_GT(lines[4].testAccuracy, lines[0].testAccuracy);
+  EXPECT_GT(lines[4].testAccuracy, 0.85);
+}
+
+TEST(Driver, TrainsRegressionWithValueLabels) {
+  TrainRun r = runTrain(LinReg::spec(), {"--progress", "off", "--epochs", "3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto lines = epochLines(r.out, /*withAccuracy=*/false);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_LT(lines[2].testLoss, 0.5 * lines[0].testLoss);
+  EXPECT_LT(lines[2].testLoss, 0.01);
+}
+
+TEST(Driver, GradcheckPasses) {
+  for (const ModelSpec &spec : {SoftmaxReg::spec(), LinReg::spec()}) {
+    TrainRun r = runTrain(spec, {"--gradcheck"});
+    ASSERT_EQ(r.rc, 0) << r.out << r.err;
+    EXPECT_TRUE(std::regex_search(
+        r.out, std::regex(R"(\ngradcheck fc\.weight max_abs_err \S+ max_rel_err \S+ checked \d+ ok\n)")))
+        << r.out;
+    EXPECT_NE(r.out.find("max_rel_err"), std::string::npos);
+    EXPECT_NE(r.out.find("gradcheck passed\n"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Driver, GradcheckSamplesSpreadElementsOfLargeParameters) {
+  TrainRun r = runTrain(Linear<20, 3, false>::spec(), {"--gradcheck"});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("fc.weight max_abs_err"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(fc\.weight .* checked 16 ok)"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(fc\.bias .* checked 3 ok)"))) << r.out;
+}
+
+TEST(Driver, GradcheckCatchesAWrongGradientAndRestoresParameters) {
+  ModelSpec spec = Linear<4, 3, false, /*BiasGradBug=*/1>::spec();
+  TrainRun r = runTrain(spec, {"--gradcheck"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(gradcheck fc\.weight .* ok\n)"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(gradcheck fc\.bias .* FAIL\n)"))) << r.out;
+  EXPECT_NE(r.out.find("gradcheck FAILED\n"), std::string::npos);
+
+  // Direct: the persistent block is bit-identical afterwards.
+  Options opts = defaultOptions(spec);
+  Session s(spec, opts, loadData(opts.data, spec));
+  std::string before(s.persistent.data(), s.persistent.size());
+  ::testing::internal::CaptureStdout();
+  EXPECT_FALSE(runGradcheck(s));
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(std::string(s.persistent.data(), s.persistent.size()), before);
+}
+
+TEST(Driver, SaveThenInitRoundTrips) {
+  TempDir dir;
+  const std::string a = dir.file("a.safetensors"), b = dir.file("b.safetensors");
+  ModelSpec spec = SoftmaxReg::spec();
+  TrainRun trained = runTrain(spec, {"--progress", "off", "--epochs", "2", "--save", a});
+  ASSERT_EQ(trained.rc, 0) << trained.err;
+  EXPECT_NE(trained.out.find("saved parameters to " + a), std::string::npos);
+  // lr 0: parameters stay as loaded, so the evaluation must match exactly.
+  TrainRun resumed = runTrain(spec, {"--progress", "off", "--epochs", "1", "--lr", "0", "--init", a,
+                                "--save", b});
+  ASSERT_EQ(resumed.rc, 0) << resumed.err;
+  TrainRun fresh = runTrain(spec, {"--progress", "off", "--epochs", "1", "--lr", "0"});
+  ASSERT_EQ(fresh.rc, 0) << fresh.err;
+  auto t = epochLines(trained.out), r = epochLines(resumed.out), f = epochLines(fresh.out);
+  ASSERT_EQ(t.size(), 2u);
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(r[0].testLoss, t[1].testLoss);
+  EXPECT_EQ(r[0].testAccuracy, t[1].testAccuracy);
+  EXPECT_NE(f[0].testLoss, t[1].testLoss);
+  EXPECT_EQ(readFile(a), readFile(b));
+}
+
+TEST(Driver, MetricsFileAndMaxSteps) {
+  TempDir dir;
+  const std::string m = dir.file("m.csv");
+  TrainRun r = runTrain(SoftmaxReg::spec(),
+                   {"--progress", "off", "--metrics", m, "--lr", "0.02", "--max-steps", "20"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto rows = csvLines(m);
+  ASSERT_EQ(rows.size(), 21u);
+  EXPECT_EQ(rows[0], "epoch,step,batch,loss,accuracy,lr,seconds");
+  // 500 samples / 32: 15 full batches, then a short one of 20.
+  EXPECT_EQ(rows[1].rfind("1,1,32,", 0), 0u) << rows[1];
+  EXPECT_EQ(rows[16].rfind("1,16,20,", 0), 0u) << rows[16];
+  EXPECT_EQ(rows[17].rfind("2,17,32,", 0), 0u) << rows[17];
+  EXPECT_EQ(rows[20].rfind("2,20,32,", 0), 0u) << rows[20];
+  EXPECT_NE(rows[20].find(",0.02,"), std::string::npos) << rows[20];
+  EXPECT_EQ(epochLines(r.out).size(), 2u); // the cut-short epoch still reports
+}
+
+TEST(Driver, SameSeedReproducesAndShuffleChangesOrder) {
+  TempDir dir;
+  auto lossColumn = [&](std::vector<std::string> extra) {
+    const std::string m = dir.file("m.csv");
+    extra.insert(extra.end(), {"--progress", "off", "--metrics", m, "--epochs", "2"});
+    TrainRun r = runTrain(SoftmaxReg::spec(), extra);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    std::vector<std::string> losses;
+    for (auto &row : csvLines(m))
+      losses.push_back(row.substr(0, row.rfind(','))); // drop seconds
+    return losses;
+  };
+  auto a = lossColumn({}), b = lossColumn({});
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, lossColumn({"--seed", "2"}));
+  auto off1 = lossColumn({"--shuffle", "off"}), off2 = lossColumn({"--shuffle", "off", "--seed", "1"});
+  EXPECT_EQ(off1, off2);
+  EXPECT_NE(a, off1);
+}
+
+TEST(Driver, CsvDataAndEvalOff) {
+  TempDir dir;
+  std::string train = "label,a,b,c,d\n", test;
+  for (int i = 0; i < 60; ++i) {
+    int c = i % 3;
+    std::string row = std::to_string(c) + "," + (c == 0 ? "2" : "0") + "," +
+                      (c == 1 ? "2" : "0") + "," + (c == 2 ? "2" : "0") + "," +
+                      std::to_string(i % 5 * 0.1) + "\n";
+    train += row;
+    if (i < 12)
+      test += row;
+  }
+  dtc::test::writeFile(dir.file("train.csv"), train);
+  dtc::test::writeFile(dir.file("test.csv"), test);
+  const std::string data = dir.file("train.csv") + "," + dir.file("test.csv");
+  TrainRun r = runTrain(SoftmaxReg::spec(),
+                   {"--data", data, "--progress", "off", "--epochs", "3", "--batch", "8"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("data " + data + " (60 train, 12 test samples)"), std::string::npos)
+      << r.out;
+  auto lines = epochLines(r.out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2].testAccuracy, 1.0);
+
+  TrainRun noEval = runTrain(SoftmaxReg::spec(), {"--data", data, "--progress", "off", "--epochs",
+                                             "1", "--eval", "off", "--quiet"});
+  ASSERT_EQ(noEval.rc, 0) << noEval.err;
+  EXPECT_TRUE(std::regex_match(
+      noEval.out, std::regex(R"(epoch 1/1 train_loss \d+\.\d{4} images/s \d+ time \d+\.\d\ds\n)")))
+      << noEval.out;
+
+  dtc::test::writeFile(dir.file("bad.csv"), "1,2,3\n");
+  TrainRun bad = runTrain(SoftmaxReg::spec(), {"--data", dir.file("bad.csv")});
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_EQ(bad.err.rfind("train: error: dataset file '" + dir.file("bad.csv") + "'", 0), 0u)
+      << bad.err;
+  EXPECT_NE(bad.err.find("2 features per sample"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("model takes 4"), std::string::npos) << bad.err;
+}
+
+TEST(Driver, CommandLineErrors) {
+  const ModelSpec spec = SoftmaxReg::spec();
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--epochs", "0"}, {"--epochs", "two"}, {"--batch", "-1"},
+        {"--shuffle", "maybe"}, {"--progress", "sometimes"}, {"--lr", "-1"},
+        {"--threads", "0"}, {"--no-such-option"}, {"stray"}, {"--gradcheck-eps", "0"}}) {
+    TrainRun r = runTrain(spec, args);
+    EXPECT_EQ(r.rc, 2) << args[0];
+    EXPECT_EQ(r.err.rfind("train: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  TrainRun missing = runTrain(spec, {"--data", "/nonexistent/train.csv"});
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_EQ(missing.err, "train: error: cannot open dataset file '/nonexistent/train.csv': No "
+                         "such file or directory\n");
+  TrainRun noInit = runTrain(spec, {"--init", "/nonexistent/x.safetensors"});
+  EXPECT_EQ(noInit.rc, 1);
+  EXPECT_EQ(noInit.err.rfind("train: error: cannot open checkpoint '/nonexistent/x.safetensors'", 0),
+            0u)
+      << noInit.err;
+}
+
+TEST(Driver, HelpAndVersion) {
+  TrainRun help = runTrain(SoftmaxReg::spec(), {"--help"});
+  EXPECT_EQ(help.rc, 0);
+  for (const char *opt : {"--data", "--epochs", "--batch", "--lr", "--seed", "--shuffle", "--save",
+                          "--init", "--metrics", "--progress", "--threads", "--max-steps",
+                          "--eval", "--gradcheck", "--gradcheck-eps", "--gradcheck-atol",
+                          "--gradcheck-rtol", "--quiet", "--version"})
+    EXPECT_NE(help.out.find(opt), std::string::npos) << opt;
+  TrainRun version = runTrain(SoftmaxReg::spec(), {"--version"});
+  EXPECT_EQ(version.rc, 0);
+  EXPECT_NE(version.out.find("softmax_reg"), std::string::npos) << version.out;
+}
+
+TEST(Driver, FashionMnistIdx) {
+  const std::string dir = DTCRT_FASHION_MNIST_DIR;
+  if (!std::ifstream(dir + "/train-images-idx3-ubyte.gz").good())
+    GTEST_SKIP() << "no Fashion-MNIST at " << dir;
+  ModelSpec spec = Linear<784, 10, false>::spec();
+  TrainRun r = runTrain(spec, {"--data", dir, "--progress", "off", "--epochs", "1", "--batch", "64",
+                          "--lr", "0.01", "--max-steps", "300"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("(60000 train, 10000 test samples)"), std::string::npos) << r.out;
+  auto lines = epochLines(r.out);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_GT(lines[0].testAccuracy, 0.7);
+
+  TrainRun wrong = runTrain(Linear<100, 10, false>::spec(), {"--data", dir, "--max-steps", "1"});
+  EXPECT_EQ(wrong.rc, 1);
+  EXPECT_NE(wrong.err.find("has 784 features per sample but model 'softmax_reg' takes 100"),
+            std::string::npos)
+      << wrong.err;
+}
+
+} // namespace

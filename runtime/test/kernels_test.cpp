@@ -1,0 +1,399 @@
+//===- kernels_test.cpp - dtc/kernels.h against naive references ---------===//
+#include "dtc/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+using namespace dtc;
+
+namespace {
+
+std::vector<float> randomVec(size_t n, unsigned seed, float lo = -1, float hi = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto &x : v)
+    x = d(gen);
+  return v;
+}
+
+void expectNear(const std::vector<float> &got, const std::vector<float> &want, float tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tol) << "at index " << i;
+}
+
+// Central finite difference of a scalar function of x (perturbed in place).
+std::vector<float> numericGrad(std::vector<float> &x, const std::function<double()> &f,
+                               float eps = 1e-2f) {
+  std::vector<float> g(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    float orig = x[i];
+    x[i] = orig + eps;
+    double up = f();
+    x[i] = orig - eps;
+    double down = f();
+    x[i] = orig;
+    g[i] = static_cast<float>((up - down) / (2 * eps));
+  }
+  return g;
+}
+
+//===--- gemm -------------------------------------------------------------===//
+
+class GemmTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(GemmTest, MatchesNaive) {
+  auto [ta, tb] = GetParam();
+  const int64_t M = 5, N = 7, K = 3;
+  auto A = randomVec(M * K, 1), B = randomVec(K * N, 2), C = randomVec(M * N, 3);
+  const float alpha = 1.5f, beta = -0.5f;
+  std::vector<float> want(C);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        float a = ta ? A[k * M + i] : A[i * K + k];
+        float b = tb ? B[j * K + k] : B[k * N + j];
+        acc += double(a) * b;
+      }
+      want[i * N + j] = float(alpha * acc + beta * C[i * N + j]);
+    }
+  kern::gemm(ta, tb, M, N, K, alpha, A.data(), B.data(), beta, C.data());
+  expectNear(C, want, 1e-5f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, GemmTest,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
+
+TEST(Kernels, GemmEmptyKScalesC) {
+  std::vector<float> C = {1, 2, 3, 4};
+  kern::gemm(false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.5f, C.data());
+  expectNear(C, {0.5f, 1, 1.5f, 2}, 0);
+}
+
+//===--- permute ----------------------------------------------------------===//
+
+void checkPermute(std::vector<int64_t> shape, std::vector<int32_t> perm) {
+  const int32_t rank = static_cast<int32_t>(shape.size());
+  int64_t total = 1;
+  for (auto s : shape)
+    total *= s;
+  auto x = randomVec(total, 7);
+  std::vector<float> y(total, -99.0f), want(total);
+  std::vector<int64_t> xStride(rank), yShape(rank);
+  for (int32_t d = rank - 1, s = 1; d >= 0; s *= shape[d], --d)
+    xStride[d] = s;
+  for (int32_t d = 0; d < rank; ++d)
+    yShape[d] = shape[perm[d]];
+  // Naive: decompose each y linear index into a y multi-index.
+  for (int64_t lin = 0; lin < total; ++lin) {
+    int64_t rem = lin, xoff = 0;
+    for (int32_t d = rank - 1; d >= 0; --d) {
+      int64_t i = rem % yShape[d];
+      rem /= yShape[d];
+      xoff += i * xStride[perm[d]];
+    }
+    want[lin] = x[xoff];
+  }
+  kern::permute(x.data(), y.data(), rank, shape.data(), perm.data());
+  expectNear(y, want, 0);
+}
+
+TEST(Kernels, Permute) {
+  checkPermute({2, 3, 4}, {2, 0, 1});
+  checkPermute({2, 3, 4}, {0, 2, 1});
+  checkPermute({3, 1, 4, 5}, {3, 1, 0, 2});
+  checkPermute({4, 6}, {1, 0});
+  checkPermute({2, 3, 2, 2, 3, 2}, {5, 4, 3, 2, 1, 0});
+  checkPermute({2, 3, 4}, {0, 1, 2});
+  checkPermute({7}, {0});
+}
+
+//===--- axis reductions --------------------------------------------------===//
+
+struct AxisShape {
+  int64_t outer, n, inner;
+};
+const AxisShape kAxisShapes[] = {{2, 3, 4}, {3, 5, 1}, {1, 7, 130}, {4, 1, 3}};
+
+TEST(Kernels, ReduceSumAndMax) {
+  for (auto [O, N, I] : kAxisShapes) {
+    auto x = randomVec(O * N * I, 11);
+    std::vector<float> sum(O * I), mx(O * I), wantSum(O * I), wantMax(O * I);
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < I; ++k) {
+        double s = 0;
+        float m = -INFINITY;
+        for (int64_t i = 0; i < N; ++i) {
+          s += x[(o * N + i) * I + k];
+          m = std::max(m, x[(o * N + i) * I + k]);
+        }
+        wantSum[o * I + k] = float(s);
+        wantMax[o * I + k] = m;
+      }
+    kern::reduceSum(x.data(), sum.data(), O, N, I);
+    kern::reduceMax(x.data(), mx.data(), O, N, I);
+    expectNear(sum, wantSum, 1e-5f);
+    expectNear(mx, wantMax, 0);
+  }
+}
+
+TEST(Kernels, ReduceMaxGradGoesToFirstMaximum) {
+  // [outer=1, n=4, inner=2]; column 0 has a tie at rows 1 and 3.
+  std::vector<float> x = {0, 5, 3, 1, 2, 9, 3, 0};
+  std::vector<float> y(2), dy = {10, 20}, dx(8, -1);
+  kern::reduceMax(x.data(), y.data(), 1, 4, 2);
+  kern::reduceMaxGrad(x.data(), y.data(), dy.data(), dx.data(), 1, 4, 2);
+  expectNear(dx, {0, 0, 10, 0, 0, 20, 0, 0}, 0);
+  // Chunked case (inner > 64): every column's gradient lands exactly once.
+  for (auto [O, N, I] : kAxisShapes) {
+    auto xs = randomVec(O * N * I, 12);
+    std::vector<float> ys(O * I), dys = randomVec(O * I, 13), dxs(O * N * I, -1);
+    kern::reduceMax(xs.data(), ys.data(), O, N, I);
+    kern::reduceMaxGrad(xs.data(), ys.data(), dys.data(), dxs.data(), O, N, I);
+    std::vector<float> back(O * I);
+    kern::reduceSum(dxs.data(), back.data(), O, N, I);
+    expectNear(back, dys, 0);
+  }
+}
+
+//===--- sumTo ------------------------------------------------------------===//
+
+void checkSumTo(std::vector<int64_t> xs, std::vector<int64_t> ys) {
+  const int32_t xr = int32_t(xs.size()), yr = int32_t(ys.size());
+  int64_t total = 1, ytotal = 1;
+  for (auto s : xs)
+    total *= s;
+  for (auto s : ys)
+    ytotal *= s;
+  auto x = randomVec(total, 21);
+  std::vector<double> acc(ytotal, 0);
+  for (int64_t lin = 0; lin < total; ++lin) {
+    int64_t rem = lin, yoff = 0, ystride = 1;
+    for (int32_t d = xr - 1; d >= 0; --d) {
+      int64_t i = rem % xs[d];
+      rem /= xs[d];
+      int32_t yd = d - (xr - yr);
+      if (yd >= 0) {
+        if (ys[yd] != 1)
+          yoff += i * ystride;
+        ystride *= ys[yd];
+      }
+    }
+    acc[yoff] += x[lin];
+  }
+  std::vector<float> want(acc.begin(), acc.end()), y(ytotal, 123.0f);
+  kern::sumTo(x.data(), xr, xs.data(), y.data(), yr, ys.data());
+  expectNear(y, want, 1e-5f);
+}
+
+TEST(Kernels, SumToInvertsBroadcasting) {
+  checkSumTo({2, 3, 4}, {4});
+  checkSumTo({2, 3, 4}, {3, 1});
+  checkSumTo({2, 3, 4}, {1, 3, 4});
+  checkSumTo({2, 3, 4}, {2, 1, 4});
+  checkSumTo({2, 3, 4}, {2, 3, 1});
+  checkSumTo({2, 3, 4}, {});
+  checkSumTo({2, 3, 4}, {2, 3, 4});
+  checkSumTo({5, 1, 3}, {1, 3});
+  checkSumTo({64, 10}, {10});
+}
+
+//===--- softmax family ---------------------------------------------------===//
+
+TEST(Kernels, SoftmaxAndLogSoftmaxValues) {
+  for (auto [O, N, I] : kAxisShapes) {
+    auto x = randomVec(O * N * I, 31, -5, 5);
+    std::vector<float> sm(x.size()), lsm(x.size()), want(x.size());
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < I; ++k) {
+        double s = 0;
+        for (int64_t i = 0; i < N; ++i)
+          s += std::exp(double(x[(o * N + i) * I + k]));
+        for (int64_t i = 0; i < N; ++i)
+          want[(o * N + i) * I + k] = float(std::exp(double(x[(o * N + i) * I + k])) / s);
+      }
+    kern::softmax(x.data(), sm.data(), O, N, I);
+    kern::logSoftmax(x.data(), lsm.data(), O, N, I);
+    expectNear(sm, want, 1e-6f);
+    for (auto &w : want)
+      w = std::log(w);
+    expectNear(lsm, want, 1e-5f);
+  }
+}
+
+TEST(Kernels, SoftmaxGradsMatchFiniteDifferences) {
+  for (auto [O, N, I] : {AxisShape{2, 4, 3}, AxisShape{3, 5, 1}}) {
+    const size_t n = size_t(O * N * I);
+    auto x = randomVec(n, 41, -2, 2), c = randomVec(n, 42);
+    std::vector<float> y(n), dx(n);
+    for (bool log : {false, true}) {
+      auto fwd = log ? kern::logSoftmax : kern::softmax;
+      auto loss = [&] { // L = sum(c * f(x))
+        fwd(x.data(), y.data(), O, N, I);
+        double s = 0;
+        for (size_t i = 0; i < n; ++i)
+          s += double(c[i]) * y[i];
+        return s;
+      };
+      auto want = numericGrad(x, loss, 1e-3f);
+      fwd(x.data(), y.data(), O, N, I);
+      (log ? kern::logSoftmaxGrad : kern::softmaxGrad)(y.data(), c.data(), dx.data(), O, N, I);
+      expectNear(dx, want, 2e-3f);
+    }
+  }
+}
+
+//===--- losses and metrics -----------------------------------------------===//
+
+TEST(Kernels, CrossEntropyValueAndGrad) {
+  const int64_t B = 4, C = 5;
+  auto logits = randomVec(B * C, 51, -3, 3);
+  std::vector<int32_t> labels = {0, 4, 2, 2};
+  double want = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    double s = 0;
+    for (int64_t c = 0; c < C; ++c)
+      s += std::exp(double(logits[b * C + c]));
+    want += std::log(s) - logits[b * C + labels[b]];
+  }
+  EXPECT_NEAR(kern::crossEntropy(logits.data(), labels.data(), B, C), want / B, 1e-6);
+
+  const float dloss = 0.7f;
+  auto num = numericGrad(logits, [&] {
+    return dloss * double(kern::crossEntropy(logits.data(), labels.data(), B, C));
+  }, 1e-2f);
+  std::vector<float> grad(B * C);
+  kern::crossEntropyGrad(logits.data(), labels.data(), B, C, &dloss, grad.data());
+  expectNear(grad, num, 1e-3f);
+}
+
+TEST(Kernels, CrossEntropyLabelOutOfRangeIsFatal) {
+  std::vector<float> logits(6, 0.0f);
+  std::vector<int32_t> labels = {1, 3};
+  EXPECT_EXIT(kern::crossEntropy(logits.data(), labels.data(), 2, 3),
+              ::testing::ExitedWithCode(1), "train: error: label 3 in row 1");
+  labels = {-1, 0};
+  float dl = 1;
+  EXPECT_EXIT(kern::crossEntropyGrad(logits.data(), labels.data(), 2, 3, &dl, logits.data()),
+              ::testing::ExitedWithCode(1), "label -1 in row 0");
+}
+
+TEST(Kernels, MseValueAndGrad) {
+  auto p = randomVec(7, 61), t = randomVec(7, 62);
+  double want = 0;
+  for (int i = 0; i < 7; ++i)
+    want += double(p[i] - t[i]) * (p[i] - t[i]);
+  EXPECT_NEAR(kern::mse(p.data(), t.data(), 7), want / 7, 1e-7);
+  const float dloss = 2.0f;
+  auto num = numericGrad(p, [&] { return dloss * double(kern::mse(p.data(), t.data(), 7)); });
+  std::vector<float> grad(7);
+  kern::mseGrad(p.data(), t.data(), 7, &dloss, grad.data());
+  expectNear(grad, num, 1e-4f);
+}
+
+TEST(Kernels, AccuracyUsesFirstMaximum) {
+  // Row 0: argmax 2 (label 2 ok). Row 1: tie between 0 and 1 -> 0 (label 1 wrong).
+  // Row 2: argmax 1 (label 1 ok). Row 3: argmax 0 (label 2 wrong).
+  std::vector<float> logits = {0, 1, 5, 3, 3, 1, -1, 0, -2, 9, 1, 2};
+  std::vector<int32_t> labels = {2, 1, 1, 2};
+  EXPECT_FLOAT_EQ(kern::accuracy(logits.data(), labels.data(), 4, 3), 0.5f);
+}
+
+//===--- optimizers: expected values from torch.optim (PyTorch 1.13) -------===//
+
+using Trajectory = std::vector<std::vector<float>>;
+const std::vector<float> kW0 = {0.5f, -1.0f, 2.0f};
+const Trajectory kGrads = {{0.1f, -0.2f, 0.3f}, {-0.4f, 0.5f, 0.6f}, {0.7f, -0.8f, -0.9f}};
+
+rt::Hyper hyper(float lr) {
+  rt::Hyper h{};
+  h.lr = lr;
+  h.beta1 = 0.9f;
+  h.beta2 = 0.999f;
+  h.eps = 1e-8f;
+  return h;
+}
+
+void runSgd(rt::Hyper h, const Trajectory &want) {
+  std::vector<float> w = kW0, buf(3, 0.0f);
+  for (size_t s = 0; s < kGrads.size(); ++s) {
+    h.step = int64_t(s + 1);
+    kern::sgdUpdate(w.data(), kGrads[s].data(), buf.data(), 3, h);
+    expectNear(w, want[s], 2e-6f);
+  }
+}
+
+void runAdam(rt::Hyper h, bool decoupled, const Trajectory &want) {
+  std::vector<float> w = kW0, m(3, 0.0f), v(3, 0.0f);
+  for (size_t s = 0; s < kGrads.size(); ++s) {
+    h.step = int64_t(s + 1);
+    kern::adamUpdate(w.data(), kGrads[s].data(), m.data(), v.data(), 3, h, decoupled);
+    expectNear(w, want[s], 2e-6f);
+  }
+}
+
+TEST(Optimizers, SgdPlain) {
+  // Momentum 0: the buffer must not matter (pass none).
+  rt::Hyper h = hyper(0.1f);
+  std::vector<float> w = kW0;
+  const Trajectory want = {{0.49f, -0.98f, 1.97f}, {0.53f, -1.03f, 1.91f}, {0.46f, -0.95f, 2.0f}};
+  for (size_t s = 0; s < 3; ++s) {
+    h.step = int64_t(s + 1);
+    kern::sgdUpdate(w.data(), kGrads[s].data(), nullptr, 3, h);
+    expectNear(w, want[s], 2e-6f);
+  }
+}
+
+TEST(Optimizers, SgdMomentumDampeningWeightDecay) {
+  rt::Hyper h = hyper(0.1f);
+  h.momentum = 0.9f;
+  h.dampening = 0.1f;
+  h.weightDecay = 0.01f;
+  runSgd(h, {{0.489499986f, -0.978999972f, 1.96800005f},
+             {0.515609443f, -1.00421882f, 1.88342881f},
+             {0.475643903f, -0.954012036f, 1.88661969f}});
+}
+
+TEST(Optimizers, SgdNesterov) {
+  rt::Hyper h = hyper(0.1f);
+  h.momentum = 0.9f;
+  h.nesterov = 1;
+  h.weightDecay = 0.01f;
+  runSgd(h, {{0.480049998f, -0.960099995f, 1.93920004f},
+             {0.546632886f, -1.03626585f, 1.79559553f},
+             {0.436950952f, -0.906710267f, 1.88968515f}});
+}
+
+TEST(Optimizers, AdamWithL2) {
+  rt::Hyper h = hyper(0.01f);
+  h.weightDecay = 0.1f;
+  runAdam(h, false, {{0.49000001f, -0.99000001f, 1.99000001f},
+                     {0.494211227f, -0.991946876f, 1.98013783f},
+                     {0.489995003f, -0.987096906f, 1.97784245f}});
+}
+
+TEST(Optimizers, AdamW) {
+  rt::Hyper h = hyper(0.01f);
+  h.weightDecay = 0.1f;
+  runAdam(h, true, {{0.489500016f, -0.989000022f, 1.98800004f},
+                    {0.494605541f, -0.99243319f, 1.97636032f},
+                    {0.490800053f, -0.988048613f, 1.97504997f}});
+}
+
+TEST(Optimizers, AdamBetasAndEps) {
+  rt::Hyper h = hyper(0.01f);
+  h.beta1 = 0.8f;
+  h.beta2 = 0.99f;
+  h.eps = 1e-3f;
+  runAdam(h, false, {{0.490099013f, -0.990049779f, 1.99003327f},
+                     {0.496162504f, -0.994988322f, 1.98023045f},
+                     {0.492305249f, -0.991121233f, 1.98166597f}});
+}
+
+} // namespace

@@ -1,0 +1,260 @@
+//===- dtc.cpp - The dtc compiler driver: model.dsl -> train --------------===//
+//
+// parse (frontends/dsl) -> dtc dialect -> dtc pipeline (passes/) -> C++
+// (passes/codegen) -> the host C++ compiler, linked with runtime/.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/dsl/MLIRGen.h"
+#include "frontends/dsl/Parser.h"
+#include "passes/Passes.h"
+#include "passes/codegen/Emit.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+#include <chrono>
+
+#include "tools/dtc/Config.h"
+
+using namespace llvm;
+
+namespace {
+enum class Emit { MLIR, MLIROpt, Cpp, Exe };
+
+cl::OptionCategory category("dtc options");
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.dsl>"),
+                               cl::Required, cl::cat(category));
+cl::opt<std::string> outputFile("o", cl::desc("Output file (default: train, "
+                                              "or stdout for --emit other "
+                                              "than exe)"),
+                                cl::value_desc("file"), cl::cat(category));
+cl::opt<Emit> emitKind(
+    "emit", cl::desc("What to produce"), cl::init(Emit::Exe),
+    cl::values(clEnumValN(Emit::MLIR, "mlir", "the dtc dialect from the DSL"),
+               clEnumValN(Emit::MLIROpt, "mlir-opt",
+                          "the IR after all passes (planned)"),
+               clEnumValN(Emit::Cpp, "cpp", "the generated C++"),
+               clEnumValN(Emit::Exe, "exe", "the train executable (default)")),
+    cl::cat(category));
+cl::opt<std::string> target("target", cl::desc("Code generation target"),
+                            cl::init("cpu"), cl::cat(category));
+cl::opt<bool> verbose("v", cl::desc("Show the commands dtc runs"),
+                      cl::cat(category));
+cl::opt<bool> report("report", cl::desc("Print the compile-time plan "
+                                        "(parameters, arena, peak memory)"),
+                     cl::cat(category));
+cl::opt<bool> timeStages("time-stages",
+                         cl::desc("Print the time of each compile stage"),
+                         cl::cat(category));
+cl::opt<bool> noFuse("no-fuse", cl::desc("Do not fuse elementwise ops"),
+                     cl::cat(category));
+cl::opt<std::string> cxx("cxx", cl::desc("Host C++ compiler"),
+                         cl::init(DTC_DEFAULT_CXX), cl::cat(category));
+cl::opt<std::string> cxxFlags("cxx-flags",
+                              cl::desc("Optimization flags for the host "
+                                       "compiler"),
+                              cl::init("-O3 -march=native"), cl::cat(category));
+
+struct StageTimer {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  void lap(const char *stage) {
+    auto now = Clock::now();
+    if (timeStages)
+      llvm::errs() << llvm::format(
+          "dtc: stage %-8s %9.3f ms\n", stage,
+          std::chrono::duration<double, std::milli>(now - start).count());
+    start = now;
+  }
+};
+
+int fail(const Twine &msg) {
+  llvm::errs() << "dtc: error: " << msg << "\n";
+  return 1;
+}
+
+/// Writes `text` to `path` (or stdout for "-"); nothing is left on failure.
+int writeOutput(StringRef path, function_ref<void(raw_ostream &)> write) {
+  std::string err;
+  auto out = mlir::openOutputFile(path, &err);
+  if (!out)
+    return fail(err);
+  write(out->os());
+  out->keep();
+  return 0;
+}
+
+void printReport(mlir::ModuleOp module) {
+  auto &os = llvm::outs();
+  auto i64 = [](mlir::Operation *op, StringRef k) {
+    auto a = op->getAttrOfType<mlir::IntegerAttr>(k);
+    return a ? a.getInt() : 0;
+  };
+  int64_t batch = 64;
+  if (auto r = module->getAttrOfType<mlir::DictionaryAttr>("dtc.recipe"))
+    if (auto b = r.getAs<mlir::IntegerAttr>("batch"))
+      batch = b.getInt();
+  int64_t count = 0, elems = 0;
+  os << "parameters:\n";
+  for (auto p : module.getOps<dtc::ParamOp>()) {
+    auto t = mlir::cast<mlir::RankedTensorType>(p.getType());
+    os << llvm::format("  %-24s %10lld floats  offset %lld\n",
+                       p.getSymName().str().c_str(),
+                       (long long)t.getNumElements(),
+                       (long long)i64(p, "dtc.offset"));
+    ++count;
+    elems += t.getNumElements();
+  }
+  os << llvm::format("  %lld parameters, %lld floats (%lld bytes)\n",
+                     (long long)count, (long long)elems,
+                     (long long)elems * 4);
+  os << llvm::format("persistent block: %lld bytes (parameters %lld + "
+                     "optimizer state)\n",
+                     (long long)i64(module, "dtc.persistent_bytes"),
+                     (long long)i64(module, "dtc.param_bytes"));
+  os << "arena (batch " << batch << "):\n";
+  int64_t peak = 0;
+  for (auto f : module.getOps<mlir::func::FuncOp>()) {
+    int64_t ps = i64(f, "dtc.arena_per_sample"), fx = i64(f, "dtc.arena_fixed");
+    int64_t nps = i64(f, "dtc.naive_per_sample"), nfx = i64(f, "dtc.naive_fixed");
+    int64_t planned = ps * batch + fx, naive = nps * batch + nfx;
+    peak = std::max(peak, planned);
+    os << llvm::format("  @%-12s %7lld B/sample + %9lld B = %10lld bytes "
+                       "(without reuse %10lld, saved %.0f%%)\n",
+                       f.getSymName().str().c_str(), (long long)ps,
+                       (long long)fx, (long long)planned, (long long)naive,
+                       naive ? 100.0 * (naive - planned) / naive : 0.0);
+  }
+  os << llvm::format("peak memory of a step: %lld bytes (arena) + %lld "
+                     "bytes (persistent)\n",
+                     (long long)peak,
+                     (long long)i64(module, "dtc.persistent_bytes"));
+}
+
+/// Runs the host compiler on `source`, producing `output` atomically.
+int compileAndLink(StringRef source, StringRef output) {
+  SmallString<256> tmpOut(output);
+  tmpOut += ".dtc-tmp";
+  auto path = sys::findProgramByName(cxx);
+  if (!path)
+    return fail("cannot find the C++ compiler '" + cxx + "'");
+  std::vector<std::string> args = {*path, "-std=c++17"};
+  SmallVector<StringRef> flags;
+  StringRef(cxxFlags).split(flags, ' ', -1, false);
+  for (StringRef f : flags)
+    args.push_back(f.str());
+  args.push_back("-I" DTC_RUNTIME_INCLUDE_DIR);
+  args.push_back(source.str());
+  args.push_back("-o");
+  args.push_back(tmpOut.str().str());
+  args.push_back(DTC_RUNTIME_LIBRARY);
+  SmallVector<StringRef> libs;
+  StringRef(DTC_RUNTIME_LINK_LIBS).split(libs, ' ', -1, false);
+  for (StringRef l : libs)
+    args.push_back(l.str());
+  SmallVector<StringRef> argRefs(args.begin(), args.end());
+  if (verbose) {
+    for (auto [i, a] : llvm::enumerate(args))
+      llvm::errs() << (i ? " " : "") << a;
+    llvm::errs() << "\n";
+  }
+  std::string err;
+  int rc = sys::ExecuteAndWait(*path, argRefs, std::nullopt, {}, 0, 0, &err);
+  if (rc != 0) {
+    sys::fs::remove(tmpOut);
+    return fail("the C++ compiler failed" +
+                (err.empty() ? Twine(" (exit ") + Twine(rc) + ")"
+                             : Twine(": ") + err));
+  }
+  if (auto ec = sys::fs::rename(tmpOut, output)) {
+    sys::fs::remove(tmpOut);
+    return fail("cannot write '" + output + "': " + ec.message());
+  }
+  return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::SetVersionPrinter([](raw_ostream &os) {
+    os << "dtc " DTC_VERSION " (MLIR " DTC_MLIR_VERSION ")\n";
+  });
+  cl::ParseCommandLineOptions(argc, argv,
+                              "dtc: compiles a model and its training recipe "
+                              "into a training program\n");
+  if (target != "cpu")
+    return fail("unknown target '" + target + "' (this build supports: cpu)");
+
+  StageTimer timer;
+  auto file = MemoryBuffer::getFile(inputFile, /*IsText=*/true);
+  if (!file)
+    return fail("cannot open '" + inputFile + "': " +
+                file.getError().message());
+  SourceMgr sourceMgr;
+  StringRef source = (*file)->getBuffer();
+  sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());
+
+  mlir::MLIRContext context;
+  mlir::DialectRegistry registry;
+  dtc::registerDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  auto program = dtc::dsl::parse(source, inputFile, &context);
+  if (!program)
+    return 1;
+  timer.lap("parse");
+  auto module = dtc::dsl::buildModule(*program, inputFile, &context);
+  if (!module)
+    return 1;
+  timer.lap("mlirgen");
+  std::string out = outputFile.empty()
+                        ? (emitKind == Emit::Exe ? "train" : "-")
+                        : outputFile.getValue();
+  if (emitKind == Emit::MLIR)
+    return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
+
+  mlir::PassManager pm(&context);
+  dtc::PipelineOptions options;
+  options.fuse = !noFuse;
+  dtc::buildPipeline(pm, options);
+  if (mlir::failed(pm.run(*module)))
+    return 1;
+  timer.lap("passes");
+  if (report)
+    printReport(*module);
+  if (emitKind == Emit::MLIROpt)
+    return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
+
+  std::string cpp;
+  llvm::raw_string_ostream cppStream(cpp);
+  if (mlir::failed(dtc::emitCpp(*module, cppStream)))
+    return 1;
+  timer.lap("emit");
+  if (emitKind == Emit::Cpp)
+    return writeOutput(out, [&](raw_ostream &os) { os << cpp; });
+
+  SmallString<128> srcPath;
+  int fd;
+  if (auto ec = sys::fs::createTemporaryFile("dtc-model", "cpp", fd, srcPath))
+    return fail("cannot create a temporary file: " + ec.message());
+  {
+    raw_fd_ostream src(fd, /*shouldClose=*/true);
+    src << cpp;
+  }
+  int rc = compileAndLink(srcPath, out);
+  sys::fs::remove(srcPath);
+  timer.lap("compile");
+  return rc;
+}
