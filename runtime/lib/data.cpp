@@ -177,6 +177,7 @@ Dataset readIdx(const std::string &imagesPath, const std::string &labelsPath) {
 
 Dataset readCsv(const std::string &path, LabelKind kind, int64_t labelWidth,
                 int64_t features) {
+  errno = 0;
   std::ifstream in(path);
   if (!in)
     cannotOpen(path, errno ? errno : ENOENT);

@@ -38,9 +38,10 @@ public:
     double u1 = 1.0 - uniform(); // (0, 1]
     double u2 = uniform();
     double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = r * std::sin(2.0 * M_PI * u2);
+    constexpr double kTwoPi = 6.283185307179586476925;
+    spare_ = r * std::sin(kTwoPi * u2);
     haveSpare_ = true;
-    return r * std::cos(2.0 * M_PI * u2);
+    return r * std::cos(kTwoPi * u2);
   }
   // Uniform integer in [0, n), unbiased (rejection sampling); n > 0.
   uint64_t below(uint64_t n) {

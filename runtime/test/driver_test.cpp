@@ -198,7 +198,13 @@ TEST(Driver, TrainsSoftmaxRegressionOnSyntheticData) {
   EXPECT_LT(lines[4].trainLoss, lines[0].trainLoss);
   EXPECT_LT(lines[4].testLoss, lines[0].testLoss);
   EXPECT_GT(lines[4].testAccuracy, lines[0].testAccuracy);
-  EXPECT_GT(lines[4].testAccuracy, 0.85);
+  EXPECT_GT(lines[4].testAccuracy, 0.9);
+  // Against the untrained model (lr 0).
+  TrainRun untrained = runTrain(SoftmaxReg::spec(), {"--progress", "off", "--epochs", "1", "--lr", "0"});
+  auto base = epochLines(untrained.out);
+  ASSERT_EQ(base.size(), 1u);
+  EXPECT_LT(base[0].testAccuracy, 0.7);
+  EXPECT_LT(lines[4].testLoss, 0.5 * base[0].testLoss);
 }
 
 TEST(Driver, TrainsRegressionWithValueLabels) {
@@ -269,6 +275,23 @@ TEST(Driver, SaveThenInitRoundTrips) {
   EXPECT_EQ(r[0].testAccuracy, t[1].testAccuracy);
   EXPECT_NE(f[0].testLoss, t[1].testLoss);
   EXPECT_EQ(readFile(a), readFile(b));
+}
+
+TEST(Driver, EpochMeansAreWeightedBySampleCount) {
+  // lr 0: the parameters never change, so one big batch and many small ones
+  // (with short last batches: 500 % 32, 200 % 32) must report the same means.
+  auto run = [](const char *batch) {
+    TrainRun r = runTrain(SoftmaxReg::spec(),
+                          {"--progress", "off", "--epochs", "1", "--lr", "0", "--batch", batch});
+    EXPECT_EQ(r.rc, 0) << r.err;
+    auto lines = epochLines(r.out);
+    EXPECT_EQ(lines.size(), 1u);
+    return lines.empty() ? EpochLine{} : lines[0];
+  };
+  EpochLine whole = run("500"), small = run("32");
+  EXPECT_NEAR(small.trainLoss, whole.trainLoss, 1.5e-4);
+  EXPECT_NEAR(small.testLoss, whole.testLoss, 1.5e-4);
+  EXPECT_NEAR(small.testAccuracy, whole.testAccuracy, 1.5e-4);
 }
 
 TEST(Driver, MetricsFileAndMaxSteps) {

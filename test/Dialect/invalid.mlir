@@ -1,0 +1,160 @@
+// RUN: dtc-opt %s --split-input-file --verify-diagnostics
+
+func.func @broadcast_mismatch(%a: tensor<?x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{shapes [B, 3] and [4] do not broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.add %a, %b : tensor<?x3xf32>, tensor<4xf32> -> tensor<?x3xf32>
+  return
+}
+
+// -----
+
+func.func @batch_against_fixed(%a: tensor<?x3xf32>, %b: tensor<5x3xf32>) {
+  // expected-error @+2 {{shapes [B, 3] and [5, 3] do not broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.add %a, %b : tensor<?x3xf32>, tensor<5x3xf32> -> tensor<?x3xf32>
+  return
+}
+
+// -----
+
+func.func @wrong_result(%a: tensor<3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'dtc.mul' op inferred type(s) 'tensor<3xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  %0 = dtc.mul %a, %b : tensor<3xf32>, tensor<3xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_inner(%a: tensor<?x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{matmul inner dimensions differ: [B, 3] x [4, 5]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.matmul %a, %b : tensor<?x3xf32>, tensor<4x5xf32> -> tensor<?x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{matmul needs 2-D operands, got [2, 3, 4] and [4, 5]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.matmul %a, %b : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<?x6xf32>) {
+  // expected-error @+1 {{cannot reshape [B, 6] to [B, 4]: the number of elements differs}}
+  %0 = dtc.reshape %a : tensor<?x6xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{transpose axes are not a permutation}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.transpose %a {perm = array<i64: 0, 0>} : tensor<2x3xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axis(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{axis 2 is out of range for a rank-2 tensor}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.reduce_sum %a {axis = 2 : i64} : tensor<2x3xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{axis 5 is out of range for a rank-2 tensor}}
+  %0 = dtc.softmax %a {axis = 5 : i64} : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @xent_shapes(%a: tensor<?x3xf32>, %y: tensor<4xi32>) {
+  // expected-error @+2 {{cross_entropy needs logits [N, C] and labels [N], got [B, 3] and [4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.cross_entropy %a, %y : tensor<?x3xf32>, tensor<4xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @labels_f32(%a: tensor<?x3xf32>, %y: tensor<?xf32>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit signless integer values}}
+  %0 = dtc.accuracy %a, %y : tensor<?x3xf32>, tensor<?xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @broadcast_to_bad(%a: tensor<3xf32>) {
+  // expected-error @+1 {{cannot broadcast [3] to [2, 4]}}
+  %0 = dtc.broadcast_to %a : tensor<3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @sum_to_bad(%a: tensor<2x4xf32>) {
+  // expected-error @+1 {{cannot sum [2, 4] to [3]: the result must broadcast to the operand}}
+  %0 = dtc.sum_to %a : tensor<2x4xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown initializer 'ones'}}
+dtc.param @w : tensor<3xf32> {init = "ones"}
+
+// -----
+
+// expected-error @+1 {{parameter shape must be static, got [B, 3]}}
+dtc.param @w : tensor<?x3xf32>
+
+// -----
+
+func.func @missing_param() {
+  // expected-error @+1 {{'nope' is not a dtc.param of this module}}
+  %0 = dtc.param_ref @nope : tensor<3xf32>
+  return
+}
+
+// -----
+
+dtc.param @w : tensor<3xf32>
+func.func @param_type() {
+  // expected-error @+1 {{type 'tensor<4xf32>' does not match parameter type 'tensor<3xf32>'}}
+  %0 = dtc.param_ref @w : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_not_elementwise(%a: tensor<2x3xf32>) {
+  %0 = dtc.fused(%a) : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%i: tensor<2x3xf32>):
+    // expected-error @+1 {{is not elementwise and cannot be in a fused body}}
+    %s = dtc.softmax %i {axis = 1 : i64} : tensor<2x3xf32>
+    dtc.yield %s : tensor<2x3xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_yield_types(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{body must yield values of the result types}}
+  %0 = dtc.fused(%a) : (tensor<2x3xf32>) -> tensor<3x2xf32> {
+  ^bb0(%i: tensor<2x3xf32>):
+    dtc.yield %i : tensor<2x3xf32>
+  }
+  return
+}

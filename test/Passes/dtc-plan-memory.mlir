@@ -1,0 +1,53 @@
+// RUN: dtc-opt %s --dtc-plan-memory=report --split-input-file --verify-diagnostics | FileCheck %s --enable-var-scope
+
+// Buffers are reused once dead: %c reuses %a's place after %a's last use;
+// the batched buffers live in the per-sample region (offsets in bytes per
+// sample), the fixed ones in the fixed region. The reshape aliases %c.
+// SGD with momentum keeps one state buffer per parameter, after them all.
+// CHECK: dtc.param @w {{.*}}dtc.offset = 0 : i64, dtc.state_offset = 64 : i64
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: dtc.arena_fixed = 128 : i64, dtc.arena_per_sample = 32 : i64, dtc.naive_fixed = 192 : i64, dtc.naive_per_sample = 48 : i64
+// CHECK: dtc.fused{{.*}}dtc.offsets = array<i64: 0>
+// CHECK: dtc.fused{{.*}}dtc.offsets = array<i64: 16>
+// CHECK: dtc.fused{{.*}}dtc.offsets = array<i64: 0>
+// CHECK: dtc.reshape
+// CHECK-NOT: dtc.offsets
+// CHECK: dtc.reduce_sum{{.*}}dtc.offsets = array<i64: 0>
+module attributes {dtc.optimizer = {kind = "sgd", momentum = 0.9 : f64}} {
+  dtc.param @w : tensor<4xf32>
+  // expected-remark @+1 {{arena 32 B/sample + 128 B (without reuse: 48 B/sample + 192 B)}}
+  func.func @chain(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32> {
+    %a = dtc.fused(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32> {
+    ^bb0(%i: tensor<?x4xf32>):
+      %0 = dtc.exp %i : tensor<?x4xf32>
+      dtc.yield %0 : tensor<?x4xf32>
+    }
+    %b = dtc.fused(%a) : (tensor<?x4xf32>) -> tensor<?x4xf32> {
+    ^bb0(%i: tensor<?x4xf32>):
+      %0 = dtc.tanh %i : tensor<?x4xf32>
+      dtc.yield %0 : tensor<?x4xf32>
+    }
+    %c = dtc.fused(%b) : (tensor<?x4xf32>) -> tensor<?x4xf32> {
+    ^bb0(%i: tensor<?x4xf32>):
+      %0 = dtc.neg %i : tensor<?x4xf32>
+      dtc.yield %0 : tensor<?x4xf32>
+    }
+    %r = dtc.reshape %c : tensor<?x4xf32> -> tensor<?x2x2xf32>
+    %s = dtc.reduce_sum %r {axis = 0 : i64} : tensor<?x2x2xf32> -> tensor<2x2xf32>
+    %t = dtc.reduce_sum %s {axis = 0 : i64} : tensor<2x2xf32> -> tensor<2xf32>
+    %u = dtc.reduce_sum %t {axis = 0 : i64} : tensor<2xf32> -> tensor<f32>
+    return %u : tensor<f32>
+  }
+}
+
+// -----
+
+// Adam keeps two state buffers per parameter after all parameters.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: dtc.param_bytes = 128 : i64, dtc.persistent_bytes = 256 : i64
+// CHECK: dtc.param @a {{.*}}dtc.offset = 0 : i64, dtc.state_offset = 128 : i64
+// CHECK: dtc.param @b {{.*}}dtc.offset = 64 : i64, dtc.state_offset = 192 : i64
+module attributes {dtc.optimizer = {kind = "adam"}} {
+  dtc.param @a : tensor<4xf32>
+  dtc.param @b : tensor<2x2xf32>
+}

@@ -1,0 +1,21 @@
+# lit configuration of the dtc tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "dtc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".dsl", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "gradcheck", "e2e", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.dtc_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+tool_dirs = [
+    os.path.join(config.dtc_obj_root, "tools", "dtc"),
+    os.path.join(config.dtc_obj_root, "tools", "dtc-opt"),
+    config.llvm_tools_dir,
+]
+llvm_config.add_tool_substitutions(["dtc-opt", "dtc"], tool_dirs)
+config.substitutions.append(("%examples", os.path.join(config.dtc_src_root, "examples")))
