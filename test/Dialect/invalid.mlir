@@ -19,7 +19,8 @@ func.func @batch_against_fixed(%a: tensor<?x3xf32>, %b: tensor<5x3xf32>) {
 // -----
 
 func.func @wrong_result(%a: tensor<3xf32>, %b: tensor<3xf32>) {
-  // expected-error @+1 {{'dtc.mul' op inferred type(s) 'tensor<3xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  // expected-error @+2 {{'dtc.mul' op inferred type(s) 'tensor<3xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = dtc.mul %a, %b : tensor<3xf32>, tensor<3xf32> -> tensor<4xf32>
   return
 }
