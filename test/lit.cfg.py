@@ -17,5 +17,6 @@ tool_dirs = [
     os.path.join(config.dtc_obj_root, "tools", "dtc-opt"),
     config.llvm_tools_dir,
 ]
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["dtc-opt", "dtc"], tool_dirs)
 config.substitutions.append(("%examples", os.path.join(config.dtc_src_root, "examples")))
