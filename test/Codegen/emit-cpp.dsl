@@ -1,0 +1,45 @@
+# RUN: dtc %s --emit=cpp | FileCheck %s
+# The C++ of the seed network: GEMMs through the kernel library, the bias+relu
+# chain as one loop nest, the arena from the memory plan, and user strings
+# only ever inside escaped C++ string literals.
+input x: f32[B, 784]
+label y: i32[B]
+fc1 = linear(x, 500, act=relu)
+fc2 = linear(fc1, 10)
+loss = cross_entropy(fc2, y)
+metric accuracy = accuracy(fc2, y)
+train {
+  data = csv("evil\"); system(\"rm -rf /\"); //\n.csv", "t.csv")
+  optimizer = sgd(lr=0.01, momentum=0.9)
+}
+# CHECK-LABEL: static void evalStep(const dtc::rt::StepArgs &a) {
+# CHECK: char *const F = A + (4000 * B + 63) / 64 * 64;
+# CHECK: dtc::kern::gemm(false, true, B, 500, 784, 1.0f, x, [[W1:v[0-9]+]], 0.0f, [[H:v[0-9]+]]);
+# One loop nest for bias + relu:
+# CHECK: for (int64_t i0 = 0; i0 < B; ++i0) {
+# CHECK-NEXT: for (int64_t i1 = 0; i1 < 500; ++i1) {
+# CHECK-NEXT: const int64_t l = i0 * 500 + i1;
+# CHECK-NEXT: const float x0 = [[H]][l];
+# CHECK-NEXT: const float x1 = v{{[0-9]+}}[i1];
+# CHECK-NEXT: const float e0 = x0 + x1;
+# CHECK-NEXT: const float e1 = e0 > 0.0f ? e0 : 0.0f;
+# CHECK-NEXT: v{{[0-9]+}}[l] = e1;
+# CHECK: crossEntropy(
+# CHECK: a.outputs[0] =
+# CHECK: a.outputs[1] =
+# CHECK-LABEL: static void trainStep(const dtc::rt::StepArgs &a) {
+# CHECK: dtc::kern::crossEntropyGrad(
+# CHECK: dtc::kern::sumTo(
+# CHECK: dtc::kern::gemm(false, false, B, 500, 10,
+# CHECK: dtc::kern::gemm(true, false, 10, 500, B,
+# CHECK: const float e0 = x0 > 0.0f ? x1 : 0.0f;
+# CHECK: dtc::kern::gemm(true, false, 500, 784, B,
+# CHECK: dtc::kern::sgdUpdate(reinterpret_cast<float *>(P + 0), v{{[0-9]+}}, reinterpret_cast<float *>(P + 1590144 + 0 * 392000 * 4), 392000, *a.hyper);
+# CHECK-LABEL: static void gradStep(const dtc::rt::StepArgs &a) {
+# CHECK: std::memcpy(a.paramGrads + 0, v{{[0-9]+}}, 392000 * sizeof(float));
+# CHECK: std::memcpy(a.paramGrads + 397500, v{{[0-9]+}}, 10 * sizeof(float));
+# CHECK: {"fc1.weight", 2, {500, 784, 0, 0, 0, 0}, 392000, 0, dtc::rt::InitKind::Uniform
+# CHECK: static const char *const kOutputNames[] = {"loss", "accuracy"};
+# CHECK: s.arenaPerSample = 6000;
+# CHECK: s.recipe.data.trainPath = "evil\"); system(\"rm -rf /\"); //\012.csv";
+# CHECK: int main(int argc, char **argv) {
