@@ -344,7 +344,7 @@ LogicalResult FusedOp::verify() {
     if (t != getResult(0).getType())
       return emitOpError("all results must have the same shape");
   for (Operation &op : body.without_terminator())
-    if (!isElementwise(&op) && !isa<ConstantOp>(op))
+    if (!isElementwise(&op) && !isa<ConstantOp, BatchSizeOp>(op))
       return op.emitOpError("is not elementwise and cannot be in a fused body");
   return success();
 }

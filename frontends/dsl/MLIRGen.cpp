@@ -85,6 +85,7 @@ private:
   Block *body = nullptr; // @forward's entry block
   llvm::StringMap<std::pair<Value, Loc>> names;
   llvm::StringSet<> paramNames;
+  llvm::StringSet<> poisoned; // names whose definition failed
   std::string batchSymbol;
   Loc batchLoc;
   bool hadError = false;
@@ -298,6 +299,8 @@ Value Gen::gen(const Expr &e, llvm::StringRef assignedName) {
     return scalar(e.number, e.loc);
   case Expr::Kind::Name: {
     auto it = names.find(e.text);
+    if (poisoned.contains(e.text))
+      return {}; // its definition already failed with an error
     if (it == names.end()) {
       error(e.loc) << "unknown name '" << e.text << "'";
       return {};
@@ -973,8 +976,10 @@ OwningOpRef<ModuleOp> Gen::run(const Program &p) {
     case Stmt::Kind::Loss:
     case Stmt::Kind::Metric: {
       Value v = gen(*s.value, s.name);
-      if (!v)
+      if (!v) {
+        poisoned.insert(s.name);
         break;
+      }
       if (s.kind != Stmt::Kind::Assign) {
         auto t = cast<RankedTensorType>(v.getType());
         if (t.getRank() != 0 || t.getElementType() != b.getF32Type()) {

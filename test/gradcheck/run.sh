@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Compiles a model with dtc and runs its finite-difference gradient check.
+# usage: run.sh DTC MODEL.dsl WORKDIR [extra train options...]
+set -euo pipefail
+dtc=$1 model=$2 work=$3
+shift 3
+mkdir -p "$work"
+exe="$work/$(basename "$model" .dsl)-gradcheck"
+"$dtc" "$model" -o "$exe"
+"$exe" --gradcheck --threads 1 "$@"
