@@ -97,6 +97,15 @@ void train(Session &s) {
   int64_t step = 0;
   bool stop = false;
 
+  if (o.epochs == 0 && evaluate) { // --epochs 0: evaluate the parameters only
+    std::vector<double> results = s.evaluate(s.data.test);
+    std::string line = "eval";
+    for (int32_t i = 0; i < spec.numOutputs; ++i)
+      line += fmt::format(" test_{} {:.4f}", spec.outputNames[i], results[size_t(i)]);
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+  }
+
   for (int64_t epoch = 1; epoch <= o.epochs && !stop; ++epoch) {
     const auto epochStart = Clock::now();
     sampler.setEpoch(epoch);

@@ -1,5 +1,6 @@
 //===- options.cpp - The train program's command line (CLI11) ------------===//
 #include "options.h"
+#include "error.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -39,10 +40,39 @@ bool isFile(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
+template <class T> bool parseAs(const std::string &text, T &value) {
+  if constexpr (std::is_unsigned_v<T>)
+    if (text.find('-') != std::string::npos)
+      return false;
+  return CLI::detail::lexical_cast(text, value);
+}
+
 // --data PATH: a directory is IDX; existing files are CSV ("train[,test]");
 // a path that does not exist keeps the recipe's kind (so the error names the
 // file that was expected), defaulting to CSV.
 void applyDataOption(const std::string &arg, DataSource &src) {
+  // synthetic[:TRAIN[,TEST]]: generated data whatever the recipe says.
+  if (arg.rfind("synthetic", 0) == 0 &&
+      (arg.size() == 9 || arg[9] == ':')) {
+    src.kind = DatasetKind::Synthetic;
+    if (src.trainSize <= 0)
+      src.trainSize = 1024;
+    if (src.testSize <= 0)
+      src.testSize = 256;
+    if (arg.size() > 10) {
+      std::string sizes = arg.substr(10);
+      size_t comma = sizes.find(',');
+      int64_t train = 0, test = src.testSize;
+      if (!parseAs(sizes.substr(0, comma), train) || train < 1 ||
+          (comma != std::string::npos &&
+           (!parseAs(sizes.substr(comma + 1), test) || test < 0)))
+        throw dtc::rt::Error("--data: expected synthetic[:TRAIN[,TEST]] with TRAIN >= 1, got '" + arg +
+                    "'");
+      src.trainSize = train;
+      src.testSize = test;
+    }
+    return;
+  }
   const bool recipeHasFiles = src.kind == DatasetKind::IDX || src.kind == DatasetKind::CSV;
   std::string first = arg.substr(0, arg.find(','));
   if (isDirectory(arg))
@@ -60,12 +90,6 @@ void applyDataOption(const std::string &arg, DataSource &src) {
 
 // Validators with plain messages ("--epochs: expected a positive integer,
 // got '0'"); CLI11's own print the type's whole range.
-template <class T> bool parseAs(const std::string &text, T &value) {
-  if constexpr (std::is_unsigned_v<T>)
-    if (text.find('-') != std::string::npos)
-      return false;
-  return CLI::detail::lexical_cast(text, value);
-}
 
 template <class T> CLI::Validator atLeast(T min, const char *what) {
   return CLI::Validator(
@@ -139,13 +163,14 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                                                 spec.name, spec.source ? spec.source : "?",
                                                 kRuntimeVersion));
   std::string data, shuffle = "on", progress = "auto", eval = "on";
-  app.add_option("--data", data, "Data set: an IDX directory, or train.csv[,test.csv]")
+  app.add_option("--data", data,
+                 "Data set: an IDX directory, train.csv[,test.csv], or synthetic[:TRAIN[,TEST]]")
       ->type_name("PATH")
       ->default_str(out.data.describe());
-  app.add_option("--epochs", out.epochs, "Number of epochs")
+  app.add_option("--epochs", out.epochs, "Number of epochs (0: only evaluate)")
       ->type_name("N")
       ->capture_default_str()
-      ->check(atLeast<int64_t>(1, "a positive integer"));
+      ->check(atLeast<int64_t>(0, "a non-negative integer"));
   app.add_option("--batch", out.batch, "Batch size")
       ->type_name("N")
       ->capture_default_str()

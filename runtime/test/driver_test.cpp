@@ -375,7 +375,7 @@ TEST(Driver, CsvDataAndEvalOff) {
 TEST(Driver, CommandLineErrors) {
   const ModelSpec spec = SoftmaxReg::spec();
   for (std::vector<std::string> args :
-       {std::vector<std::string>{"--epochs", "0"}, {"--epochs", "two"}, {"--batch", "-1"},
+       {std::vector<std::string>{"--epochs", "-1"}, {"--epochs", "two"}, {"--batch", "-1"},
         {"--shuffle", "maybe"}, {"--progress", "sometimes"}, {"--lr", "-1"},
         {"--threads", "0"}, {"--no-such-option"}, {"stray"}, {"--gradcheck-eps", "0"}}) {
     TrainRun r = runTrain(spec, args);
@@ -387,6 +387,10 @@ TEST(Driver, CommandLineErrors) {
   EXPECT_EQ(missing.rc, 1);
   EXPECT_EQ(missing.err, "train: error: cannot open dataset file '/nonexistent/train.csv': No "
                          "such file or directory\n");
+  TrainRun badSynthetic = runTrain(spec, {"--data", "synthetic:0"});
+  EXPECT_EQ(badSynthetic.rc, 1);
+  EXPECT_EQ(badSynthetic.err.rfind("train: error: --data: expected synthetic[:TRAIN[,TEST]]", 0), 0u)
+      << badSynthetic.err;
   TrainRun noInit = runTrain(spec, {"--init", "/nonexistent/x.safetensors"});
   EXPECT_EQ(noInit.rc, 1);
   EXPECT_EQ(noInit.err.rfind("train: error: cannot open checkpoint '/nonexistent/x.safetensors'", 0),
@@ -428,3 +432,12 @@ TEST(Driver, FashionMnistIdx) {
 }
 
 } // namespace
+
+TEST(Driver, EpochsZeroOnlyEvaluatesAndSyntheticOverridesTheRecipe) {
+  const ModelSpec spec = SoftmaxReg::spec();
+  TrainRun r = runTrain(spec, {"--progress", "off", "--epochs", "0", "--data", "synthetic:64,32"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("(64 train, 32 test samples)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\neval test_loss "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("epoch 1/"), std::string::npos) << r.out;
+}

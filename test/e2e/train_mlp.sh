@@ -17,7 +17,7 @@ awk -v a="$acc" 'BEGIN { exit !(a >= 0.80) }' || { echo "FAIL: accuracy $acc < 0
 steps=$(($(wc -l < "$work/metrics.csv") - 1))
 [ "$steps" -eq 938 ] || { echo "FAIL: metrics.csv has $steps steps, expected 938"; exit 1; }
 # Evaluating the saved parameters (no training step) gives the same accuracy.
-"$exe" --init "$work/mlp.safetensors" --max-steps 0 | tee "$work/eval.log"
+"$exe" --init "$work/mlp.safetensors" --epochs 0 | tee "$work/eval.log"
 acc2=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/eval.log" | tail -1)
 [ "$acc2" = "$acc" ] || { echo "FAIL: reloaded accuracy $acc2 != $acc"; exit 1; }
 echo "PASS"
