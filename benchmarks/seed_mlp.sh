@@ -14,7 +14,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "== compile stages (dtc --time-stages, examples/mlp.dsl)"
-"$build/tools/dtc/dtc" "$root/examples/mlp.dsl" -o "$work/train" --time-stages 2>&1 | sed 's/^dtc: stage /  /'
+"$build/bin/dtc" "$root/examples/mlp.dsl" -o "$work/train" --time-stages 2>&1 | sed 's/^dtc: stage /  /'
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 : > "$work/dtc.txt"; : > "$work/torch.txt"

@@ -6,5 +6,5 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DTC_BUILD_DIR:-$root/build}
 "$root/scripts/build.sh"
-"$build/tools/dtc/dtc" "$root/examples/mlp.dsl" -o "$build/train"
+"$build/bin/dtc" "$root/examples/mlp.dsl" -o "$build/train"
 "$build/train" "$@"

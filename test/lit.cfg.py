@@ -12,11 +12,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dtc_obj_root, "test")
 
 llvm_config.use_default_substitutions()
-tool_dirs = [
-    os.path.join(config.dtc_obj_root, "tools", "dtc"),
-    os.path.join(config.dtc_obj_root, "tools", "dtc-opt"),
-    config.llvm_tools_dir,
-]
+tool_dirs = [os.path.join(config.dtc_obj_root, "bin"), config.llvm_tools_dir]
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["dtc-opt", "dtc"], tool_dirs)
 config.substitutions.append(("%examples", os.path.join(config.dtc_src_root, "examples")))
