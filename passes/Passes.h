@@ -18,9 +18,23 @@ namespace dtc {
 struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("Fuse elementwise chains"),
                     llvm::cl::init(true)};
+  Option<bool> allreduce{*this, "allreduce",
+                         llvm::cl::desc("Average gradients over the ranks"),
+                         llvm::cl::init(true)};
+  Option<int64_t> bucketBytes{*this, "bucket-bytes",
+                              llvm::cl::desc("Byte cap of a gradient bucket"),
+                              llvm::cl::init(25 << 20)};
+  Option<int64_t> firstBucketBytes{
+      *this, "first-bucket-bytes",
+      llvm::cl::desc("Byte cap of the first gradient bucket"),
+      llvm::cl::init(1 << 20)};
+  Option<bool> overlap{*this, "overlap",
+                       llvm::cl::desc("Overlap all-reduces with backward"),
+                       llvm::cl::init(true)};
 };
 
-/// autodiff -> canonicalize -> cse -> fuse-elementwise -> plan-memory
+/// autodiff -> canonicalize -> cse -> insert-grad-allreduce ->
+/// bucket-allreduce -> overlap-allreduce -> fuse-elementwise -> plan-memory
 void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 
 /// Registers the dialects every dtc tool loads.

@@ -55,4 +55,50 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
   ];
 }
 
+
+def InsertGradAllReduce : Pass<"dtc-insert-grad-allreduce", "mlir::ModuleOp"> {
+  let summary = "Averages every parameter gradient over the data-parallel ranks";
+  let description = [{
+    In `@train_step`, puts a `dtc.all_reduce` (mean over ranks) on the
+    gradient of every `dtc.apply_gradient`, so the optimizer reads the
+    averaged gradient. All-reduces work in place; a gradient that is also
+    read elsewhere (or shared by two parameters) is first copied with
+    `dtc.copy`, which fusion folds into the kernel that produces it.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
+def BucketAllReduce : Pass<"dtc-bucket-allreduce", "mlir::ModuleOp"> {
+  let summary = "Fuses gradient all-reduces into buckets, in backward order";
+  let description = [{
+    Groups the `dtc.all_reduce` ops of `@train_step` into
+    `dtc.all_reduce_bucket` ops in the order backward produces their
+    gradients (the order of the gradients' definitions). A bucket is closed
+    once it holds at least its byte cap: `first-bucket-bytes` for the first
+    bucket (so communication starts early), `bucket-bytes` for the others
+    (PyTorch DDP: 1 MiB and 25 MiB, the defaults). A cap of 0 gives one
+    bucket per parameter. The layout is fixed at compile time and identical
+    on every rank.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Byte cap of a bucket (after the first)">,
+    Option<"firstBucketBytes", "first-bucket-bytes", "int64_t",
+           /*default=*/"1048576", "Byte cap of the first bucket">
+  ];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
+def OverlapAllReduce : Pass<"dtc-overlap-allreduce", "mlir::ModuleOp"> {
+  let summary = "Splits bucket all-reduces into start/wait to overlap backward";
+  let description = [{
+    Each `dtc.all_reduce_bucket` becomes a `dtc.all_reduce_start` placed right
+    after the bucket's last gradient is produced, and a `dtc.all_reduce_wait`
+    placed as late as possible: after all computation, in bucket order, each
+    directly followed by its bucket's parameter updates, so that the update of
+    bucket k overlaps the communication of bucket k+1.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 #endif // DTC_PASSES_TD

@@ -13,6 +13,15 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createAutodiff());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (options.allreduce) {
+    pm.addPass(createInsertGradAllReduce());
+    BucketAllReduceOptions buckets;
+    buckets.bucketBytes = options.bucketBytes;
+    buckets.firstBucketBytes = options.firstBucketBytes;
+    pm.addPass(createBucketAllReduce(buckets));
+    if (options.overlap)
+      pm.addPass(createOverlapAllReduce());
+  }
   if (options.fuse)
     pm.addNestedPass<func::FuncOp>(createFuseElementwise());
   pm.addPass(createPlanMemory());
@@ -29,6 +38,7 @@ void dtc::registerAllPasses() {
   PassPipelineRegistration<PipelineOptions>(
       "dtc-pipeline",
       "The whole dtc pipeline: autodiff, canonicalize, cse, "
+      "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
       "fuse-elementwise, plan-memory",
       buildPipeline);
 }

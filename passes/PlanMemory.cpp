@@ -104,24 +104,54 @@ int64_t bytesOf(Type t) {
          (rt.getElementType().getIntOrFloatBitWidth() / 8);
 }
 
-/// Values that need no arena storage: parameters, inputs, aliases.
-bool isExternalOrAlias(Value v) {
-  return isa<BlockArgument>(v) || v.getDefiningOp<ParamRefOp>() ||
-         v.getDefiningOp<ReshapeOp>();
+/// The operand whose buffer result `v` reuses, if it is an alias: reshapes,
+/// and all-reduces (in place).
+Value aliasedOperand(Value v) {
+  auto r = dyn_cast<OpResult>(v);
+  if (!r)
+    return {};
+  Operation *op = r.getOwner();
+  unsigned i = r.getResultNumber();
+  if (auto reshape = dyn_cast<ReshapeOp>(op))
+    return reshape.getX();
+  if (auto reduce = dyn_cast<AllReduceOp>(op))
+    return reduce.getGrad();
+  if (auto bucket = dyn_cast<AllReduceBucketOp>(op))
+    return bucket.getGrads()[i];
+  if (auto wait = dyn_cast<AllReduceWaitOp>(op))
+    return wait.getGrads()[i];
+  return {};
 }
 
-/// The value whose storage `v` uses (through reshape aliases).
+/// Values that need no arena storage: parameters, inputs, aliases, requests.
+bool isExternalOrAlias(Value v) {
+  return !isa<RankedTensorType>(v.getType()) || isa<BlockArgument>(v) ||
+         v.getDefiningOp<ParamRefOp>() || aliasedOperand(v);
+}
+
+/// The value whose storage `v` uses (through aliases).
 Value storageOf(Value v) {
-  while (auto r = v.getDefiningOp<ReshapeOp>())
-    v = r.getX();
+  while (Value a = aliasedOperand(v))
+    v = a;
   return v;
 }
+
+/// A gradient bucket: its members are placed contiguously, in order, in one
+/// block of the fixed region, so one collective covers them all.
+struct Bucket {
+  Operation *op;
+  int64_t bytes = 0;
+  int64_t offset = -1; // once allocated
+  int live = 0;        // members not yet dead
+};
+
+constexpr int64_t kBucketMemberAlign = 16;
 
 struct Plan {
   int64_t perSample = 0, fixed = 0, naivePerSample = 0, naiveFixed = 0;
 };
 
-Plan planFunction(func::FuncOp func, int64_t alignment) {
+std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
   Block &block = func.front();
   DenseMap<Operation *, int64_t> index;
   int64_t n = 0;
@@ -140,6 +170,35 @@ Plan planFunction(func::FuncOp func, int64_t alignment) {
   for (auto [v, at] : lastUse)
     dying[at].push_back(v);
 
+  // Buckets of gradients that collectives reduce in place.
+  SmallVector<Bucket> buckets;
+  DenseMap<Value, std::pair<unsigned, int64_t>> bucketSlot; // member -> (bucket, offset in it)
+  for (Operation &op : block) {
+    ValueRange grads;
+    if (auto r = dyn_cast<AllReduceOp>(op))
+      grads = r->getOperands();
+    else if (auto bk = dyn_cast<AllReduceBucketOp>(op))
+      grads = bk.getGrads();
+    else if (auto st = dyn_cast<AllReduceStartOp>(op))
+      grads = st.getGrads();
+    else
+      continue;
+    Bucket bucket{&op};
+    for (Value g : grads) {
+      Value s = storageOf(g);
+      auto t = cast<RankedTensorType>(s.getType());
+      if (isExternalOrAlias(s) || shape::isBatched(t) || bucketSlot.count(s)) {
+        op.emitError("gradient operands of collectives need buffers of their "
+                     "own with a fixed size");
+        return std::nullopt;
+      }
+      bucketSlot[s] = {buckets.size(), bucket.bytes};
+      bucket.bytes += alignTo(bytesOf(t), kBucketMemberAlign);
+      ++bucket.live;
+    }
+    buckets.push_back(bucket);
+  }
+
   Region batched(std::max<int64_t>(alignment / 4, 4)), fixedRegion(alignment);
   Plan plan;
   DenseMap<Value, int64_t> offsetOf;
@@ -156,11 +215,20 @@ Plan planFunction(func::FuncOp func, int64_t alignment) {
       auto t = cast<RankedTensorType>(r.getType());
       int64_t bytes = bytesOf(t);
       bool isBatched = shape::isBatched(t);
-      int64_t off = isBatched ? batched.allocate(bytes)
-                              : fixedRegion.allocate(bytes);
-      (isBatched ? plan.naivePerSample : plan.naiveFixed) +=
-          alignTo(bytes, isBatched ? std::max<int64_t>(alignment / 4, 4)
-                                   : alignment);
+      int64_t off;
+      if (auto slot = bucketSlot.find(r); slot != bucketSlot.end()) {
+        Bucket &bucket = buckets[slot->second.first];
+        if (bucket.offset < 0) {
+          bucket.offset = fixedRegion.allocate(bucket.bytes);
+          plan.naiveFixed += alignTo(bucket.bytes, alignment);
+        }
+        off = bucket.offset + slot->second.second;
+      } else {
+        off = isBatched ? batched.allocate(bytes) : fixedRegion.allocate(bytes);
+        (isBatched ? plan.naivePerSample : plan.naiveFixed) +=
+            alignTo(bytes, isBatched ? std::max<int64_t>(alignment / 4, 4)
+                                     : alignment);
+      }
       offsetOf[r] = off;
       offsets.push_back(off);
       // A result nobody uses dies at once.
@@ -176,10 +244,21 @@ Plan planFunction(func::FuncOp func, int64_t alignment) {
       auto off = offsetOf.find(v);
       if (off == offsetOf.end())
         continue; // external storage
+      if (auto slot = bucketSlot.find(v); slot != bucketSlot.end()) {
+        Bucket &bucket = buckets[slot->second.first];
+        if (--bucket.live == 0)
+          fixedRegion.release(bucket.offset, bucket.bytes);
+        continue;
+      }
       auto t = cast<RankedTensorType>(v.getType());
       (shape::isBatched(t) ? batched : fixedRegion)
           .release(off->second, bytesOf(t));
     }
+  }
+  for (Bucket &bucket : buckets) {
+    bucket.op->setAttr("dtc.bucket_offset", b.getI64IntegerAttr(bucket.offset));
+    bucket.op->setAttr("dtc.bucket_count",
+                       b.getI64IntegerAttr(bucket.bytes / 4));
   }
   plan.perSample = batched.peakBytes();
   plan.fixed = fixedRegion.peakBytes();
@@ -221,7 +300,10 @@ void PlanMemoryPass::runOnOperation() {
       func.emitError("dtc-plan-memory needs single-block functions");
       return signalPassFailure();
     }
-    Plan plan = planFunction(func, alignment);
+    std::optional<Plan> planned = planFunction(func, alignment);
+    if (!planned)
+      return signalPassFailure();
+    Plan &plan = *planned;
     if (report)
       func.emitRemark() << "arena " << plan.perSample << " B/sample + "
                         << plan.fixed << " B (without reuse: "

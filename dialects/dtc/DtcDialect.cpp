@@ -3,7 +3,9 @@
 #include "dialects/dtc/ShapeInference.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -12,7 +14,14 @@ using namespace dtc;
 #include "dialects/dtc/DtcDialect.cpp.inc"
 #include "dialects/dtc/DtcInterfaces.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/dtc/DtcTypes.cpp.inc"
+
 void DtcDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/dtc/DtcTypes.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/dtc/DtcOps.cpp.inc"
@@ -346,6 +355,50 @@ LogicalResult FusedOp::verify() {
   for (Operation &op : body.without_terminator())
     if (!isElementwise(&op) && !isa<ConstantOp, BatchSizeOp>(op))
       return op.emitOpError("is not elementwise and cannot be in a fused body");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// All-reduce
+//===----------------------------------------------------------------------===//
+
+/// A gradient reduced in place must have no other reader.
+static LogicalResult verifyInPlace(Operation *op, ValueRange grads) {
+  for (Value g : grads)
+    for (Operation *user : g.getUsers())
+      if (user != op && !isa<AllReduceStartOp, AllReduceWaitOp>(user))
+        return op->emitOpError("reduces its operands in place, but one is "
+                               "also used by '")
+               << user->getName() << "'";
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() { return verifyInPlace(*this, getGrad()); }
+
+LogicalResult AllReduceBucketOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  if (getGrads().getTypes() != getResultTypes())
+    return emitOpError("result types must match the gradients");
+  return verifyInPlace(*this, getGrads());
+}
+
+LogicalResult AllReduceStartOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  return verifyInPlace(*this, getGrads());
+}
+
+LogicalResult AllReduceWaitOp::verify() {
+  auto start = getRequest().getDefiningOp<AllReduceStartOp>();
+  if (!start)
+    return emitOpError("request must come from dtc.all_reduce_start");
+  if (!llvm::equal(start.getGrads(), getGrads()) ||
+      start.getBucket() != getBucket())
+    return emitOpError("must wait for the same gradients and bucket as its "
+                       "start");
+  if (getGrads().getTypes() != getResultTypes())
+    return emitOpError("result types must match the gradients");
   return success();
 }
 

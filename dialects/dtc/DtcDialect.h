@@ -21,6 +21,9 @@ class Elementwise
 #include "dialects/dtc/DtcDialect.h.inc"
 #include "dialects/dtc/DtcInterfaces.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/dtc/DtcTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/dtc/DtcOps.h.inc"
 

@@ -17,6 +17,7 @@ def Dtc_Dialect : Dialect {
     is known only when a step runs.
   }];
   let useDefaultAttributePrinterParser = 0;
+  let useDefaultTypePrinterParser = 1;
   let hasConstantMaterializer = 1;
 }
 

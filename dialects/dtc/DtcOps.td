@@ -8,7 +8,18 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+include "mlir/IR/AttrTypeBase.td"
+
 def Dtc_F32Tensor : RankedTensorOf<[F32]>;
+
+def Dtc_RequestType : TypeDef<Dtc_Dialect, "Request"> {
+  let mnemonic = "request";
+  let summary = "An all-reduce in flight";
+  let description = [{
+    Produced by `dtc.all_reduce_start`, consumed by `dtc.all_reduce_wait`:
+    the communication of one gradient bucket between the two.
+  }];
+}
 def Dtc_LabelTensor : RankedTensorOf<[I32]>;
 
 //===----------------------------------------------------------------------===//
@@ -324,6 +335,83 @@ def Dtc_ApplyGradientOp : Dtc_Op<"apply_gradient", [
   }];
   let arguments = (ins Dtc_F32Tensor:$grad, FlatSymbolRefAttr:$param);
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+}
+
+//===----------------------------------------------------------------------===//
+// Data parallelism: gradient all-reduce
+//===----------------------------------------------------------------------===//
+
+def Dtc_CopyOp : Dtc_Op<"copy", [Pure, Dtc_Elementwise,
+    SameOperandsAndResultType]> {
+  let summary = "A copy of a tensor in a buffer of its own";
+  let description = [{
+    Inserted by `dtc-insert-grad-allreduce` where a gradient that must be
+    all-reduced in place is also read elsewhere. Elementwise, so fusion folds
+    it into the kernel that produces the value (one more store, no pass).
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($result)";
+}
+
+def Dtc_AllReduceOp : Dtc_Op<"all_reduce", [SameOperandsAndResultType,
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "Averages a gradient over all data-parallel ranks";
+  let description = [{
+    The result is the mean over the ranks of the operand (in place: it
+    reuses the operand's buffer, which has no other use). Inserted by
+    `dtc-insert-grad-allreduce` before each parameter update; grouped into
+    buckets by `dtc-bucket-allreduce`.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$grad);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Dtc_AllReduceBucketOp : Dtc_Op<"all_reduce_bucket", [
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "Averages a bucket of gradients with one all-reduce";
+  let description = [{
+    The gradients live contiguously in one buffer (the memory plan places
+    them there when they are produced, so nothing is copied in or out) that
+    one collective averages over the ranks. `bucket` numbers the buckets in
+    the order their communication starts. Split into start and wait by
+    `dtc-overlap-allreduce`.
+  }];
+  let arguments = (ins Variadic<Dtc_F32Tensor>:$grads, I64Attr:$bucket);
+  let results = (outs Variadic<Dtc_F32Tensor>:$results);
+  let assemblyFormat = "`(` $grads `)` attr-dict `:` functional-type($grads, $results)";
+  let hasVerifier = 1;
+}
+
+def Dtc_AllReduceStartOp : Dtc_Op<"all_reduce_start", [
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "Starts the all-reduce of a gradient bucket";
+  let description = [{
+    Placed right after the bucket's last gradient is produced, so that
+    communication runs while backward computes the remaining gradients.
+  }];
+  let arguments = (ins Variadic<Dtc_F32Tensor>:$grads, I64Attr:$bucket);
+  let results = (outs Dtc_RequestType:$request);
+  let assemblyFormat = "`(` $grads `)` attr-dict `:` type($grads)";
+  let hasVerifier = 1;
+}
+
+def Dtc_AllReduceWaitOp : Dtc_Op<"all_reduce_wait", [
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "Waits for a bucket's all-reduce; its results are the averages";
+  let description = [{
+    Takes the request and the bucket's gradients; result i is the average
+    of gradient i, in the same buffer. Placed as late as possible: just
+    before the bucket's parameter updates, which follow it directly so that
+    the update of bucket k overlaps the communication of bucket k+1.
+  }];
+  let arguments = (ins Dtc_RequestType:$request, Variadic<Dtc_F32Tensor>:$grads,
+                       I64Attr:$bucket);
+  let results = (outs Variadic<Dtc_F32Tensor>:$results);
+  let assemblyFormat = "$request `,` `(` $grads `)` attr-dict `:` functional-type($grads, $results)";
+  let hasVerifier = 1;
 }
 
 def Dtc_FusedOp : Dtc_Op<"fused", [Pure, IsolatedFromAbove, SingleBlock]> {

@@ -66,6 +66,32 @@ std::string numel(Type t) {
 
 enum class Mode { Eval, Update, Grads };
 
+/// Ops that compute (and so appear in --trace timelines).
+bool isTraced(Operation *op) {
+  return !isa<ParamRefOp, ReshapeOp, ConstantOp, BatchSizeOp, func::ReturnOp,
+              AllReduceOp, AllReduceBucketOp, AllReduceStartOp,
+              AllReduceWaitOp>(op);
+}
+
+/// "matmul", "fused(add,relu)", "update fc1.weight".
+std::string traceName(Operation *op) {
+  if (auto u = dyn_cast<ApplyGradientOp>(op))
+    return "update " + u.getParam().str();
+  std::string n = op->getName().stripDialect().str();
+  if (auto f = dyn_cast<FusedOp>(op)) {
+    n += "(";
+    bool first = true;
+    for (Operation &inner : f.getBody().front().without_terminator()) {
+      if (isa<ConstantOp, BatchSizeOp>(inner))
+        continue;
+      n += (first ? "" : ",") + inner.getName().stripDialect().str();
+      first = false;
+    }
+    n += ")";
+  }
+  return n;
+}
+
 class CppEmitter {
 public:
   CppEmitter(ModuleOp module, llvm::raw_ostream &os) : module(module), os(os) {}
@@ -75,7 +101,7 @@ private:
   LogicalResult emitFunction(func::FuncOp f, llvm::StringRef name, Mode mode);
   LogicalResult emitOp(Operation *op, Mode mode);
   void emitFused(FusedOp op);
-  void emitSpec(func::FuncOp forward);
+  void emitSpec(func::FuncOp forward, uint64_t fingerprint);
   LogicalResult emitUpdate(ApplyGradientOp u, Mode mode);
   /// Declares the result `r` of `op` at its planned place in the arena.
   std::string define(Value r, Operation *op, unsigned index);
@@ -154,7 +180,7 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
                " * 0.39894228040143268f * std::exp(-0.5f * " + x[0] + " * " +
                x[0] + "))";
       })
-      .Case([&](BroadcastToOp) { return x[0]; })
+      .Case<BroadcastToOp, CopyOp>([&](Operation *) { return x[0]; })
       .Default([](Operation *) { return std::string(); });
 }
 
@@ -384,6 +410,37 @@ LogicalResult CppEmitter::emitOp(Operation *op, Mode mode) {
         return success();
       })
       .Case([&](ApplyGradientOp u) { return emitUpdate(u, mode); })
+      .Case<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(
+          [&](Operation *o) {
+            // Results alias the gradients (in place); gradStep and evalStep
+            // keep local gradients, so only trainStep communicates.
+            for (auto [r, g] : llvm::zip(o->getResults(), o->getOperands()))
+              if (isa<RankedTensorType>(r.getType()))
+                names[r] = name(g);
+            if (mode != Mode::Update)
+              return success();
+            int64_t id = isa<AllReduceOp>(o) ? -1 - (int64_t)counter++
+                         : isa<AllReduceBucketOp>(o)
+                             ? cast<AllReduceBucketOp>(o).getBucket()
+                             : cast<AllReduceStartOp>(o).getBucket();
+            auto attr = [&](StringRef k) {
+              return cast<IntegerAttr>(o->getAttr(k)).getInt();
+            };
+            os << "  a.comm->allreduceStart(" << id
+               << ", reinterpret_cast<float *>(F + "
+               << attr("dtc.bucket_offset") << "), "
+               << attr("dtc.bucket_count") << ", a.gradScale);\n";
+            if (!isa<AllReduceStartOp>(o))
+              os << "  a.comm->wait(" << id << ");\n";
+            return success();
+          })
+      .Case([&](AllReduceWaitOp w) {
+        for (auto [r, g] : llvm::zip(w.getResults(), w.getGrads()))
+          names[r] = name(g);
+        if (mode == Mode::Update)
+          os << "  a.comm->wait(" << w.getBucket() << ");\n";
+        return success();
+      })
       .Case([&](func::ReturnOp r) {
         for (auto [i, v] : llvm::enumerate(r.getOperands()))
           os << "  a.outputs[" << i << "] = " << name(v) << "[0];\n";
@@ -456,14 +513,21 @@ LogicalResult CppEmitter::emitFunction(func::FuncOp f, StringRef fnName,
     os << "  float *y = const_cast<float *>(a.yValue);\n";
   }
   os << "  (void)x; (void)y;\n";
-  for (Operation &op : f.front())
+  for (Operation &op : f.front()) {
+    bool traced = mode == Mode::Update && isTraced(&op);
+    if (traced)
+      os << "  if (a.trace) dtc::rt::traceBegin(a.trace, "
+         << cppStringLiteral(traceName(&op)) << ");\n";
     if (failed(emitOp(&op, mode)))
       return failure();
+    if (traced)
+      os << "  if (a.trace) dtc::rt::traceEnd(a.trace);\n";
+  }
   os << "}\n\n";
   return success();
 }
 
-void CppEmitter::emitSpec(func::FuncOp forward) {
+void CppEmitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
   auto recipe = module->getAttrOfType<DictionaryAttr>("dtc.recipe");
   auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
   auto str = [](DictionaryAttr d, StringRef k, StringRef dflt = "") {
@@ -511,6 +575,51 @@ void CppEmitter::emitSpec(func::FuncOp forward) {
   }
   if (params.empty())
     os << "    {\"\", 0, {0, 0, 0, 0, 0, 0}, 0, 0, dtc::rt::InitKind::Zeros, 0, 0, 0, 0},\n";
+  os << "};\n\n";
+
+  // The bucket plan, in the order the buckets' all-reduces start.
+  SmallVector<std::pair<int64_t, SmallVector<int32_t>>> buckets;
+  SmallVector<int64_t> counts;
+  if (auto train = module.lookupSymbol<func::FuncOp>("train_step")) {
+    DenseMap<Value, int32_t> paramOfGrad;
+    train.walk([&](ApplyGradientOp u) {
+      Value g = u.getGrad();
+      int32_t index = 0;
+      for (ParamOp p : params) {
+        if (p.getSymName() == u.getParam())
+          break;
+        ++index;
+      }
+      // Through the wait/bucket result back to the gradient operand.
+      if (auto r = dyn_cast<OpResult>(g))
+        if (isa<AllReduceBucketOp, AllReduceWaitOp>(r.getOwner()))
+          g = r.getOwner()->getOperand(r.getResultNumber() +
+                                       (isa<AllReduceWaitOp>(r.getOwner()) ? 1 : 0));
+      paramOfGrad[g] = index;
+    });
+    train.walk([&](Operation *op) {
+      if (!isa<AllReduceBucketOp, AllReduceStartOp>(op))
+        return;
+      SmallVector<int32_t> members;
+      for (Value g : op->getOperands())
+        members.push_back(paramOfGrad.lookup(g));
+      int64_t id = cast<IntegerAttr>(op->getAttr("bucket")).getInt();
+      buckets.push_back({id, members});
+      counts.push_back(cast<IntegerAttr>(op->getAttr("dtc.bucket_count")).getInt());
+    });
+  }
+  for (auto [i, bk] : llvm::enumerate(buckets)) {
+    os << "static const int32_t kBucket" << i << "Params[] = {";
+    for (auto [j, p] : llvm::enumerate(bk.second))
+      os << (j ? ", " : "") << p;
+    os << "};\n";
+  }
+  os << "static const dtc::rt::BucketSpec kBuckets[] = {\n";
+  for (auto [i, bk] : llvm::enumerate(buckets))
+    os << "    {" << bk.first << ", " << counts[i] << ", " << bk.second.size()
+       << ", kBucket" << i << "Params},\n";
+  if (buckets.empty())
+    os << "    {0, 0, 0, nullptr},\n";
   os << "};\n\n";
 
   auto outputs = forward->getAttrOfType<ArrayAttr>("dtc.outputs");
@@ -584,6 +693,9 @@ void CppEmitter::emitSpec(func::FuncOp forward) {
   auto nesterov = opt ? opt.getAs<BoolAttr>("nesterov") : BoolAttr();
   os << "  s.recipe.hyper.nesterov = " << (nesterov && nesterov.getValue() ? 1 : 0) << ";\n"
      << "  s.recipe.hyper.step = 0;\n"
+     << "  s.fingerprint = 0x" << llvm::format_hex_no_prefix(fingerprint, 16) << "ULL;\n"
+     << "  s.numBuckets = " << buckets.size() << ";\n"
+     << "  s.buckets = kBuckets;\n"
      << "  return s;\n}\n\n";
 }
 
@@ -597,13 +709,28 @@ LogicalResult CppEmitter::emit() {
   os << "// Generated by dtc. Do not edit: recompile the model instead.\n"
      << "#include \"dtc/kernels.h\"\n"
      << "#include \"dtc/runtime.h\"\n"
+     << "#include \"dtc/comm.h\"\n"
+     << "#include \"dtc/trace.h\"\n"
      << "#include <cmath>\n#include <cstdint>\n#include <cstring>\n\n"
      << "namespace {\n\n";
-  if (failed(emitFunction(forward, "evalStep", Mode::Eval)) ||
-      failed(emitFunction(train, "trainStep", Mode::Update)) ||
-      failed(emitFunction(train, "gradStep", Mode::Grads)))
-    return failure();
-  emitSpec(forward);
+  // The steps go to a buffer first: their text (with the bucket plan in it)
+  // is the program's fingerprint, which ranks compare before training.
+  std::string steps;
+  {
+    llvm::raw_string_ostream stepsStream(steps);
+    llvm::raw_ostream &saved = os;
+    CppEmitter inner(module, stepsStream);
+    if (failed(inner.emitFunction(forward, "evalStep", Mode::Eval)) ||
+        failed(inner.emitFunction(train, "trainStep", Mode::Update)) ||
+        failed(inner.emitFunction(train, "gradStep", Mode::Grads)))
+      return failure();
+    (void)saved;
+  }
+  os << steps;
+  uint64_t fingerprint = 0xcbf29ce484222325ULL; // FNV-1a
+  for (unsigned char c : steps)
+    fingerprint = (fingerprint ^ c) * 0x100000001b3ULL;
+  emitSpec(forward, fingerprint);
   os << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"
      << "  return dtc::rt::runMain(argc, argv, makeSpec());\n}\n";

@@ -33,13 +33,27 @@ train {
 # CHECK: dtc::kern::gemm(false, false, B, 500, 10,
 # CHECK: dtc::kern::gemm(true, false, 10, 500, B,
 # CHECK: const float e0 = x0 > 0.0f ? x1 : 0.0f;
-# CHECK: dtc::kern::gemm(true, false, 500, 784, B,
-# CHECK: dtc::kern::sgdUpdate(reinterpret_cast<float *>(P + 0), v{{[0-9]+}}, reinterpret_cast<float *>(P + 1590144 + 0 * 392000 * 4), 392000, *a.hyper);
+# CHECK: if (a.trace) dtc::rt::traceBegin(a.trace, "matmul");
+# CHECK-NEXT: float *[[DW1:v[0-9]+]] = reinterpret_cast<float *>(F + 22240);
+# CHECK-NEXT: dtc::kern::gemm(true, false, 500, 784, B, 1.0f, {{v[0-9]+}}, x, 0.0f, [[DW1]]);
+# CHECK-NEXT: if (a.trace) dtc::rt::traceEnd(a.trace);
+# The one gradient bucket starts right after the last gradient, in place:
+# CHECK-NEXT: a.comm->allreduceStart(0, reinterpret_cast<float *>(F + 192), 397512, a.gradScale);
+# CHECK-NEXT: a.comm->wait(0);
+# CHECK: dtc::kern::sgdUpdate(reinterpret_cast<float *>(P + 1590080), {{v[0-9]+}}, reinterpret_cast<float *>(P + 3180224 + 0 * 10 * 4), 10, *a.hyper);
+# CHECK: dtc::kern::sgdUpdate(reinterpret_cast<float *>(P + 0), [[DW1]], reinterpret_cast<float *>(P + 1590144 + 0 * 392000 * 4), 392000, *a.hyper);
+# gradStep keeps local gradients: no communication.
 # CHECK-LABEL: static void gradStep(const dtc::rt::StepArgs &a) {
-# CHECK: std::memcpy(a.paramGrads + 0, v{{[0-9]+}}, 392000 * sizeof(float));
-# CHECK: std::memcpy(a.paramGrads + 397500, v{{[0-9]+}}, 10 * sizeof(float));
+# CHECK-NOT: a.comm
+# CHECK-DAG: std::memcpy(a.paramGrads + 0, v{{[0-9]+}}, 392000 * sizeof(float));
+# CHECK-DAG: std::memcpy(a.paramGrads + 397500, v{{[0-9]+}}, 10 * sizeof(float));
 # CHECK: {"fc1.weight", 2, {500, 784, 0, 0, 0, 0}, 392000, 0, dtc::rt::InitKind::Uniform
+# CHECK: static const int32_t kBucket0Params[] = {3, 2, 1, 0};
+# CHECK: static const dtc::rt::BucketSpec kBuckets[] = {
+# CHECK-NEXT: {0, 397512, 4, kBucket0Params},
 # CHECK: static const char *const kOutputNames[] = {"loss", "accuracy"};
 # CHECK: s.arenaPerSample = 6000;
 # CHECK: s.recipe.data.trainPath = "evil\"); system(\"rm -rf /\"); //\012.csv";
+# CHECK: s.fingerprint = 0x{{[0-9a-f]+}}ULL;
+# CHECK: s.numBuckets = 1;
 # CHECK: int main(int argc, char **argv) {

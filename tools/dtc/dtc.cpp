@@ -134,6 +134,47 @@ void printReport(mlir::ModuleOp module) {
                        (long long)fx, (long long)planned, (long long)naive,
                        naive ? 100.0 * (naive - planned) / naive : 0.0);
   }
+  // The all-reduce plan.
+  if (auto train = module.lookupSymbol<mlir::func::FuncOp>("train_step")) {
+    int64_t total = 0;
+    int buckets = 0;
+    train.walk([&](mlir::Operation *op) {
+      if (!mlir::isa<dtc::AllReduceBucketOp, dtc::AllReduceStartOp,
+                     dtc::AllReduceOp>(op))
+        return;
+      int64_t bytes = i64(op, "dtc.bucket_count") * 4;
+      total += bytes;
+      if (buckets++ == 0)
+        os << "gradient buckets (all-reduce order):\n";
+      os << llvm::format("  bucket %-3lld %10lld bytes:",
+                         (long long)(op->hasAttr("bucket")
+                                         ? i64(op, "bucket")
+                                         : buckets - 1),
+                         (long long)bytes);
+      // The parameters whose gradients it carries, through the updates.
+      for (mlir::Value g : op->getOperands()) {
+        if (!mlir::isa<mlir::RankedTensorType>(g.getType()))
+          continue;
+        for (mlir::Operation *u : train.getOps<dtc::ApplyGradientOp>()) {
+          auto apply = mlir::cast<dtc::ApplyGradientOp>(u);
+          auto r = mlir::dyn_cast<mlir::OpResult>(apply.getGrad());
+          if (!r)
+            continue;
+          mlir::Operation *owner = r.getOwner();
+          unsigned shift = mlir::isa<dtc::AllReduceWaitOp>(owner) ? 1 : 0;
+          if (owner->getOperand(r.getResultNumber() + shift) == g)
+            os << " " << apply.getParam();
+        }
+      }
+      os << "\n";
+    });
+    if (buckets)
+      os << llvm::format("all-reduce per step: %lld bytes in %d bucket(s); a "
+                         "ring all-reduce sends 2(N-1)/N of it per rank: %lld "
+                         "bytes at 2 ranks, %lld at 8\n",
+                         (long long)total, buckets, (long long)total,
+                         (long long)(total * 14 / 8));
+  }
   os << llvm::format("peak memory of a step: %lld bytes (arena) + %lld "
                      "bytes (persistent)\n",
                      (long long)peak,

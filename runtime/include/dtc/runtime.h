@@ -13,6 +13,9 @@
 
 namespace dtc::rt {
 
+class Communicator; // dtc/comm.h
+class Tracer;       // dtc/trace.h
+
 enum class InitKind : int32_t {
   Zeros = 0,
   Constant,       // a
@@ -80,9 +83,25 @@ struct StepArgs {
   // outputs
   float *outputs;           // [numOutputs]: loss first, then metrics (means over the batch)
   float *paramGrads;        // gradStep only: all parameter gradients, packed in parameter order
+  // data parallelism (trainStep)
+  Communicator *comm;       // never null: a single-rank communicator without MPI
+  float gradScale;          // this rank's weight in the gradient average:
+                            // batch * worldSize / (global batch); 1 unless the
+                            // ranks' batches differ in size (last step of an epoch)
+  Tracer *trace;            // null unless --trace records this step
 };
 
 using StepFn = void (*)(const StepArgs &);
+
+// One gradient bucket of the compiled all-reduce plan: the gradients of
+// `params` (indices into ModelSpec::params) live contiguously in the arena and
+// are averaged over the ranks by one all-reduce of `count` floats.
+struct BucketSpec {
+  int32_t id;
+  int64_t count;
+  int32_t numParams;
+  const int32_t *params;
+};
 
 enum class LabelKind : int32_t { Class = 0, Value };
 
@@ -112,6 +131,11 @@ struct ModelSpec {
   StepFn evalStep;    // forward only
   StepFn gradStep;    // forward + backward; writes gradients to paramGrads, no update
   RecipeSpec recipe;
+  // data parallelism
+  uint64_t fingerprint;       // hash of the generated program and its bucket plan;
+                              // ranks refuse to train together unless equal
+  int32_t numBuckets;
+  const BucketSpec *buckets;  // in the order their all-reduces start
 };
 
 // Runs the `train` program: parses options, loads data, trains, evaluates.

@@ -1,0 +1,42 @@
+//===- comm.h - Communication between data-parallel ranks -----------------===//
+//
+// The one interface through which compiled steps and the driver talk to the
+// other ranks. Backends: a single-rank one (no MPI needed at run time) and
+// MPI (OpenMPI), loaded when the program is launched by mpirun or srun; NCCL
+// comes with the CUDA target behind the same interface.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dtc::rt {
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int localRank() const = 0;
+  virtual const char *backend() const = 0; // "local", "mpi"
+
+  // Starts averaging data[0..count) in place over all ranks; the local
+  // contribution is first multiplied by `scale` (1 in all but uneven steps),
+  // so the result is sum_r(scale_r * data_r) / size(). Non-blocking: it
+  // progresses while the caller computes. `bucket` names the request.
+  virtual void allreduceStart(int bucket, float *data, int64_t count,
+                              float scale) = 0;
+  // Blocks until the all-reduce of `bucket` has completed; throws Error
+  // naming the bucket if it does not complete within the timeout.
+  virtual void wait(int bucket) = 0;
+
+  // Blocking collectives for the driver.
+  virtual void broadcast(void *data, int64_t bytes, int root) = 0;
+  virtual void allreduceSum(double *data, int64_t count) = 0;
+  virtual void allgather(const void *send, void *recv, int64_t bytesPerRank) = 0;
+  virtual void barrier() = 0;
+};
+
+} // namespace dtc::rt
