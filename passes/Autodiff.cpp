@@ -3,6 +3,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace dtc {
@@ -35,6 +36,18 @@ static LogicalResult differentiate(func::FuncOp step) {
   SmallVector<Operation *> forwardOps;
   for (Operation &op : body.without_terminator())
     forwardOps.push_back(&op);
+  // Activity: the values that depend on a parameter. Only they take
+  // gradients; everything else (inputs, labels, metrics of the data) is
+  // constant for differentiation.
+  DenseSet<Value> active;
+  for (Operation *op : forwardOps) {
+    bool dependsOnParam =
+        isa<ParamRefOp>(op) || llvm::any_of(op->getOperands(), [&](Value v) {
+          return active.contains(v);
+        });
+    if (dependsOnParam)
+      active.insert(op->result_begin(), op->result_end());
+  }
 
   OpBuilder b(ret);
   DenseMap<Value, Value> grads;
@@ -57,7 +70,9 @@ static LogicalResult differentiate(func::FuncOp step) {
       any |= bool(g);
       resultGrads.push_back(g);
     }
-    if (!any || op->getNumOperands() == 0) // leaves: params, constants
+    if (!any || op->getNumOperands() == 0 || // leaves: params, constants
+        !llvm::any_of(op->getResults(),
+                      [&](Value r) { return active.contains(r); }))
       continue;
     auto diff = dyn_cast<GradientOpInterface>(op);
     if (!diff)
@@ -78,7 +93,7 @@ static LogicalResult differentiate(func::FuncOp step) {
              << operandGrads.size() << " gradients for "
              << op->getNumOperands() << " operands";
     for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
-      if (g)
+      if (g && active.contains(operand))
         accumulate(operand, g);
   }
 

@@ -52,10 +52,15 @@ struct InsertGradAllReducePass
       Value g = update.getGrad();
       // In place needs a buffer of its own: not an input, a parameter, an
       // alias, nor a value someone else reads.
+      // The copy goes right after the definition: before anything (such as
+      // another parameter's update) can change what it copies.
       Operation *def = g.getDefiningOp();
       if (!g.hasOneUse() || !def ||
-          isa<ParamRefOp, ReshapeOp, AllReduceOp>(def))
-        g = CopyOp::create(b, update.getLoc(), g.getType(), g);
+          isa<ParamRefOp, ReshapeOp, AllReduceOp>(def)) {
+        OpBuilder atDef(update);
+        atDef.setInsertionPointAfterValue(g);
+        g = CopyOp::create(atDef, update.getLoc(), g.getType(), g);
+      }
       auto reduced = AllReduceOp::create(b, update.getLoc(), g.getType(), g);
       update.getGradMutable().assign(reduced);
     }

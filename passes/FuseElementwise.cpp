@@ -112,8 +112,19 @@ void FuseElementwisePass::runOnOperation() {
     groups[*joined].insert(&op);
     groupOf[&op] = *joined;
   }
-  for (Group &g : groups)
+  for (Group &g : groups) {
+    // A group nobody reads is dead code: drop it.
+    bool used = llvm::any_of(g, [&](Operation *op) {
+      return llvm::any_of(op->getUsers(),
+                          [&](Operation *u) { return !g.contains(u); });
+    });
+    if (!used) {
+      for (Operation *op : llvm::reverse(g.getArrayRef()))
+        op->erase();
+      continue;
+    }
     fuse(g);
+  }
   // Leaves that only fed fused bodies are now dead.
   func.walk([](Operation *op) {
     if (isLeaf(op) && op->use_empty() && !isa<FusedOp>(op->getParentOp()))

@@ -257,8 +257,15 @@ struct FoldTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
+    auto swapsAxes = [](TransposeOp t) {
+      return t && llvm::equal(t.getPerm(), ArrayRef<int64_t>{1, 0});
+    };
     auto lhsT = op.getLhs().getDefiningOp<TransposeOp>();
     auto rhsT = op.getRhs().getDefiningOp<TransposeOp>();
+    if (!swapsAxes(lhsT))
+      lhsT = nullptr;
+    if (!swapsAxes(rhsT))
+      rhsT = nullptr;
     if (!lhsT && !rhsT)
       return failure();
     Value lhs = lhsT ? lhsT.getX() : op.getLhs();
@@ -293,6 +300,40 @@ DTC_REDUCE_INFER(ReduceSumOp)
 DTC_REDUCE_INFER(ReduceMeanOp)
 DTC_REDUCE_INFER(ReduceMaxOp)
 #undef DTC_REDUCE_INFER
+
+LogicalResult ReduceMaxGradOp::verify() {
+  if (getDy().getType() != getY().getType() || getType() != getX().getType())
+    return emitOpError("needs dy of the reduction's result type and returns "
+                       "the input type");
+  auto y = shape::reduce(getLoc(), getX().getType(), getAxis());
+  if (failed(y))
+    return failure();
+  if (*y != getY().getType())
+    return emitOpError("y must be the reduction of x over the axis");
+  return success();
+}
+LogicalResult SoftmaxGradOp::verify() {
+  return shape::axis(getLoc(), getType().getRank(), getAxis());
+}
+LogicalResult LogSoftmaxGradOp::verify() {
+  return shape::axis(getLoc(), getType().getRank(), getAxis());
+}
+LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(shape::crossEntropy(getLoc(), getLogits().getType(),
+                                 getLabels().getType())))
+    return failure();
+  if (getType() != getLogits().getType())
+    return emitOpError("result must have the logits' type");
+  return success();
+}
+LogicalResult MseGradOp::verify() {
+  if (failed(shape::mse(getLoc(), getPrediction().getType(),
+                        getTarget().getType())))
+    return failure();
+  if (getType() != getPrediction().getType())
+    return emitOpError("result must have the prediction's type");
+  return success();
+}
 
 LogicalResult SoftmaxOp::verify() {
   return shape::axis(getLoc(), getType().getRank(), getAxis());

@@ -34,7 +34,7 @@ def Dtc_ParamOp : Dtc_Op<"param", [Symbol]> {
     `constant` (value `a`), `uniform` (in [`a`, `b`)), `normal` (mean `a`, std
     `b`), `glorot_uniform`, `glorot_normal`, `he_uniform`, `he_normal`. The
     fan-in of a parameter is the product of all its dimensions but the last,
-    its fan-out the last dimension.
+    its fan-out the last dimension (both the size, for rank 1).
 
     ```mlir
     dtc.param @"fc1.weight" : tensor<500x784xf32> {a = -0.0357 : f64, b = 0.0357 : f64, init = "uniform"}
@@ -243,6 +243,7 @@ def Dtc_ReduceMaxGradOp : Dtc_Op<"reduce_max_grad", [Pure]> {
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat =
       "$x `,` $y `,` $dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 class Dtc_SoftmaxLikeOp<string mnemonic, string what>
@@ -263,6 +264,7 @@ class Dtc_SoftmaxGradLikeOp<string mnemonic, string what>
   let arguments = (ins Dtc_F32Tensor:$y, Dtc_F32Tensor:$dy, I64Attr:$axis);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat = "$y `,` $dy attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 def Dtc_SoftmaxGradOp : Dtc_SoftmaxGradLikeOp<"softmax_grad",
     "Gradient of softmax from its result: y * (dy - sum(dy * y))">;
@@ -293,6 +295,7 @@ def Dtc_CrossEntropyGradOp : Dtc_Op<"cross_entropy_grad", [Pure]> {
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat =
       "$logits `,` $labels `,` $dloss attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Dtc_MseOp : Dtc_Op<"mse", [Pure, InferTypeOpAdaptor,
@@ -311,6 +314,7 @@ def Dtc_MseGradOp : Dtc_Op<"mse_grad", [Pure]> {
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat =
       "$prediction `,` $target `,` $dloss attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Dtc_AccuracyOp : Dtc_Op<"accuracy", [Pure, InferTypeOpAdaptor]> {

@@ -4,6 +4,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -52,6 +53,12 @@ FailureOr<RankedTensorType> broadcast(Loc loc, Type lhs, Type rhs) {
       return emitOptionalError(loc, "shapes ", str(lhs), " and ", str(rhs),
                                " do not broadcast");
   }
+  for (size_t i = 1; i < rank; ++i)
+    if (ShapedType::isDynamic(out[i]))
+      return emitOptionalError(loc, "broadcasting ", str(lhs), " with ",
+                               str(rhs),
+                               " would move the batch dimension B away from "
+                               "the first dimension");
   return f32(out, lhs);
 }
 
@@ -71,6 +78,8 @@ FailureOr<RankedTensorType> matmul(Loc loc, Type lhs, Type rhs, bool transLhs,
   if (ShapedType::isDynamic(n))
     return emitOptionalError(loc, "matmul result columns cannot be the batch "
                                   "dimension");
+  if (failed(size(loc, {m, n})))
+    return failure();
   return f32({m, n}, lhs);
 }
 
@@ -115,6 +124,8 @@ FailureOr<RankedTensorType> reshape(Loc loc, Type x, ArrayRef<int64_t> shape) {
       (oDyn && !ShapedType::isDynamic(shape[0])))
     return emitOptionalError(loc, "reshape: only the first dimension may be "
                                   "the batch dimension B");
+  if (failed(size(loc, shape)))
+    return failure();
   if (xDyn != oDyn ||
       numElementsPerBatch(xt) != numElementsPerBatch(out))
     return emitOptionalError(loc, "cannot reshape ", str(x), " to ", str(out),
@@ -138,6 +149,21 @@ FailureOr<RankedTensorType> mse(Loc loc, Type prediction, Type target) {
                                   "shape, got ",
                              str(prediction), " and ", str(target));
   return f32({}, prediction);
+}
+
+LogicalResult size(Loc loc, ArrayRef<int64_t> shape) {
+  if (shape.size() > kMaxRank)
+    return emitOptionalError(loc, "tensors have at most ", kMaxRank,
+                             " dimensions, got ", shape.size());
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (ShapedType::isDynamic(d))
+      continue;
+    if (d < 1 || llvm::MulOverflow(n, d, n) || n > kMaxElements)
+      return emitOptionalError(loc, "tensor too large: more than 2^40 "
+                                    "elements (per sample)");
+  }
+  return success();
 }
 
 int64_t numElementsPerBatch(RankedTensorType type) {

@@ -38,6 +38,13 @@ mlir::LogicalResult axis(Loc loc, int64_t rank, int64_t axis);
 FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels);
 FailureOr<RankedTensorType> mse(Loc loc, Type prediction, Type target);
 
+/// Limits of every tensor: its rank, and its elements (per sample when it is
+/// batched). The runtime's fixed-size shape arrays hold kMaxRank dims.
+constexpr size_t kMaxRank = 6;
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+/// Checks a shape against those limits (no overflow, no zero dimensions).
+mlir::LogicalResult size(Loc loc, mlir::ArrayRef<int64_t> shape);
+
 /// Number of elements, with the batch dimension counted as 1.
 int64_t numElementsPerBatch(RankedTensorType type);
 /// Whether the type's size scales with the batch (has a dynamic dimension).

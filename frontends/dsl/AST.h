@@ -30,6 +30,7 @@ struct Expr {
   bool isInteger = false;  // Number written without '.', 'e'
   std::string text;        // String value, Name, Call callee
   char op = 0;             // Binary: + - * / @
+  int depth = 1;           // of the tree below (bounded by the parser)
   std::vector<ExprPtr> args;          // Call args, Binary/Neg operands, List
   std::vector<KeywordArg> kwargs;     // Call keyword arguments
 

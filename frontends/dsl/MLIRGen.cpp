@@ -125,6 +125,10 @@ RankedTensorType Gen::declaredType(const TypeDecl &t, bool allowBatch) {
     }
     shape.push_back(ShapedType::kDynamic);
   }
+  if (failed(shape::size(loc(t.loc), shape))) {
+    hadError = true;
+    return {};
+  }
   Type elem = t.elementType == "f32" ? Type(b.getF32Type())
                                      : Type(b.getI32Type());
   return RankedTensorType::get(shape, elem);
@@ -383,8 +387,9 @@ std::optional<double> Gen::number(const Expr &e, llvm::StringRef what) {
 std::optional<int64_t> Gen::integer(const Expr &e, llvm::StringRef what,
                                     int64_t min) {
   if (e.kind != Expr::Kind::Number || !e.isInteger || e.number < min ||
-      e.number > 9.0e15) {
-    error(e.loc) << "expected an integer >= " << min << " for " << what;
+      e.number > double(shape::kMaxElements)) {
+    error(e.loc) << "expected an integer from " << min << " to 2^40 for "
+                 << what;
     return std::nullopt;
   }
   return (int64_t)e.number;
@@ -411,8 +416,10 @@ std::optional<int64_t> Gen::axisOf(const Expr &call, size_t pos, int64_t rank,
   if (!a)
     return dflt ? std::optional<int64_t>(*dflt < 0 ? *dflt + rank : *dflt)
                 : std::nullopt;
-  if (a->kind != Expr::Kind::Number || !a->isInteger) {
-    error(a->loc) << "expected an integer axis";
+  if (a->kind != Expr::Kind::Number || !a->isInteger ||
+      std::fabs(a->number) > 64) {
+    error(a->loc) << "expected an integer axis from " << -rank << " to "
+                  << rank - 1;
     return std::nullopt;
   }
   int64_t ax = (int64_t)a->number;
@@ -474,6 +481,10 @@ Value Gen::genLinear(const Expr &e, llvm::StringRef assignedName) {
     if (!v)
       return {};
     hasBias = *v;
+  }
+  if (failed(shape::size(loc(e.loc), {*units, in}))) {
+    hadError = true;
+    return {};
   }
   double bound = 1.0 / std::sqrt((double)in);
   auto f32 = b.getF32Type();
@@ -846,8 +857,12 @@ void Gen::genRecipe(const Program &p) {
   DictionaryAttr optimizer;
   llvm::StringMap<Loc> seen;
   for (const Setting &s : p.train) {
-    if (!seen.insert({s.key, s.loc}).second) {
-      error(s.loc) << "'" << s.key << "' is set twice in the train block";
+    // Aliases name the same setting.
+    llvm::StringRef canonical = s.key == "dataset"      ? "data"
+                                : s.key == "batch_size" ? "batch"
+                                                        : llvm::StringRef(s.key);
+    if (!seen.insert({canonical, s.loc}).second) {
+      error(s.loc) << "'" << canonical << "' is set twice in the train block";
       continue;
     }
     const Expr &v = *s.value;

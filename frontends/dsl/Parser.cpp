@@ -5,6 +5,7 @@
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/StringExtras.h"
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 
 using namespace dtc::dsl;
@@ -159,6 +160,11 @@ private:
     t.text = text;
     t.number = std::strtod(text.c_str(), nullptr);
     t.isInteger = integer;
+    if (!std::isfinite(t.number) || std::fabs(t.number) > 3.4028234e38) {
+      t.kind = Tok::Error;
+      t.text = "number " + text + " is out of range (f32 values are at most "
+               "3.4e38)";
+    }
     return t;
   }
   Token lexString(Token &t) {
@@ -383,11 +389,48 @@ private:
   }
 
   // Expressions --------------------------------------------------------------
-  ExprPtr parseExpr() { return parseAdditive(); }
+  /// Expressions deeper than this are rejected (they would exhaust the stack
+  /// of the recursive passes over the tree).
+  static constexpr int kMaxDepth = 256;
 
+  ExprPtr parseExpr() {
+    if (++depth > kMaxDepth) {
+      error(tok.loc, "expression nested too deeply (more than " +
+                         llvm::Twine(kMaxDepth) + " levels)");
+      --depth;
+      return nullptr;
+    }
+    ExprPtr e = parseAdditive();
+    --depth;
+    return e;
+  }
+
+  /// Sets the depth of a call or list node from its arguments.
+  ExprPtr checkDepth(ExprPtr e) {
+    for (const ExprPtr &a : e->args)
+      e->depth = std::max(e->depth, a->depth + 1);
+    for (const KeywordArg &k : e->kwargs)
+      e->depth = std::max(e->depth, k.value->depth + 1);
+    if (e->depth > kMaxDepth) {
+      error(e->loc, "expression nested too deeply (more than " +
+                        llvm::Twine(kMaxDepth) + " levels)");
+      return nullptr;
+    }
+    return e;
+  }
+
+  /// A binary node; the tree of a long chain `a + b + c ...` is as deep as
+  /// the chain is long, so its depth counts too.
   ExprPtr binary(char op, Loc loc, ExprPtr l, ExprPtr r) {
+    int d = 1 + std::max(l->depth, r->depth);
+    if (d > kMaxDepth) {
+      error(loc, "expression nested too deeply (more than " +
+                     llvm::Twine(kMaxDepth) + " levels)");
+      return nullptr;
+    }
     auto e = std::make_unique<Expr>(Expr::Kind::Binary, loc);
     e->op = op;
+    e->depth = d;
     e->args.push_back(std::move(l));
     e->args.push_back(std::move(r));
     return e;
@@ -403,6 +446,8 @@ private:
       if (!rhs)
         return nullptr;
       lhs = binary(op, loc, std::move(lhs), std::move(rhs));
+      if (!lhs)
+        return nullptr;
     }
     return lhs;
   }
@@ -418,6 +463,8 @@ private:
       if (!rhs)
         return nullptr;
       lhs = binary(op, loc, std::move(lhs), std::move(rhs));
+      if (!lhs)
+        return nullptr;
     }
     return lhs;
   }
@@ -426,7 +473,13 @@ private:
     if (tok.kind == Tok::Minus) {
       Loc loc = tok.loc;
       consume();
+      if (++depth > kMaxDepth) {
+        error(loc, "expression nested too deeply (more than " +
+                       llvm::Twine(kMaxDepth) + " levels)");
+        return nullptr;
+      }
       ExprPtr x = parseUnary();
+      --depth;
       if (!x)
         return nullptr;
       if (x->kind == Expr::Kind::Number) { // fold -literal
@@ -435,6 +488,7 @@ private:
         return x;
       }
       auto e = std::make_unique<Expr>(Expr::Kind::Neg, loc);
+      e->depth = x->depth + 1;
       e->args.push_back(std::move(x));
       return e;
     }
@@ -479,7 +533,7 @@ private:
           return unexpected("',' or ']'"), nullptr;
       }
       consume();
-      return e;
+      return checkDepth(std::move(e));
     }
     case Tok::Ident: {
       std::string name = tok.text;
@@ -519,7 +573,7 @@ private:
           return unexpected("',' or ')'"), nullptr;
       }
       consume();
-      return e;
+      return checkDepth(std::move(e));
     }
     default:
       unexpected("an expression");
@@ -528,6 +582,7 @@ private:
   }
 
   Lexer lexer;
+  int depth = 0;
   std::string filename;
   mlir::MLIRContext *ctx;
   Token prev, tok, peekTok;

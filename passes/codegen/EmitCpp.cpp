@@ -103,6 +103,8 @@ private:
   void emitFused(FusedOp op);
   void emitSpec(func::FuncOp forward, uint64_t fingerprint);
   LogicalResult emitUpdate(ApplyGradientOp u, Mode mode);
+  void emitOutputs(func::ReturnOp r);
+  bool outputsWritten = false;
   /// Declares the result `r` of `op` at its planned place in the arena.
   std::string define(Value r, Operation *op, unsigned index);
   std::string shapeArray(Type t);
@@ -442,8 +444,7 @@ LogicalResult CppEmitter::emitOp(Operation *op, Mode mode) {
         return success();
       })
       .Case([&](func::ReturnOp r) {
-        for (auto [i, v] : llvm::enumerate(r.getOperands()))
-          os << "  a.outputs[" << i << "] = " << name(v) << "[0];\n";
+        emitOutputs(r);
         return success();
       })
       .Default([&](Operation *o) {
@@ -452,7 +453,18 @@ LogicalResult CppEmitter::emitOp(Operation *op, Mode mode) {
       });
 }
 
+void CppEmitter::emitOutputs(func::ReturnOp r) {
+  if (outputsWritten)
+    return;
+  outputsWritten = true;
+  for (auto [i, v] : llvm::enumerate(r.getOperands()))
+    os << "  a.outputs[" << i << "] = " << name(v) << "[0];\n";
+}
+
 LogicalResult CppEmitter::emitUpdate(ApplyGradientOp u, Mode mode) {
+  // The loss and metrics are read before any parameter changes (a metric
+  // may be a parameter itself).
+  emitOutputs(cast<func::ReturnOp>(u->getBlock()->getTerminator()));
   StringRef param = u.getParam();
   int64_t offset = paramAttr(param, "dtc.offset");
   std::string n = numel(u.getGrad().getType());
@@ -491,6 +503,7 @@ LogicalResult CppEmitter::emitUpdate(ApplyGradientOp u, Mode mode) {
 LogicalResult CppEmitter::emitFunction(func::FuncOp f, StringRef fnName,
                                        Mode mode) {
   names.clear();
+  outputsWritten = false;
   int64_t perSample = 0;
   if (auto a = f->getAttrOfType<IntegerAttr>("dtc.arena_per_sample"))
     perSample = a.getInt();

@@ -1,6 +1,7 @@
 //===- checkpoint.cpp - Parameters to and from safetensors files ---------===//
 #include "checkpoint.h"
 
+#include "atomic_file.h"
 #include "error.h"
 
 #include <fmt/format.h>
@@ -20,63 +21,6 @@ namespace {
 std::vector<int64_t> shapeOf(const ParamSpec &p) {
   return std::vector<int64_t>(p.shape, p.shape + p.rank);
 }
-
-// An open file descriptor that is closed (and optionally unlinked) on scope
-// exit unless committed.
-class TempFile {
-public:
-  TempFile(std::string path, std::string target)
-      : path_(std::move(path)), target_(std::move(target)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      fail();
-  }
-  ~TempFile() {
-    if (fd_ >= 0)
-      ::close(fd_);
-    if (!committed_)
-      ::unlink(path_.c_str());
-  }
-
-  void write(const void *data, size_t n) {
-    const char *p = static_cast<const char *>(data);
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR)
-        continue;
-      if (w < 0)
-        fail();
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
-
-  // fsync, close, rename over the target, fsync the directory.
-  void commit() {
-    if (::fsync(fd_) != 0)
-      fail();
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0 || ::rename(path_.c_str(), target_.c_str()) != 0)
-      fail();
-    committed_ = true;
-    std::string dir = target_.substr(0, target_.find_last_of('/') + 1);
-    int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd); // best effort: the data itself is already durable
-      ::close(dfd);
-    }
-  }
-
-private:
-  [[noreturn]] void fail() {
-    throw Error(fmt::format("cannot write checkpoint '{}': {}", target_, std::strerror(errno)));
-  }
-
-  std::string path_, target_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
 
 std::string readWholeFile(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -139,7 +83,7 @@ void saveCheckpoint(const std::string &path, const ModelSpec &spec,
   for (int i = 0; i < 8; ++i)
     len[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
 
-  TempFile out(path + ".tmp", path);
+  AtomicFile out(path, "checkpoint");
   out.write(len, sizeof len);
   out.write(text.data(), text.size());
   for (int32_t i = 0; i < spec.numParams; ++i) {

@@ -1,27 +1,37 @@
 //===- driver.cpp - runMain: the train program's top level ---------------===//
 //
-// Parses options, loads data, builds the Session, then either runs the
-// gradient check or the training loop (per-epoch evaluation, metrics file,
-// checkpoint). Every error becomes "train: error: ..." and a non-zero exit.
+// Parses options, creates the communicator, checks that every rank runs the
+// same program with the same options and data, loads data, builds the
+// Session, then either runs the gradient check or the training loop
+// (per-epoch evaluation, metrics file, trace, checkpoint). Every error
+// becomes "train: error: ..." and a non-zero exit; with several ranks, an
+// error on one rank ends its process at once (_exit), which makes the
+// launcher end the others, so that no rank is left waiting for it.
 //
 //===----------------------------------------------------------------------===//
 #include "dtc/runtime.h"
 
 #include "checkpoint.h"
+#include "comm_impl.h"
 #include "error.h"
 #include "gradcheck.h"
 #include "params.h"
 #include "progress.h"
 #include "session.h"
+#include "tracer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <new>
+#include <thread>
+#include <unistd.h>
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -78,46 +88,247 @@ private:
 void printHeader(const Session &s) {
   const Options &o = s.opts;
   fmt::print("model {} params {} batch {} epochs {} optimizer {} data {} ({} train, {} test "
-             "samples)\n",
+             "samples) ranks {} backend {}\n",
              s.spec.name, countParams(s.spec), o.batch, o.epochs,
              optimizerDescription(s.spec, o.lr), o.data.describe(), s.data.train.size,
-             s.data.test.size);
+             s.data.test.size, s.comm.size(), s.comm.backend());
   std::fflush(stdout);
+}
+
+//===--- startup checks: every rank runs the same program, options, data ---===//
+
+uint64_t fnv1a(const void *data, size_t n, uint64_t h = 0xcbf29ce484222325ULL) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ p[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+// What must be equal on every rank, with a fixed layout (allgathered).
+struct RunIdentity {
+  uint64_t magic;   // layout version of this struct
+  uint64_t program; // ModelSpec::fingerprint
+  int64_t batch, epochs, maxSteps;
+  uint64_t seed;
+  uint32_t lrBits;
+  int32_t shuffle, eval, metrics;
+  int32_t dataKind, reserved; // no padding: compared with memcmp
+  int64_t syntheticTrain, syntheticTest;
+};
+static_assert(sizeof(RunIdentity) == 8 * 6 + 4 * 6 + 8 * 2, "RunIdentity has padding");
+constexpr uint64_t kRunIdentityMagic = 0x64746372756e3031ULL; // "dtcrun01"
+
+RunIdentity runIdentity(const ModelSpec &spec, const Options &o) {
+  RunIdentity id;
+  std::memset(&id, 0, sizeof id);
+  id.magic = kRunIdentityMagic;
+  id.program = spec.fingerprint;
+  id.batch = o.batch;
+  id.epochs = o.epochs;
+  id.maxSteps = o.maxSteps;
+  id.seed = o.seed;
+  std::memcpy(&id.lrBits, &o.lr, sizeof id.lrBits);
+  id.shuffle = o.shuffle;
+  id.eval = o.eval;
+  id.metrics = !o.metricsPath.empty();
+  id.dataKind = int32_t(o.data.kind);
+  if (o.data.kind == DatasetKind::Synthetic) {
+    id.syntheticTrain = o.data.trainSize;
+    id.syntheticTest = o.data.testSize;
+  }
+  return id;
+}
+
+// The options in which two identities differ, e.g. "--batch 16 vs 8".
+std::string optionDifferences(const RunIdentity &a, const RunIdentity &b) {
+  std::vector<std::string> d;
+  auto onOff = [](int32_t v) { return v ? "on" : "off"; };
+  if (a.batch != b.batch)
+    d.push_back(fmt::format("--batch {} vs {}", a.batch, b.batch));
+  if (a.epochs != b.epochs)
+    d.push_back(fmt::format("--epochs {} vs {}", a.epochs, b.epochs));
+  if (a.maxSteps != b.maxSteps)
+    d.push_back(fmt::format("--max-steps {} vs {}", a.maxSteps, b.maxSteps));
+  if (a.seed != b.seed)
+    d.push_back(fmt::format("--seed {} vs {}", a.seed, b.seed));
+  if (a.lrBits != b.lrBits) {
+    float x, y;
+    std::memcpy(&x, &a.lrBits, sizeof x);
+    std::memcpy(&y, &b.lrBits, sizeof y);
+    d.push_back(fmt::format("--lr {:g} vs {:g}", x, y));
+  }
+  if (a.shuffle != b.shuffle)
+    d.push_back(fmt::format("--shuffle {} vs {}", onOff(a.shuffle), onOff(b.shuffle)));
+  if (a.eval != b.eval)
+    d.push_back(fmt::format("--eval {} vs {}", onOff(a.eval), onOff(b.eval)));
+  if (a.metrics != b.metrics)
+    d.push_back(fmt::format("--metrics {} vs {}", a.metrics ? "given" : "not given",
+                            b.metrics ? "given" : "not given"));
+  if (a.dataKind != b.dataKind || a.syntheticTrain != b.syntheticTrain ||
+      a.syntheticTest != b.syntheticTest)
+    d.push_back("--data");
+  return fmt::format("{}", fmt::join(d, ", "));
+}
+
+std::string rankList(const std::vector<int> &ranks) {
+  return fmt::format("{}", fmt::join(ranks, ", "));
+}
+
+// Right after the communicator exists: refuses (on every rank, collectively)
+// to train unless every rank runs the same compiled program with the same
+// options.
+void checkSameRun(Communicator &comm, const ModelSpec &spec, const Options &o) {
+  if (comm.size() == 1)
+    return;
+  const RunIdentity mine = runIdentity(spec, o);
+  std::vector<RunIdentity> all(static_cast<size_t>(comm.size()));
+  comm.allgather(&mine, all.data(), sizeof(RunIdentity));
+  const RunIdentity &ref = all[0];
+  std::vector<int> differ;
+  for (int r = 1; r < comm.size(); ++r)
+    if (std::memcmp(&all[size_t(r)], &ref, sizeof ref) != 0)
+      differ.push_back(r);
+  if (differ.empty())
+    return;
+  const int r = differ[0];
+  const RunIdentity &other = all[size_t(r)];
+  const std::string more =
+      differ.size() > 1 ? fmt::format(" (ranks {} differ from rank 0)", rankList(differ)) : "";
+  const char *fix = "start the same train with the same options on every rank";
+  if (other.magic != ref.magic)
+    throw CollectiveError(fmt::format("rank {} runs a different dtc runtime than rank 0{}; {}", r,
+                                      more, fix));
+  if (other.program != ref.program)
+    throw CollectiveError(fmt::format("rank {} runs a different compiled program (fingerprint "
+                                      "{:016x}) than rank 0 ({:016x}){}; {}",
+                                      r, other.program, ref.program, more, fix));
+  throw CollectiveError(fmt::format("rank {} runs with different options than rank 0 ({}){}; {}",
+                                    r, optionDifferences(other, ref), more, fix));
+}
+
+struct DataIdentity {
+  int64_t trainSize, testSize;
+  uint64_t trainDigest, testDigest;
+};
+
+// Size and a digest of up to 64 evenly spaced samples (features and labels).
+uint64_t datasetDigest(const Dataset &ds) {
+  uint64_t h = fnv1a(&ds.size, sizeof ds.size);
+  const int64_t samples = std::min<int64_t>(ds.size, 64);
+  for (int64_t j = 0; j < samples; ++j) {
+    const int64_t i = j * ds.size / samples;
+    h = fnv1a(ds.x.data() + i * ds.features, size_t(ds.features) * sizeof(float), h);
+    if (ds.labelKind == LabelKind::Class)
+      h = fnv1a(&ds.yClass[size_t(i)], sizeof(int32_t), h);
+    else
+      h = fnv1a(ds.yValue.data() + i * ds.labelWidth, size_t(ds.labelWidth) * sizeof(float), h);
+  }
+  return h;
+}
+
+// After loading: every rank must hold the same data sets.
+void checkSameData(Communicator &comm, const DataSplits &data) {
+  if (comm.size() == 1)
+    return;
+  const DataIdentity mine{data.train.size, data.test.size, datasetDigest(data.train),
+                          datasetDigest(data.test)};
+  std::vector<DataIdentity> all(static_cast<size_t>(comm.size()));
+  comm.allgather(&mine, all.data(), sizeof(DataIdentity));
+  std::vector<int> differ;
+  for (int r = 1; r < comm.size(); ++r)
+    if (std::memcmp(&all[size_t(r)], &all[0], sizeof mine) != 0)
+      differ.push_back(r);
+  if (differ.empty())
+    return;
+  const DataIdentity &a = all[size_t(differ[0])], &b = all[0];
+  auto describe = [](int64_t size, uint64_t digest) {
+    return fmt::format("{} samples, digest {:016x}", size, digest);
+  };
+  std::string what = a.trainSize != b.trainSize || a.trainDigest != b.trainDigest
+                         ? fmt::format("training set: {} vs {}", describe(a.trainSize, a.trainDigest),
+                                       describe(b.trainSize, b.trainDigest))
+                         : fmt::format("test set: {} vs {}", describe(a.testSize, a.testDigest),
+                                       describe(b.testSize, b.testDigest));
+  throw CollectiveError(fmt::format(
+      "rank {} loaded different data than rank 0 ({}){}; give every rank the same data",
+      differ[0], what,
+      differ.size() > 1 ? fmt::format(" (ranks {} differ from rank 0)", rankList(differ)) : ""));
+}
+
+//===--- training -----------------------------------------------------------===//
+
+std::string testResults(const ModelSpec &spec, const std::vector<double> &results) {
+  std::string line;
+  for (int32_t i = 0; i < spec.numOutputs; ++i)
+    line += fmt::format(" test_{} {:.4f}", spec.outputNames[i], results[size_t(i)]);
+  return line;
 }
 
 void train(Session &s) {
   const ModelSpec &spec = s.spec;
   const Options &o = s.opts;
   const Dataset &trainSet = s.data.train;
-  Sampler sampler(trainSet.size, o.batch, o.seed, o.shuffle);
-  Progress progress(o.quiet ? ProgressMode::Off : o.progress, o.epochs);
-  MetricsFile metrics(o.metricsPath, spec);
+  CommBase &comm = s.comm;
+  const int rank = comm.rank();
+  const bool root = rank == 0;
+  Sampler sampler(trainSet.size, o.batch, o.seed, o.shuffle, rank, comm.size());
+  Progress progress(o.quiet || !root ? ProgressMode::Off : o.progress, o.epochs);
+  MetricsFile metrics(root ? o.metricsPath : std::string(), spec);
+  const bool stepMetrics = !o.metricsPath.empty(); // every rank joins the per-step sums
+  std::vector<double> stepSums(static_cast<size_t>(spec.numOutputs) + 1);
+  std::vector<float> stepMeans(static_cast<size_t>(spec.numOutputs));
   const bool evaluate = o.eval && s.data.test.size > 0;
+  std::unique_ptr<Tracer> tracer;
+  if (!o.tracePath.empty())
+    tracer = std::make_unique<Tracer>(rank);
+  auto finishTrace = [&](int64_t steps) {
+    s.args.trace = nullptr;
+    comm.setTracer(nullptr);
+    const std::string path = Tracer::rankPath(o.tracePath, rank);
+    tracer->write(path);
+    tracer.reset();
+    if (root && !o.quiet)
+      fmt::print("wrote a trace of {} step{} to {}{}\n", steps, steps == 1 ? "" : "s", path,
+                 comm.size() > 1 ? " (ranks 1+: .rankN before the extension)" : "");
+  };
   const auto start = Clock::now();
   int64_t step = 0;
   bool stop = false;
 
   if (o.epochs == 0 && evaluate) { // --epochs 0: evaluate the parameters only
     std::vector<double> results = s.evaluate(s.data.test);
-    std::string line = "eval";
-    for (int32_t i = 0; i < spec.numOutputs; ++i)
-      line += fmt::format(" test_{} {:.4f}", spec.outputNames[i], results[size_t(i)]);
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
+    if (root) {
+      fmt::print("eval{}\n", testResults(spec, results));
+      std::fflush(stdout);
+    }
   }
 
+  std::string stepName;
   for (int64_t epoch = 1; epoch <= o.epochs && !stop; ++epoch) {
     const auto epochStart = Clock::now();
     sampler.setEpoch(epoch);
     progress.beginEpoch(epoch, sampler.numBatches());
     double lossSum = 0;
-    int64_t seen = 0;
+    int64_t seen = 0, globalSeen = 0;
     for (int64_t b = 0; b < sampler.numBatches() && !stop; ++b) {
       int64_t n;
       const int64_t *idx = sampler.batch(b, &n);
-      s.loadBatch(trainSet, idx, n);
       s.hyper.step = ++step;
+      const bool traced = tracer && step <= o.traceSteps;
+      if (traced) {
+        s.args.trace = tracer.get();
+        comm.setTracer(tracer.get());
+        stepName = fmt::format("step {}", step);
+        tracer->begin(stepName.c_str());
+      }
+      s.loadBatch(trainSet, idx, n);
+      s.args.gradScale = sampler.gradScale(b);
       spec.trainStep(s.args);
+      if (traced) {
+        tracer->end();
+        if (step == o.traceSteps)
+          finishTrace(step);
+      }
       const float loss = s.outputs[0];
       if (!std::isfinite(loss))
         throw Error(fmt::format("the loss became {} at epoch {} step {}; try a lower "
@@ -125,62 +336,107 @@ void train(Session &s) {
                                 loss, epoch, step));
       lossSum += double(loss) * double(n);
       seen += n;
-      metrics.row(epoch, step, n, s.outputs, s.hyper.lr, secondsSince(start));
-      progress.update(b + 1, lossSum / double(seen), double(seen) / secondsSince(epochStart));
+      globalSeen += sampler.globalBatch(b);
+      if (stepMetrics) { // the global means of this step
+        for (size_t i = 0; i < stepMeans.size(); ++i)
+          stepSums[i] = double(s.outputs[i]) * double(n);
+        stepSums.back() = double(n);
+        comm.allreduceSum(stepSums.data(), int64_t(stepSums.size()));
+        for (size_t i = 0; i < stepMeans.size(); ++i)
+          stepMeans[i] = float(stepSums[i] / stepSums.back());
+        metrics.row(epoch, step, int64_t(stepSums.back()), stepMeans, s.hyper.lr,
+                    secondsSince(start));
+      }
+      progress.update(b + 1, lossSum / double(seen),
+                      double(globalSeen) / secondsSince(epochStart));
       stop = o.maxSteps > 0 && step >= o.maxSteps;
     }
+    double totals[2] = {lossSum, double(seen)}; // over all ranks
+    comm.allreduceSum(totals, 2);
     const double trainSeconds = secondsSince(epochStart);
     progress.endEpoch();
     metrics.flush();
 
     std::string line = fmt::format("epoch {}/{} train_loss {:.4f}", epoch, o.epochs,
-                                   lossSum / double(std::max<int64_t>(seen, 1)));
-    if (evaluate) {
-      std::vector<double> results = s.evaluate(s.data.test);
-      for (int32_t i = 0; i < spec.numOutputs; ++i)
-        line += fmt::format(" test_{} {:.4f}", spec.outputNames[i], results[size_t(i)]);
-    }
-    line += fmt::format(" images/s {:.0f} time {:.2f}s", double(seen) / trainSeconds,
+                                   totals[0] / std::max(totals[1], 1.0));
+    if (evaluate)
+      line += testResults(spec, s.evaluate(s.data.test));
+    line += fmt::format(" images/s {:.0f} time {:.2f}s", totals[1] / trainSeconds,
                         secondsSince(epochStart));
-    fmt::print("{}\n", line);
-    std::fflush(stdout);
+    if (root) {
+      fmt::print("{}\n", line);
+      std::fflush(stdout);
+    }
   }
+  if (tracer) // fewer steps than --trace-steps
+    finishTrace(step);
 
-  if (!o.savePath.empty()) {
+  if (!o.savePath.empty() && root) {
     saveCheckpoint(o.savePath, spec, s.persistent.data());
     if (!o.quiet)
       fmt::print("saved parameters to {}\n", o.savePath);
   }
 }
 
-void reportError(const char *what) {
+void reportError(const char *what, const CommBase *comm) {
   std::fflush(stdout);
-  fmt::print(stderr, "train: error: {}\n", what);
+  if (comm && comm->size() > 1)
+    fmt::print(stderr, "train: error: rank {}: {}\n", comm->rank(), what);
+  else
+    fmt::print(stderr, "train: error: {}\n", what);
+  std::fflush(stderr);
 }
 
 } // namespace
 
 int runMain(int argc, char **argv, const ModelSpec &spec) {
+  std::unique_ptr<CommBase> comm;
+  std::string error;
+  bool collective = false, fatal = false;
   try {
     validateSpec(spec);
     Options opts;
     if (std::optional<int> exitCode = parseOptions(argc, argv, spec, opts))
       return *exitCode;
-    openblas_set_num_threads(opts.threads);
-    Session session(spec, opts, loadData(opts.data, spec));
-    if (!opts.quiet)
+    const LaunchInfo launch = detectLaunch();
+    comm = createCommunicator(opts.comm, opts.commTimeout, launch,
+                              argc > 0 && argv[0] ? argv[0] : "train");
+    comm->setBuckets(spec);
+    checkLaunchAgreement(launch, *comm);
+    checkSameRun(*comm, spec, opts);
+    if (opts.gradcheck && comm->size() > 1)
+      throw CollectiveError(fmt::format("--gradcheck checks a single process, but {} ranks "
+                                        "were started; run it without a launcher",
+                                        comm->size()));
+    int threads = opts.threads;
+    if (!opts.threadsGiven && comm->localSize() > 1) // share the node's cores
+      threads = std::max(1, int(std::thread::hardware_concurrency()) / comm->localSize());
+    openblas_set_num_threads(threads);
+    DataSplits data = loadData(opts.data, spec);
+    checkSameData(*comm, data);
+    Session session(spec, opts, std::move(data), *comm);
+    if (!opts.quiet && comm->rank() == 0)
       printHeader(session);
     if (opts.gradcheck)
       return runGradcheck(session) ? 0 : 1;
     train(session);
     return 0;
   } catch (const std::bad_alloc &) {
-    reportError("out of memory");
+    error = "out of memory";
   } catch (const std::exception &e) {
-    reportError(e.what());
+    error = e.what();
+    collective = dynamic_cast<const CollectiveError *>(&e) != nullptr;
+    fatal = dynamic_cast<const FatalCommError *>(&e) != nullptr;
   } catch (...) {
-    reportError("unknown exception");
+    error = "unknown exception";
   }
+  reportError(error.c_str(), comm.get());
+  // Another rank may be blocked in a collective waiting for this one, or
+  // this rank's communication thread may be stuck inside MPI: end the
+  // process now (the launcher then ends the others). Errors every rank
+  // raised together shut down cleanly instead.
+  if (fatal || (comm && (comm->broken() || (comm->size() > 1 && !collective))))
+    ::_exit(1);
   return 1;
 }
 

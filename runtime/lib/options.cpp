@@ -162,7 +162,7 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   app.set_version_flag("--version", fmt::format("train: model {} from {} (dtc runtime {})",
                                                 spec.name, spec.source ? spec.source : "?",
                                                 kRuntimeVersion));
-  std::string data, shuffle = "on", progress = "auto", eval = "on";
+  std::string data, shuffle = "on", progress = "auto", eval = "on", comm = "auto";
   app.add_option("--data", data,
                  "Data set: an IDX directory, train.csv[,test.csv], or synthetic[:TRAIN[,TEST]]")
       ->type_name("PATH")
@@ -198,7 +198,7 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("auto|on|off")
       ->capture_default_str()
       ->check(oneOf({"auto", "on", "off"}));
-  app.add_option("--threads", out.threads, "BLAS threads (default: hardware threads)")
+  app.add_option("--threads", out.threads, "BLAS threads (default: hardware threads / ranks on this node)")
       ->type_name("N")
       ->capture_default_str()
       ->check(atLeast<int>(1, "a positive integer"));
@@ -224,6 +224,26 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->capture_default_str()
       ->check(atLeast<double>(0, "a non-negative number"));
   app.add_flag("--quiet", out.quiet, "Print only the per-epoch result lines");
+  app.add_option("--comm", comm,
+                 "Communication between ranks (auto: MPI when started by mpirun, srun or "
+                 "another PMI launcher, else local)")
+      ->type_name("auto|local|mpi")
+      ->capture_default_str()
+      ->check(oneOf({"auto", "local", "mpi"}));
+  app.add_option("--comm-timeout", out.commTimeout,
+                 "Give up (and end the job) when a communication with the other ranks takes "
+                 "longer than this")
+      ->type_name("SECONDS")
+      ->capture_default_str()
+      ->check(above(0.0, "a positive number of seconds"));
+  app.add_option("--trace", out.tracePath,
+                 "Write a Chrome trace (chrome://tracing, Perfetto) of the first training "
+                 "steps to FILE (rank N > 0: FILE with .rankN before the extension)")
+      ->type_name("FILE");
+  app.add_option("--trace-steps", out.traceSteps, "Steps recorded by --trace")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(atLeast<int64_t>(1, "a positive integer"));
 
   try {
     app.parse(argc, argv);
@@ -240,6 +260,8 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   if (!data.empty())
     applyDataOption(data, out.data);
   out.shuffle = shuffle == "on";
+  out.threadsGiven = app.count("--threads") > 0;
+  out.comm = comm == "local" ? CommKind::Local : comm == "mpi" ? CommKind::Mpi : CommKind::Auto;
   out.eval = eval == "on";
   out.progress = progress == "on"    ? ProgressMode::On
                  : progress == "off" ? ProgressMode::Off

@@ -1,6 +1,7 @@
 //===- options.h - The train program's command line ----------------------===//
 #pragma once
 
+#include "comm_impl.h"
 #include "data.h"
 #include "dtc/runtime.h"
 
@@ -23,11 +24,16 @@ struct Options {
   std::string savePath, initPath, metricsPath;
   ProgressMode progress = ProgressMode::Auto;
   int threads = 1;
+  bool threadsGiven = false; // --threads on the command line
   int64_t maxSteps = 0; // 0: no limit
   bool eval = true;
   bool quiet = false;
   bool gradcheck = false;
   double gradcheckEps = 1e-2, gradcheckAtol = 1e-3, gradcheckRtol = 2e-2;
+  CommKind comm = CommKind::Auto;
+  double commTimeout = 120; // seconds
+  std::string tracePath;
+  int64_t traceSteps = 20;
 };
 
 // "sgd(lr=0.1, momentum=0.9, ...)" etc., for the header line.

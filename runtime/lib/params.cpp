@@ -62,6 +62,16 @@ void validateSpec(const ModelSpec &spec) {
       throw bad(fmt::format("parameter {} ('{}') has an inconsistent shape or offset", i,
                             p.name ? p.name : "?"));
   }
+  if (spec.numBuckets < 0 || (spec.numBuckets > 0 && !spec.buckets))
+    throw bad("inconsistent gradient buckets");
+  for (int32_t i = 0; i < spec.numBuckets; ++i) {
+    const BucketSpec &b = spec.buckets[i];
+    bool ok = b.count >= 0 && b.numParams >= 0 && (b.numParams == 0 || b.params);
+    for (int32_t k = 0; ok && k < b.numParams; ++k)
+      ok = b.params[k] >= 0 && b.params[k] < spec.numParams;
+    if (!ok)
+      throw bad(fmt::format("gradient bucket {} is inconsistent", b.id));
+  }
 }
 
 int64_t countParams(const ModelSpec &spec) {

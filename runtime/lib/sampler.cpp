@@ -19,18 +19,23 @@ void epochPermutation(uint64_t seed, int64_t epoch, int64_t n, int64_t *out) {
 
 Sampler::Sampler(int64_t datasetSize, int64_t batch, uint64_t seed, bool shuffle,
                  int rank, int worldSize)
-    : batch_(batch), seed_(seed), shuffle_(shuffle), rank_(rank), worldSize_(worldSize) {
-  if (batch < 1 || worldSize < 1 || rank < 0 || rank >= worldSize)
+    : size_(datasetSize), batch_(batch), seed_(seed), shuffle_(shuffle), rank_(rank),
+      worldSize_(worldSize) {
+  if (batch < 1 || worldSize < 1 || rank < 0 || rank >= worldSize || datasetSize < 0)
     throw Error("invalid sampler configuration");
+  const int64_t W = worldSize, step = W * batch;
+  const int64_t full = datasetSize / step, rest = datasetSize - full * step;
+  const bool lastStep = rest >= W; // else every rank would not get a sample
+  numSteps_ = full + (lastStep ? 1 : 0);
+  used_ = lastStep ? datasetSize : full * step;
   perm_.resize(static_cast<size_t>(datasetSize));
-  shard_.resize(static_cast<size_t>(datasetSize / worldSize));
+  shard_.resize(static_cast<size_t>(used_ > rank ? (used_ - rank + W - 1) / W : 0));
   setEpoch(1);
 }
 
 void Sampler::setEpoch(int64_t epoch) {
-  const int64_t n = static_cast<int64_t>(perm_.size());
   if (shuffle_)
-    epochPermutation(seed_, epoch, n, perm_.data());
+    epochPermutation(seed_, epoch, size_, perm_.data());
   else
     std::iota(perm_.begin(), perm_.end(), int64_t(0));
   for (size_t k = 0; k < shard_.size(); ++k)
@@ -38,9 +43,22 @@ void Sampler::setEpoch(int64_t epoch) {
 }
 
 const int64_t *Sampler::batch(int64_t b, int64_t *count) const {
+  // Every full step gives each rank exactly batch_ samples, so this rank's
+  // share of step b starts at b * batch_ in its shard.
   const int64_t begin = b * batch_;
   *count = std::min(batch_, numSamples() - begin);
   return shard_.data() + begin;
+}
+
+int64_t Sampler::globalBatch(int64_t b) const {
+  const int64_t step = int64_t(worldSize_) * batch_;
+  return std::min(step, used_ - b * step);
+}
+
+float Sampler::gradScale(int64_t b) const {
+  int64_t n;
+  batch(b, &n);
+  return static_cast<float>(double(n) * worldSize_ / double(globalBatch(b)));
 }
 
 BatchBuffer::BatchBuffer(int64_t capacity, const Dataset &like)

@@ -2,10 +2,15 @@
 //
 // Sampler yields, per epoch, the batches of sample indices one rank trains
 // on. Epoch e's order is a Fisher-Yates permutation drawn from (seed, e)
-// (identity with shuffle off). With worldSize W > 1, rank r takes positions
-// r, r+W, r+2W, ... of that same permutation (N/W samples each, the N % W
-// tail dropped so all ranks run the same number of steps); the union of the
-// ranks' batch b is then what a single process with batch B*W sees.
+// (identity with shuffle off), the same on every rank. With W ranks and a
+// per-rank batch b, step k's global batch is positions [k*W*b, min((k+1)*W*b,
+// N)) of the permutation and rank r takes the positions congruent to r mod W
+// within it, so the ranks' step k together is exactly the step k of one
+// process with batch W*b. Every rank runs the same ceil(N / (W*b)) steps; a
+// last step with R < W samples left (some rank would get none) is dropped on
+// all ranks. In a last step with R >= W samples rank r gets n_r of them and
+// weighs its gradient by gradScale = n_r * W / R, so that the average over
+// ranks is the mean over the R samples (1 on full steps).
 // BatchBuffer copies one batch into buffers allocated once.
 //
 //===----------------------------------------------------------------------===//
@@ -29,16 +34,27 @@ public:
           int rank = 0, int worldSize = 1);
 
   void setEpoch(int64_t epoch); // 1-based; reorders without allocating
+  // Steps per epoch, the same on every rank.
+  int64_t numBatches() const { return numSteps_; }
+  // Samples this rank trains on per epoch.
   int64_t numSamples() const { return static_cast<int64_t>(shard_.size()); }
-  int64_t numBatches() const { return (numSamples() + batch_ - 1) / batch_; }
-  // Indices of batch b (0-based) of this rank; *count gets its size.
+  // Samples of the last step that no rank trains on (fewer than W left).
+  int64_t droppedSamples() const { return size_ - used_; }
+  // Indices of this rank's share of step b (0-based); *count gets its size
+  // (at least 1).
   const int64_t *batch(int64_t b, int64_t *count) const;
+  // Samples of step b over all ranks.
+  int64_t globalBatch(int64_t b) const;
+  // This rank's weight in the gradient average of step b:
+  // count * worldSize / globalBatch(b).
+  float gradScale(int64_t b) const;
 
 private:
-  int64_t batch_;
+  int64_t size_, batch_;
   uint64_t seed_;
   bool shuffle_;
   int rank_, worldSize_;
+  int64_t used_ = 0, numSteps_ = 0;
   std::vector<int64_t> perm_, shard_;
 };
 

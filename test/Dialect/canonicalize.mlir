@@ -14,6 +14,19 @@ func.func @transpose_into_matmul(%a: tensor<3x5xf32>, %b: tensor<4x3xf32>) -> te
 
 // -----
 
+// Only a swap of the two axes is a transposed GEMM operand; an identity
+// permutation is not (whatever order the patterns and folders run in).
+// RUN: dtc-opt %s --canonicalize=top-down=false --split-input-file | FileCheck %s --check-prefix=BOTTOMUP
+// BOTTOMUP-LABEL: func.func @identity_perm
+// BOTTOMUP: dtc.matmul %arg0, %arg1 : tensor<5x3xf32>, tensor<3x4xf32> -> tensor<5x4xf32>
+func.func @identity_perm(%a: tensor<5x3xf32>, %b: tensor<3x4xf32>) -> tensor<5x4xf32> {
+  %at = dtc.transpose %a {perm = array<i64: 0, 1>} : tensor<5x3xf32> -> tensor<5x3xf32>
+  %m = dtc.matmul %at, %b : tensor<5x3xf32>, tensor<3x4xf32> -> tensor<5x4xf32>
+  return %m : tensor<5x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @identities
 // CHECK-NEXT: return %arg0
 func.func @identities(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {

@@ -159,3 +159,27 @@ func.func @fused_yield_types(%a: tensor<2x3xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @softmax_grad_axis(%y: tensor<2x3xf32>) {
+  // expected-error @+1 {{axis 7 is out of range for a rank-2 tensor}}
+  %0 = dtc.softmax_grad %y, %y {axis = 7 : i64} : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @max_grad_shapes(%x: tensor<2x3xf32>, %y: tensor<3xf32>) {
+  // expected-error @+1 {{y must be the reduction of x over the axis}}
+  %0 = dtc.reduce_max_grad %x, %y, %y {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @xent_grad_type(%l: tensor<?x3xf32>, %y: tensor<?xi32>, %d: tensor<f32>) {
+  // expected-error @+1 {{result must have the logits' type}}
+  %0 = dtc.cross_entropy_grad %l, %y, %d : (tensor<?x3xf32>, tensor<?xi32>, tensor<f32>) -> tensor<?x4xf32>
+  return
+}

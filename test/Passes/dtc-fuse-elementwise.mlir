@@ -56,3 +56,15 @@ func.func @no_fusion_across(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<f32>) {
   %l = dtc.log %s : tensor<f32>
   return %d, %l : tensor<4xf32>, tensor<f32>
 }
+
+// -----
+
+// A chain nobody reads is dead code and disappears.
+// CHECK-LABEL: func.func @dead
+// CHECK-NOT: dtc.fused
+// CHECK: return %arg0
+func.func @dead(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %t = dtc.tanh %x : tensor<4xf32>
+  %e = dtc.exp %t : tensor<4xf32>
+  return %x : tensor<4xf32>
+}

@@ -30,13 +30,14 @@ module {
 // -----
 
 // A gradient shared by two parameters (or read elsewhere) is copied first,
-// because all-reduces work in place.
+// because all-reduces work in place; the copies are made right where the
+// gradient is defined, before anything can change it.
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[G:.*]] = dtc.neg
-// CHECK: %[[C1:.*]] = dtc.copy %[[G]] : tensor<4xf32>
+// CHECK-NEXT: %[[C2:.*]] = dtc.copy %[[G]] : tensor<4xf32>
+// CHECK-NEXT: %[[C1:.*]] = dtc.copy %[[G]] : tensor<4xf32>
 // CHECK: %[[R1:.*]] = dtc.all_reduce %[[C1]]
 // CHECK: dtc.apply_gradient @p, %[[R1]]
-// CHECK: %[[C2:.*]] = dtc.copy %[[G]] : tensor<4xf32>
 // CHECK: %[[R2:.*]] = dtc.all_reduce %[[C2]]
 // CHECK: dtc.apply_gradient @q, %[[R2]]
 module {

@@ -57,6 +57,20 @@ cl::opt<bool> timeStages("time-stages",
                          cl::cat(category));
 cl::opt<bool> noFuse("no-fuse", cl::desc("Do not fuse elementwise ops"),
                      cl::cat(category));
+cl::opt<double> bucketMB("bucket-mb",
+                         cl::desc("Gradient bucket cap in MiB (PyTorch DDP's "
+                                  "bucket_cap_mb; 0: one bucket per "
+                                  "parameter)"),
+                         cl::init(25.0), cl::cat(category));
+cl::opt<double> firstBucketMB("first-bucket-mb",
+                              cl::desc("Cap of the first gradient bucket in "
+                                       "MiB (communication starts once it is "
+                                       "full)"),
+                              cl::init(1.0), cl::cat(category));
+cl::opt<bool> noOverlap("no-overlap",
+                        cl::desc("Do not overlap all-reduces with backward "
+                                 "(each bucket waits where it starts)"),
+                        cl::cat(category));
 cl::opt<std::string> cxx("cxx", cl::desc("Host C++ compiler"),
                          cl::init(DTC_DEFAULT_CXX), cl::cat(category));
 cl::opt<std::string> cxxFlags("cxx-flags",
@@ -269,6 +283,11 @@ int main(int argc, char **argv) {
   mlir::PassManager pm(&context);
   dtc::PipelineOptions options;
   options.fuse = !noFuse;
+  if (bucketMB < 0 || firstBucketMB < 0)
+    return fail("bucket sizes must be >= 0");
+  options.bucketBytes = int64_t(bucketMB * 1048576.0);
+  options.firstBucketBytes = int64_t(firstBucketMB * 1048576.0);
+  options.overlap = !noOverlap;
   dtc::buildPipeline(pm, options);
   if (mlir::failed(pm.run(*module)))
     return 1;

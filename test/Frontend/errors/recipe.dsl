@@ -8,6 +8,6 @@ train {
   optimizer = sgd(lr=0.1, momentom=0.9)
   shuffle = 3
 }
-# CHECK: recipe.dsl:7:11: error: expected an integer >= 1 for the batch size
+# CHECK: recipe.dsl:7:11: error: expected an integer from 1 to 2^40 for the batch size
 # CHECK: recipe.dsl:8:27: error: sgd() has no argument 'momentom' (expected lr momentum dampening weight_decay nesterov)
 # CHECK: recipe.dsl:9:3: error: unknown train setting 'shuffle' (expected data, batch, epochs, optimizer, lr, seed)

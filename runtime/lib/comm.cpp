@@ -1,0 +1,188 @@
+//===- comm.cpp - Launch detection, the local backend, backend choice ----===//
+#include "comm_impl.h"
+
+#include "tracer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_set>
+
+namespace dtc::rt {
+namespace {
+
+// A non-negative decimal int, else -1 (unset or malformed).
+int envInt(const GetEnv &getenv, const char *name) {
+  const char *v = getenv(name);
+  if (!v || !*v)
+    return -1;
+  errno = 0;
+  char *end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  if (errno != 0 || *end != '\0' || n < 0 || n > INT_MAX)
+    return -1;
+  return int(n);
+}
+
+class LocalCommunicator final : public CommBase {
+public:
+  explicit LocalCommunicator(int localRank) : CommBase(0), localRank_(localRank) {}
+
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int localRank() const override { return localRank_; }
+  int localSize() const override { return 1; }
+  const char *backend() const override { return "local"; }
+
+  void allreduceStart(int bucket, float *data, int64_t count, float scale) override {
+    if (!pending_.insert(bucket).second)
+      throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
+                              bucketName(bucket)));
+    const auto start = Clock::now();
+    if (scale != 1.0f)
+      for (int64_t i = 0; i < count; ++i)
+        data[i] *= scale;
+    const auto end = Clock::now();
+    finished_[bucket] = end;
+    if (tracer_)
+      tracer_->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", bucket), start, end,
+                    count * int64_t(sizeof(float)));
+  }
+
+  void wait(int bucket) override {
+    const auto start = Clock::now();
+    if (pending_.erase(bucket) == 0)
+      throw Error(fmt::format("internal error: wait for {}, which was not started",
+                              bucketName(bucket)));
+    if (tracer_)
+      tracer_->span(Tracer::kComputeTid, fmt::format("wait bucket {}", bucket), start,
+                    Clock::now());
+  }
+
+  void broadcast(void *, int64_t, int root) override {
+    if (root != 0)
+      throw Error(fmt::format("internal error: broadcast from rank {} of 1", root));
+  }
+  void allreduceSum(double *, int64_t) override {}
+  void allgather(const void *send, void *recv, int64_t bytesPerRank) override {
+    if (bytesPerRank > 0 && send != recv)
+      std::memmove(recv, send, size_t(bytesPerRank));
+  }
+  void barrier() override {}
+
+  Clock::time_point finishedAt(int bucket) const override {
+    auto it = finished_.find(bucket);
+    return it == finished_.end() ? Clock::time_point() : it->second;
+  }
+
+private:
+  int localRank_;
+  std::unordered_set<int> pending_;
+  std::unordered_map<int, Clock::time_point> finished_;
+};
+
+} // namespace
+
+LaunchInfo detectLaunch(const GetEnv &getenv) {
+  LaunchInfo info;
+  auto set = [&](const char *launcher, const char *size, const char *rank, const char *local) {
+    info.launcher = launcher;
+    info.size = size ? std::max(envInt(getenv, size), 0) : 0;
+    info.rank = rank ? envInt(getenv, rank) : -1;
+    info.localRank = local ? envInt(getenv, local) : -1;
+  };
+  const int slurmTasks = envInt(getenv, "SLURM_NTASKS");
+  if (getenv("OMPI_COMM_WORLD_SIZE"))
+    set("mpirun", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK");
+  else if (getenv("SLURM_PROCID") && slurmTasks > 1)
+    set("srun", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID");
+  else if (getenv("PMI_SIZE"))
+    set("a PMI launcher", "PMI_SIZE", "PMI_RANK", "MPI_LOCALRANKID");
+  else if (getenv("PMIX_RANK"))
+    set("a PMIx launcher", nullptr, "PMIX_RANK", nullptr);
+  info.torchRank = envInt(getenv, "RANK");
+  info.torchWorldSize = envInt(getenv, "WORLD_SIZE");
+  info.torchLocalRank = envInt(getenv, "LOCAL_RANK");
+  if (info.localRank < 0)
+    info.localRank = info.torchLocalRank;
+  return info;
+}
+
+LaunchInfo detectLaunch() {
+  return detectLaunch([](const char *name) -> const char * { return std::getenv(name); });
+}
+
+void CommBase::setBuckets(const ModelSpec &spec) {
+  bucketNames_.clear();
+  for (int32_t i = 0; i < spec.numBuckets; ++i) {
+    const BucketSpec &b = spec.buckets[i];
+    std::string names;
+    for (int32_t k = 0; k < b.numParams; ++k) {
+      const int32_t p = b.params[k];
+      if (!names.empty())
+        names += ", ";
+      names += p >= 0 && p < spec.numParams && spec.params[p].name ? spec.params[p].name : "?";
+    }
+    bucketNames_[b.id] = names;
+  }
+}
+
+std::string CommBase::bucketName(int bucket) const {
+  auto it = bucketNames_.find(bucket);
+  if (it == bucketNames_.end() || it->second.empty())
+    return fmt::format("bucket {}", bucket);
+  return fmt::format("bucket {} ({})", bucket, it->second);
+}
+
+std::unique_ptr<CommBase> createLocalCommunicator(int localRank) {
+  return std::make_unique<LocalCommunicator>(localRank);
+}
+
+std::string mpiPluginPath() {
+  if (const char *p = std::getenv("DTC_MPI_PLUGIN"); p && *p)
+    return p;
+#ifdef DTCRT_MPI_PLUGIN_DEFAULT
+  return DTCRT_MPI_PLUGIN_DEFAULT;
+#else
+  return "";
+#endif
+}
+
+std::unique_ptr<CommBase> createCommunicator(CommKind kind, double timeoutSeconds,
+                                             const LaunchInfo &launch, const std::string &prog) {
+  const bool launched = !launch.launcher.empty();
+  if (launch.torchWorldSize > 1 && !launched)
+    throw Error(fmt::format("launched with WORLD_SIZE={} (torchrun), but the CPU build "
+                            "communicates through MPI; start it with: mpirun -np {} {}",
+                            launch.torchWorldSize, launch.torchWorldSize, prog));
+  if (kind == CommKind::Local && launched && launch.size > 1)
+    throw Error(fmt::format("--comm local, but {} started {} ranks; run a single process "
+                            "without {}, or use --comm auto",
+                            launch.launcher, launch.size, launch.launcher));
+  if (kind == CommKind::Local || (kind == CommKind::Auto && !launched))
+    return createLocalCommunicator(std::max(launch.localRank, 0));
+
+  const std::string why =
+      kind == CommKind::Mpi ? "--comm mpi" : "the program was launched by " + launch.launcher;
+  return createMpiCommunicator(timeoutSeconds, mpiPluginPath(), why);
+}
+
+void checkLaunchAgreement(const LaunchInfo &launch, const Communicator &comm) {
+  if ((launch.torchWorldSize < 0 || launch.torchWorldSize == comm.size()) &&
+      (launch.torchRank < 0 || launch.torchRank == comm.rank()))
+    return;
+  std::string vars;
+  if (launch.torchWorldSize >= 0)
+    vars += fmt::format("WORLD_SIZE={}", launch.torchWorldSize);
+  if (launch.torchRank >= 0)
+    vars += fmt::format("{}RANK={}", vars.empty() ? "" : " ", launch.torchRank);
+  throw Error(fmt::format("the environment says {} (torchrun), but {} runs {} ranks and this "
+                          "is rank {}; start it with mpirun alone",
+                          vars, comm.backend(), comm.size(), comm.rank()));
+}
+
+} // namespace dtc::rt
