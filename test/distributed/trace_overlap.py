@@ -1,0 +1,32 @@
+#!/usr/bin/python3
+"""Checks a --trace file of a model with several gradient buckets: in every
+traced step, the all-reduce of bucket 0 starts before the step's backward
+computation ends (communication overlaps backward), and every bucket's
+all-reduce appears. usage: trace_overlap.py TRACE.json NUM_BUCKETS"""
+import json, sys
+
+def main():
+    events = json.load(open(sys.argv[1]))["traceEvents"]
+    buckets = int(sys.argv[2])
+    steps = [e for e in events if e.get("name", "").startswith("step ")]
+    if not steps:
+        print("FAIL: no steps traced"); return 1
+    overlapped = 0
+    for s in steps:
+        t0, t1 = s["ts"], s["ts"] + s["dur"]
+        inside = [e for e in events if e.get("ph") == "X" and t0 <= e["ts"] <= t1]
+        reduces = {e["name"]: e for e in inside if e["name"].startswith("allreduce bucket")}
+        compute = [e for e in inside if e.get("tid") == 1 and not e["name"].startswith(("step", "wait", "update"))]
+        if len(reduces) != buckets:
+            print(f"FAIL: {s['name']}: {len(reduces)} all-reduces, expected {buckets}"); return 1
+        last_compute_end = max(e["ts"] + e["dur"] for e in compute)
+        first = reduces["allreduce bucket 0"]
+        if first["ts"] < last_compute_end:
+            overlapped += 1
+    print(f"{overlapped} of {len(steps)} steps start bucket 0's all-reduce before backward ends")
+    if overlapped < len(steps):
+        print("FAIL"); return 1
+    print("PASS"); return 0
+
+if __name__ == "__main__":
+    sys.exit(main())
