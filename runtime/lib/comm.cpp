@@ -10,7 +10,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <unordered_set>
+#include <vector>
 
 namespace dtc::rt {
 namespace {
@@ -39,15 +39,17 @@ public:
   const char *backend() const override { return "local"; }
 
   void allreduceStart(int bucket, float *data, int64_t count, float scale) override {
-    if (!pending_.insert(bucket).second)
+    char &pending = slot(bucket, pending_, char(0));
+    if (pending)
       throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
                               bucketName(bucket)));
+    pending = 1;
     const auto start = Clock::now();
     if (scale != 1.0f)
       for (int64_t i = 0; i < count; ++i)
         data[i] *= scale;
     const auto end = Clock::now();
-    finished_[bucket] = end;
+    slot(bucket, finished_, Clock::time_point()) = end;
     if (tracer_)
       tracer_->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", bucket), start, end,
                     count * int64_t(sizeof(float)));
@@ -55,9 +57,10 @@ public:
 
   void wait(int bucket) override {
     const auto start = Clock::now();
-    if (pending_.erase(bucket) == 0)
-      throw Error(fmt::format("internal error: wait for {}, which was not started",
-                              bucketName(bucket)));
+    if (bucket < 0 || size_t(bucket) >= pending_.size() || !pending_[size_t(bucket)])
+      throw Error(
+          fmt::format("internal error: wait for {}, which was not started", bucketName(bucket)));
+    pending_[size_t(bucket)] = 0;
     if (tracer_)
       tracer_->span(Tracer::kComputeTid, fmt::format("wait bucket {}", bucket), start,
                     Clock::now());
@@ -75,14 +78,24 @@ public:
   void barrier() override {}
 
   Clock::time_point finishedAt(int bucket) const override {
-    auto it = finished_.find(bucket);
-    return it == finished_.end() ? Clock::time_point() : it->second;
+    return bucket >= 0 && size_t(bucket) < finished_.size() ? finished_[size_t(bucket)]
+                                                            : Clock::time_point();
   }
 
 private:
+  // Per-bucket state, indexed by bucket id (grown on first use, so steps do
+  // not allocate).
+  template <class T> T &slot(int bucket, std::vector<T> &v, T init) {
+    if (bucket < 0)
+      throw Error(fmt::format("internal error: negative bucket id {}", bucket));
+    if (size_t(bucket) >= v.size())
+      v.resize(size_t(bucket) + 1, init);
+    return v[size_t(bucket)];
+  }
+
   int localRank_;
-  std::unordered_set<int> pending_;
-  std::unordered_map<int, Clock::time_point> finished_;
+  std::vector<char> pending_;
+  std::vector<Clock::time_point> finished_;
 };
 
 } // namespace

@@ -86,9 +86,8 @@ std::unique_ptr<CommBase> createLocalCommunicator(int localRank = 0);
 // Loads the plugin at pluginPath (see mpiPluginPath) and starts the
 // communication thread, which initializes MPI. `why` says what asked for MPI
 // (for the error message when the plugin cannot be loaded).
-std::unique_ptr<CommBase> createMpiCommunicator(double timeoutSeconds,
-                                                const std::string &pluginPath,
-                                                const std::string &why);
+std::unique_ptr<CommBase>
+createMpiCommunicator(double timeoutSeconds, const std::string &pluginPath, const std::string &why);
 // $DTC_MPI_PLUGIN if set, else where the build put libdtcrt_mpi.so (empty when
 // the runtime was built without MPI).
 std::string mpiPluginPath();

@@ -74,8 +74,8 @@ public:
     std::unique_lock<std::mutex> lock(m_);
     if (!done_.wait_until(lock, deadline(Clock::now()), [&] { return initDone_; })) {
       broken_ = true;
-      throw FatalCommError(fmt::format("MPI initialization did not complete within {:g} s",
-                                       timeout_));
+      throw FatalCommError(
+          fmt::format("MPI initialization did not complete within {:g} s", timeout_));
     }
     if (!initError_.empty())
       throw Error(fmt::format("cannot initialize MPI: {}", initError_));
@@ -96,9 +96,8 @@ public:
       if (!slot)
         slot = std::make_unique<Op>();
       if (slot->pending)
-        throw Error(fmt::format(
-            "internal error: all-reduce of {} started again before its wait",
-            bucketName(bucket)));
+        throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
+                                bucketName(bucket)));
       Op &op = *slot;
       op.kind = Kind::AllreduceFloat;
       op.bucket = bucket;
@@ -119,8 +118,8 @@ public:
     std::unique_lock<std::mutex> lock(m_);
     auto it = buckets_.find(bucket);
     if (it == buckets_.end() || !it->second->pending)
-      throw Error(fmt::format("internal error: wait for {}, which was not started",
-                              bucketName(bucket)));
+      throw Error(
+          fmt::format("internal error: wait for {}, which was not started", bucketName(bucket)));
     Op &op = *it->second;
     if (!done_.wait_until(lock, deadline(start), [&] { return op.done; })) {
       broken_ = true;
@@ -174,8 +173,8 @@ private:
   };
 
   Clock::time_point deadline(Clock::time_point from) const {
-    return from + std::chrono::duration_cast<Clock::duration>(
-                      std::chrono::duration<double>(timeout_));
+    return from +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
   }
 
   bool threadExited() {
@@ -272,8 +271,8 @@ private:
   void run() {
     char err[kErrLen] = "", version[256] = "";
     int rank = 0, size = 1, localRank = 0, localSize = 1;
-    const int rc = api_->init(&rank, &size, &localRank, &localSize, version, sizeof version, err,
-                              kErrLen);
+    const int rc =
+        api_->init(&rank, &size, &localRank, &localSize, version, sizeof version, err, kErrLen);
     {
       std::lock_guard<std::mutex> lock(m_);
       rank_ = rank;

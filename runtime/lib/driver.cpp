@@ -30,6 +30,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <sched.h>
 #include <thread>
 #include <unistd.h>
 
@@ -272,7 +273,8 @@ void train(Session &s) {
   const int rank = comm.rank();
   const bool root = rank == 0;
   Sampler sampler(trainSet.size, o.batch, o.seed, o.shuffle, rank, comm.size());
-  Progress progress(o.quiet || !root ? ProgressMode::Off : o.progress, o.epochs);
+  Progress progress(o.quiet || !root ? ProgressMode::Off : o.progress, o.epochs,
+                    comm.size() > 1);
   MetricsFile metrics(root ? o.metricsPath : std::string(), spec);
   const bool stepMetrics = !o.metricsPath.empty(); // every rank joins the per-step sums
   std::vector<double> stepSums(static_cast<size_t>(spec.numOutputs) + 1);
@@ -287,9 +289,16 @@ void train(Session &s) {
     const std::string path = Tracer::rankPath(o.tracePath, rank);
     tracer->write(path);
     tracer.reset();
-    if (root && !o.quiet)
-      fmt::print("wrote a trace of {} step{} to {}{}\n", steps, steps == 1 ? "" : "s", path,
-                 comm.size() > 1 ? " (ranks 1+: .rankN before the extension)" : "");
+    if (!root || o.quiet)
+      return;
+    std::string others;
+    if (comm.size() == 2)
+      others = fmt::format(" (rank 1: {})", Tracer::rankPath(o.tracePath, 1));
+    else if (comm.size() > 2)
+      others = fmt::format(" (ranks 1-{}: {}, ...)", comm.size() - 1,
+                           Tracer::rankPath(o.tracePath, 1));
+    fmt::print("wrote a trace of {} step{} to {}{}\n", steps, steps == 1 ? "" : "s", path,
+               others);
   };
   const auto start = Clock::now();
   int64_t step = 0;
@@ -378,6 +387,17 @@ void train(Session &s) {
   }
 }
 
+// BLAS threads without --threads: the cores this process may run on when
+// the launcher bound it to some (mpirun binds each of 2 ranks to a core),
+// else the machine's cores shared by the ranks on this node.
+int defaultThreads(const CommBase &comm) {
+  const int hw = std::max(1, int(std::thread::hardware_concurrency()));
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < hw)
+    return std::max(1, CPU_COUNT(&set));
+  return std::max(1, hw / std::max(1, comm.localSize()));
+}
+
 void reportError(const char *what, const CommBase *comm) {
   std::fflush(stdout);
   if (comm && comm->size() > 1)
@@ -408,10 +428,7 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
       throw CollectiveError(fmt::format("--gradcheck checks a single process, but {} ranks "
                                         "were started; run it without a launcher",
                                         comm->size()));
-    int threads = opts.threads;
-    if (!opts.threadsGiven && comm->localSize() > 1) // share the node's cores
-      threads = std::max(1, int(std::thread::hardware_concurrency()) / comm->localSize());
-    openblas_set_num_threads(threads);
+    openblas_set_num_threads(opts.threadsGiven ? opts.threads : defaultThreads(*comm));
     DataSplits data = loadData(opts.data, spec);
     checkSameData(*comm, data);
     Session session(spec, opts, std::move(data), *comm);

@@ -31,8 +31,7 @@ struct DtcrtMpiApi {
   int (*allreduceFloatSum)(float *data, int64_t count, char *err, size_t errLen);
   int (*allreduceDoubleSum)(double *data, int64_t count, char *err, size_t errLen);
   int (*broadcast)(void *data, int64_t bytes, int root, char *err, size_t errLen);
-  int (*allgather)(const void *send, void *recv, int64_t bytesPerRank, char *err,
-                   size_t errLen);
+  int (*allgather)(const void *send, void *recv, int64_t bytesPerRank, char *err, size_t errLen);
   int (*barrier)(char *err, size_t errLen);
   int (*finalize)(char *err, size_t errLen);
 };

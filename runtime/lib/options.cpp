@@ -194,11 +194,14 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   app.add_option("--metrics", out.metricsPath,
                  "Write one CSV row per step to FILE: epoch,step,batch,loss,<metrics>,lr,seconds")
       ->type_name("FILE");
-  app.add_option("--progress", progress, "Progress bar (auto: when stdout is a terminal)")
+  app.add_option("--progress", progress,
+                 "Progress bar (auto: when stdout is a terminal and there is one rank)")
       ->type_name("auto|on|off")
       ->capture_default_str()
       ->check(oneOf({"auto", "on", "off"}));
-  app.add_option("--threads", out.threads, "BLAS threads (default: hardware threads / ranks on this node)")
+  app.add_option("--threads", out.threads,
+                 "BLAS threads (default: the cores this process may use, shared by the ranks "
+                 "on a node)")
       ->type_name("N")
       ->capture_default_str()
       ->check(atLeast<int>(1, "a positive integer"));

@@ -15,7 +15,7 @@ constexpr auto kLineInterval = std::chrono::seconds(5);
 constexpr int kBarWidth = 30;
 } // namespace
 
-Progress::Progress(ProgressMode mode, int64_t epochs) : epochs_(epochs) {
+Progress::Progress(ProgressMode mode, int64_t epochs, bool launched) : epochs_(epochs) {
   switch (mode) {
   case ProgressMode::Off:
     kind_ = Kind::Off;
@@ -24,7 +24,7 @@ Progress::Progress(ProgressMode mode, int64_t epochs) : epochs_(epochs) {
     kind_ = Kind::Bar;
     break;
   case ProgressMode::Auto:
-    kind_ = ::isatty(STDOUT_FILENO) ? Kind::Bar : Kind::Lines;
+    kind_ = ::isatty(STDOUT_FILENO) && !launched ? Kind::Bar : Kind::Lines;
     break;
   }
 }

@@ -1,8 +1,9 @@
 //===- progress.h - Training progress display ----------------------------===//
 //
 // Bar mode redraws one line with '\r' (at most 10 times a second) and erases
-// it at the end of the epoch; line mode (stdout is not a terminal) prints a
-// "progress ..." line at most every 5 seconds; off prints nothing.
+// it at the end of the epoch; line mode (stdout is not a terminal, or
+// several ranks) prints a "progress ..." line at most every 5 seconds; off
+// prints nothing.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -16,7 +17,10 @@ namespace dtc::rt {
 
 class Progress {
 public:
-  Progress(ProgressMode mode, int64_t epochs); // Auto: bar iff stdout is a tty
+  // Auto: bar iff stdout is a tty and the process was not started by a
+  // multi-rank launcher (mpirun gives every rank a pty even when its own
+  // output goes to a log file).
+  Progress(ProgressMode mode, int64_t epochs, bool launched = false);
 
   void beginEpoch(int64_t epoch, int64_t steps);
   // step: 1-based step within the epoch; loss: running mean of the epoch.

@@ -71,7 +71,7 @@ std::string Tracer::json() const {
   meta("thread_name", kComputeTid, "compute");
   meta("thread_name", kCommTid, "communication");
   for (const Event &ev : events) {
-    json e = {{"name", ev.name}, {"ph", "X"},    {"pid", rank_},
+    json e = {{"name", ev.name}, {"ph", "X"},   {"pid", rank_},
               {"tid", ev.tid},   {"ts", ev.ts}, {"dur", ev.dur}};
     if (ev.bytes >= 0)
       e["args"] = {{"bytes", ev.bytes}};

@@ -28,16 +28,15 @@ int fail(char *err, size_t errLen, const char *what, int code) {
   return 1;
 }
 
-int init(int *rank, int *size, int *localRank, int *localSize, char *version,
-         size_t versionLen, char *err, size_t errLen) {
+int init(int *rank, int *size, int *localRank, int *localSize, char *version, size_t versionLen,
+         char *err, size_t errLen) {
   int provided = 0;
   int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   if (rc != MPI_SUCCESS)
     return fail(err, errLen, "MPI_Init_thread", rc);
   if (provided < MPI_THREAD_FUNNELED) {
     std::snprintf(err, errLen,
-                  "the MPI library provides thread level %d, below MPI_THREAD_FUNNELED",
-                  provided);
+                  "the MPI library provides thread level %d, below MPI_THREAD_FUNNELED", provided);
     return 1;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -111,8 +110,14 @@ int finalize(char *err, size_t errLen) {
   return rc == MPI_SUCCESS ? 0 : fail(err, errLen, "MPI_Finalize", rc);
 }
 
-const DtcrtMpiApi kApi = {DTCRT_MPI_PLUGIN_ABI, init,    allreduceFloatSum, allreduceDoubleSum,
-                          broadcast,            allgather, barrier,          finalize};
+const DtcrtMpiApi kApi = {DTCRT_MPI_PLUGIN_ABI,
+                          init,
+                          allreduceFloatSum,
+                          allreduceDoubleSum,
+                          broadcast,
+                          allgather,
+                          barrier,
+                          finalize};
 
 } // namespace
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 using namespace dtc::rt;
@@ -256,24 +257,131 @@ TEST(Sampler, ShuffleIsADeterministicPermutationPerEpoch) {
 }
 
 TEST(Sampler, RanksReadDisjointShardsOfTheSamePermutation) {
+  // N = 10, W = 3, b = 2: step 0 holds positions 0-5, step 1 the last 4
+  // (>= W, so it is kept): rank 0 gets positions 6 and 9, ranks 1, 2 one each.
   const int64_t N = 10, W = 3;
   auto perm = permutation(7, 2, N);
   std::set<int64_t> all;
   for (int r = 0; r < W; ++r) {
     Sampler s(N, 2, 7, true, r, int(W));
     s.setEpoch(2);
-    EXPECT_EQ(s.numSamples(), N / W);
+    EXPECT_EQ(s.numBatches(), 2);
+    EXPECT_EQ(s.numSamples(), r == 0 ? 4 : 3);
     std::vector<int64_t> got;
     for (int64_t b = 0; b < s.numBatches(); ++b) {
       int64_t n;
       const int64_t *idx = s.batch(b, &n);
       got.insert(got.end(), idx, idx + n);
     }
-    for (int64_t k = 0; k < N / W; ++k)
+    ASSERT_EQ(int64_t(got.size()), s.numSamples());
+    for (size_t k = 0; k < got.size(); ++k)
       EXPECT_EQ(got[k], perm[r + k * W]);
     all.insert(got.begin(), got.end());
   }
-  EXPECT_EQ(all.size(), size_t(N / W * W)); // disjoint
+  EXPECT_EQ(all.size(), size_t(N)); // disjoint, and nothing dropped
+}
+
+// The ranks' step k together is step k of one process with batch W*b.
+TEST(Sampler, RanksTogetherSeeWhatOneProcessWithTheGlobalBatchSees) {
+  for (int64_t N : {96, 97, 49, 100, 101, 103, 7}) {
+    for (int W : {2, 3, 4}) {
+      const int64_t b = 8;
+      Sampler one(N, W * b, 5, true);
+      one.setEpoch(3);
+      std::vector<Sampler> ranks;
+      for (int r = 0; r < W; ++r) {
+        ranks.emplace_back(N, b, 5, true, r, W);
+        ranks.back().setEpoch(3);
+      }
+      const int64_t R = N % (W * b);
+      const bool dropLast = R > 0 && R < W;
+      ASSERT_EQ(ranks[0].numBatches(), one.numBatches() - (dropLast ? 1 : 0))
+          << "N " << N << " W " << W;
+      EXPECT_EQ(ranks[0].droppedSamples(), dropLast ? R : 0);
+      for (int64_t k = 0; k < ranks[0].numBatches(); ++k) {
+        int64_t n1;
+        const int64_t *i1 = one.batch(k, &n1);
+        std::multiset<int64_t> want(i1, i1 + n1), got;
+        for (int r = 0; r < W; ++r) {
+          EXPECT_EQ(ranks[size_t(r)].numBatches(), ranks[0].numBatches());
+          EXPECT_EQ(ranks[size_t(r)].globalBatch(k), n1);
+          int64_t n;
+          const int64_t *idx = ranks[size_t(r)].batch(k, &n);
+          EXPECT_GE(n, 1);
+          got.insert(idx, idx + n);
+        }
+        EXPECT_EQ(got, want) << "N " << N << " W " << W << " step " << k;
+      }
+    }
+  }
+}
+
+TEST(Sampler, UnevenLastStepAndGradScale) {
+  // N = 101, W = 2, b = 8: 6 full steps of 16, then R = 5: rank 0 gets 3
+  // samples (positions 96, 98, 100), rank 1 gets 2 (97, 99).
+  Sampler r0(101, 8, 0, false, 0, 2), r1(101, 8, 0, false, 1, 2);
+  ASSERT_EQ(r0.numBatches(), 7);
+  ASSERT_EQ(r1.numBatches(), 7);
+  for (int64_t k = 0; k < 6; ++k) {
+    EXPECT_EQ(r0.gradScale(k), 1.0f);
+    EXPECT_EQ(r1.gradScale(k), 1.0f);
+    EXPECT_EQ(r0.globalBatch(k), 16);
+  }
+  int64_t n0, n1;
+  const int64_t *i0 = r0.batch(6, &n0), *i1 = r1.batch(6, &n1);
+  EXPECT_EQ(std::vector<int64_t>(i0, i0 + n0), std::vector<int64_t>({96, 98, 100}));
+  EXPECT_EQ(std::vector<int64_t>(i1, i1 + n1), std::vector<int64_t>({97, 99}));
+  EXPECT_EQ(r0.globalBatch(6), 5);
+  EXPECT_FLOAT_EQ(r0.gradScale(6), 3.0f * 2 / 5);
+  EXPECT_FLOAT_EQ(r1.gradScale(6), 2.0f * 2 / 5);
+  EXPECT_EQ(r0.droppedSamples(), 0);
+
+  // The communicator averages scale_r * mean_r over the W ranks: that must
+  // be the mean over the R samples, whatever the per-sample values.
+  auto value = [](int64_t i) { return std::sin(double(i)) * 10 + double(i); };
+  for (int64_t N : {101, 99, 37}) {
+    for (int W : {2, 3, 5}) {
+      const int64_t b = 4;
+      std::vector<Sampler> ranks;
+      for (int r = 0; r < W; ++r)
+        ranks.emplace_back(N, b, 11, true, r, W);
+      for (int64_t k = 0; k < ranks[0].numBatches(); ++k) {
+        double average = 0, globalSum = 0;
+        int64_t globalCount = 0;
+        for (int r = 0; r < W; ++r) {
+          int64_t n;
+          const int64_t *idx = ranks[size_t(r)].batch(k, &n);
+          double mean = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            mean += value(idx[j]) / double(n);
+            globalSum += value(idx[j]);
+          }
+          globalCount += n;
+          average += double(ranks[size_t(r)].gradScale(k)) * mean / W;
+        }
+        EXPECT_NEAR(average, globalSum / double(globalCount), 1e-5)
+            << "N " << N << " W " << W << " step " << k;
+      }
+    }
+  }
+}
+
+TEST(Sampler, LastStepWithFewerSamplesThanRanksIsDroppedEverywhere) {
+  // N = 33, W = 4, b = 4: 2 steps of 16, then 1 sample: no step for it.
+  for (int r = 0; r < 4; ++r) {
+    Sampler s(33, 4, 0, false, r, 4);
+    EXPECT_EQ(s.numBatches(), 2);
+    EXPECT_EQ(s.numSamples(), 8);
+    EXPECT_EQ(s.droppedSamples(), 1);
+    int64_t n;
+    s.batch(1, &n);
+    EXPECT_EQ(n, 4);
+    EXPECT_EQ(s.gradScale(1), 1.0f);
+  }
+  // One rank never drops anything.
+  Sampler single(33, 4, 0, false);
+  EXPECT_EQ(single.numBatches(), 9);
+  EXPECT_EQ(single.droppedSamples(), 0);
 }
 
 TEST(Batch, GathersRowsAndLabels) {

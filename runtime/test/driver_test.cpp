@@ -1,128 +1,38 @@
 //===- driver_test.cpp - runMain end to end with hand-written models -----===//
 //
-// The models below are what dtc would generate for a linear layer trained
-// with softmax cross-entropy (Class labels) or MSE (Value labels), written by
-// hand against dtc/kernels.h and driven through runMain like a real `train`.
+// The models of test_models.h (what dtc would generate for a linear layer
+// trained with softmax cross-entropy or MSE) driven through runMain like a
+// real `train`, in this process (one rank, the local communicator).
 //
 //===----------------------------------------------------------------------===//
+#include "comm_impl.h"
 #include "dtc/kernels.h"
 #include "dtc/runtime.h"
 #include "gradcheck.h"
 #include "session.h"
+#include "test_models.h"
 #include "test_util.h"
+#include "tracer.h"
+
+#include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
 using namespace dtc;
 using namespace dtc::rt;
+using dtc::test::Linear;
+using dtc::test::LinReg;
+using dtc::test::SoftmaxReg;
 using dtc::test::readFile;
 using dtc::test::TempDir;
 
 namespace {
-
-//===--- the model: y = x W^T + b, W [C, F], b [C] --------------------------===//
-//
-// persistent: W @0, b @wBytes (64-aligned), then the SGD momentum buffers.
-// arena: fixed part first (dW, db), then per sample (out, dout), sized by the
-// configured batch; a short batch uses a prefix.
-
-template <int64_t F, int64_t C, bool Regression, int BiasGradBug = 0> struct Linear {
-  static constexpr int64_t align(int64_t n) { return (n + 63) / 64 * 64; }
-  static constexpr int64_t wOff = 0, bOff = align(F * C * 4);
-  static constexpr int64_t paramBytes = bOff + align(C * 4);
-  static constexpr int64_t numel = F * C + C;
-
-  static float *W(const StepArgs &a) { return reinterpret_cast<float *>(a.persistent + wOff); }
-  static float *b(const StepArgs &a) { return reinterpret_cast<float *>(a.persistent + bOff); }
-  static float *out(const StepArgs &a) { return reinterpret_cast<float *>(a.arena) + numel; }
-
-  static void forward(const StepArgs &a) {
-    float *o = out(a);
-    kern::gemm(false, true, a.batch, C, F, 1.0f, a.x, W(a), 0.0f, o);
-    for (int64_t i = 0; i < a.batch; ++i)
-      for (int64_t c = 0; c < C; ++c)
-        o[i * C + c] += b(a)[c];
-    if (Regression) {
-      a.outputs[0] = kern::mse(o, a.yValue, a.batch * C);
-    } else {
-      a.outputs[0] = kern::crossEntropy(o, a.yClass, a.batch, C);
-      a.outputs[1] = kern::accuracy(o, a.yClass, a.batch, C);
-    }
-  }
-  // Writes dW then db (packed) to grads.
-  static void backward(const StepArgs &a, float *grads) {
-    const float one = 1.0f;
-    float *dout = out(a) + a.batch * C;
-    if (Regression)
-      kern::mseGrad(out(a), a.yValue, a.batch * C, &one, dout);
-    else
-      kern::crossEntropyGrad(out(a), a.yClass, a.batch, C, &one, dout);
-    kern::gemm(true, false, C, F, a.batch, 1.0f, dout, a.x, 0.0f, grads);
-    const int64_t shape[2] = {a.batch, C}, bshape[1] = {C};
-    kern::sumTo(dout, 2, shape, grads + F * C, 1, bshape);
-    for (int64_t c = 0; c < C; ++c)
-      grads[F * C + c] *= 1.0f + 0.5f * BiasGradBug;
-  }
-
-  static void evalStep(const StepArgs &a) { forward(a); }
-  static void gradStep(const StepArgs &a) {
-    forward(a);
-    backward(a, a.paramGrads);
-  }
-  static void trainStep(const StepArgs &a) {
-    forward(a);
-    float *g = reinterpret_cast<float *>(a.arena);
-    backward(a, g);
-    float *buf = reinterpret_cast<float *>(a.persistent + paramBytes);
-    kern::sgdUpdate(W(a), g, buf, F * C, *a.hyper);
-    kern::sgdUpdate(b(a), g + F * C, buf + F * C, C, *a.hyper);
-  }
-
-  static ModelSpec spec() {
-    static const ParamSpec params[] = {
-        {"fc.weight", 2, {C, F}, F * C, wOff, InitKind::GlorotUniform, 1.0, 0, F, C},
-        {"fc.bias", 1, {C}, C, bOff, InitKind::Zeros, 0, 0, F, C},
-    };
-    static const char *const classNames[] = {"loss", "accuracy"};
-    static const char *const regNames[] = {"loss"};
-    ModelSpec s{};
-    s.name = Regression ? "linreg" : "softmax_reg";
-    s.source = "test.dtc";
-    s.inputRank = 1;
-    s.inputShape[0] = F;
-    s.inputNumel = F;
-    s.labelKind = Regression ? LabelKind::Value : LabelKind::Class;
-    s.labelNumel = Regression ? C : 1;
-    s.numClasses = Regression ? 0 : C;
-    s.numParams = 2;
-    s.params = params;
-    s.paramBytes = paramBytes;
-    s.persistentBytes = paramBytes + numel * 4;
-    s.arenaPerSample = 2 * C * 4;
-    s.arenaFixed = numel * 4;
-    s.numOutputs = Regression ? 1 : 2;
-    s.outputNames = Regression ? regNames : classNames;
-    s.trainStep = trainStep;
-    s.evalStep = evalStep;
-    s.gradStep = gradStep;
-    s.recipe.data.kind = DatasetKind::Synthetic;
-    s.recipe.data.trainSize = 500;
-    s.recipe.data.testSize = 200;
-    s.recipe.batch = 32;
-    s.recipe.epochs = 5;
-    s.recipe.seed = 1;
-    s.recipe.optimizer = OptimizerKind::SGD;
-    s.recipe.hyper = Hyper{0.05f, 0.9f, 0.0f, 0.0f, 0.9f, 0.999f, 1e-8f, 0, 0};
-    return s;
-  }
-};
-
-using SoftmaxReg = Linear<4, 3, false>;
-using LinReg = Linear<4, 2, true>;
 
 //===--- running train ----------------------------------------------------===//
 
@@ -186,7 +96,7 @@ TEST(Driver, TrainsSoftmaxRegressionOnSyntheticData) {
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(r.out.rfind("model softmax_reg params 15 batch 32 epochs 5 optimizer "
                         "sgd(lr=0.05, momentum=0.9, weight_decay=0) data synthetic "
-                        "(500 train, 200 test samples)\n",
+                        "(500 train, 200 test samples) ranks 1 backend local\n",
                         0),
             0u)
       << r.out;
@@ -246,7 +156,8 @@ TEST(Driver, GradcheckCatchesAWrongGradientAndRestoresParameters) {
 
   // Direct: the persistent block is bit-identical afterwards.
   Options opts = defaultOptions(spec);
-  Session s(spec, opts, loadData(opts.data, spec));
+  auto comm = createLocalCommunicator();
+  Session s(spec, opts, loadData(opts.data, spec), *comm);
   std::string before(s.persistent.data(), s.persistent.size());
   ::testing::internal::CaptureStdout();
   EXPECT_FALSE(runGradcheck(s));
@@ -377,7 +288,8 @@ TEST(Driver, CommandLineErrors) {
   for (std::vector<std::string> args :
        {std::vector<std::string>{"--epochs", "-1"}, {"--epochs", "two"}, {"--batch", "-1"},
         {"--shuffle", "maybe"}, {"--progress", "sometimes"}, {"--lr", "-1"},
-        {"--threads", "0"}, {"--no-such-option"}, {"stray"}, {"--gradcheck-eps", "0"}}) {
+        {"--threads", "0"}, {"--no-such-option"}, {"stray"}, {"--gradcheck-eps", "0"},
+        {"--comm", "nccl"}, {"--comm-timeout", "0"}, {"--trace-steps", "0"}}) {
     TrainRun r = runTrain(spec, args);
     EXPECT_EQ(r.rc, 2) << args[0];
     EXPECT_EQ(r.err.rfind("train: error: ", 0), 0u) << r.err;
@@ -404,7 +316,8 @@ TEST(Driver, HelpAndVersion) {
   for (const char *opt : {"--data", "--epochs", "--batch", "--lr", "--seed", "--shuffle", "--save",
                           "--init", "--metrics", "--progress", "--threads", "--max-steps",
                           "--eval", "--gradcheck", "--gradcheck-eps", "--gradcheck-atol",
-                          "--gradcheck-rtol", "--quiet", "--version"})
+                          "--gradcheck-rtol", "--quiet", "--version", "--comm", "--comm-timeout",
+                          "--trace", "--trace-steps"})
     EXPECT_NE(help.out.find(opt), std::string::npos) << opt;
   TrainRun version = runTrain(SoftmaxReg::spec(), {"--version"});
   EXPECT_EQ(version.rc, 0);
@@ -440,4 +353,117 @@ TEST(Driver, EpochsZeroOnlyEvaluatesAndSyntheticOverridesTheRecipe) {
   EXPECT_NE(r.out.find("(64 train, 32 test samples)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\neval test_loss "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("epoch 1/"), std::string::npos) << r.out;
+}
+
+namespace {
+
+// Sets environment variables for the scope of the object.
+class ScopedEnv {
+public:
+  ScopedEnv(std::initializer_list<std::pair<const char *, const char *>> vars) {
+    for (auto [k, v] : vars) {
+      const char *old = std::getenv(k);
+      saved_.push_back({k, old ? std::optional<std::string>(old) : std::nullopt});
+      ::setenv(k, v, 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (auto &[k, v] : saved_)
+      v ? ::setenv(k.c_str(), v->c_str(), 1) : ::unsetenv(k.c_str());
+  }
+
+private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+} // namespace
+
+TEST(Driver, TorchrunWorldSizeWithoutMpiLauncherIsRefused) {
+  ScopedEnv env({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"LOCAL_RANK", "0"}});
+  TrainRun r = runTrain(SoftmaxReg::spec(), {"--progress", "off", "--epochs", "1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "train: error: launched with WORLD_SIZE=2 (torchrun), but the CPU build "
+                   "communicates through MPI; start it with: mpirun -np 2 train\n");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(Driver, TorchrunWorldSizeOneIsFine) {
+  ScopedEnv env({{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"LOCAL_RANK", "0"}});
+  TrainRun r = runTrain(SoftmaxReg::spec(), {"--progress", "off", "--epochs", "1"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+TEST(Driver, CommLocalUnderAMultiRankLauncherIsRefused) {
+  ScopedEnv env({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "0"}});
+  TrainRun r = runTrain(SoftmaxReg::spec(), {"--comm", "local"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "train: error: --comm local, but mpirun started 2 ranks; run a single "
+                   "process without mpirun, or use --comm auto\n");
+}
+
+TEST(Driver, MissingMpiPluginIsAClearError) {
+  ScopedEnv env({{"DTC_MPI_PLUGIN", "/nonexistent/libdtcrt_mpi.so"}});
+  TrainRun r = runTrain(SoftmaxReg::spec(), {"--comm", "mpi"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err.rfind("train: error: cannot load the MPI plugin '/nonexistent/libdtcrt_mpi.so' "
+                        "(needed because --comm mpi): /nonexistent/libdtcrt_mpi.so: cannot open "
+                        "shared object file: No such file or directory",
+                        0),
+            0u)
+      << r.err;
+  // Without a launcher, auto never loads it.
+  TrainRun local = runTrain(SoftmaxReg::spec(), {"--progress", "off", "--epochs", "1"});
+  EXPECT_EQ(local.rc, 0) << local.err;
+}
+
+TEST(Driver, TraceOfTheFirstStepsIsChromeTraceJson) {
+  using Split = Linear<64, 8, false, 0, /*SplitBuckets=*/true>;
+  TempDir dir;
+  const std::string path = dir.file("t.json");
+  TrainRun r = runTrain(Split::spec(), {"--progress", "off", "--epochs", "2", "--trace", path,
+                                        "--trace-steps", "3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote a trace of 3 steps to " + path + "\n"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::ifstream(path + ".tmp").good());
+  nlohmann::json doc = nlohmann::json::parse(readFile(path));
+  std::map<std::string, int> count;
+  std::map<int, std::vector<std::string>> namesByTid;
+  for (const auto &e : doc.at("traceEvents")) {
+    if (e.at("ph") == "M")
+      continue;
+    ASSERT_EQ(e.at("ph"), "X");
+    EXPECT_EQ(e.at("pid"), 0);
+    EXPECT_GE(e.at("dur").get<double>(), 0.0);
+    EXPECT_GE(e.at("ts").get<double>(), 0.0);
+    const std::string name = e.at("name");
+    ++count[name];
+    namesByTid[e.at("tid").get<int>()].push_back(name);
+    if (name == "allreduce bucket 0")
+      EXPECT_EQ(e.at("args").at("bytes"), 8 * 4);
+    if (name == "allreduce bucket 1")
+      EXPECT_EQ(e.at("args").at("bytes"), 64 * 8 * 4);
+  }
+  EXPECT_EQ(count["step 1"], 1);
+  EXPECT_EQ(count["step 3"], 1);
+  EXPECT_EQ(count["step 4"], 0); // only --trace-steps steps
+  for (const char *name : {"allreduce bucket 0", "allreduce bucket 1", "wait bucket 0",
+                           "wait bucket 1", "matmul", "weight grad", "sgd"})
+    EXPECT_EQ(count[name], 3) << name;
+  for (const auto &n : namesByTid[2])
+    EXPECT_EQ(n.rfind("allreduce bucket ", 0), 0u) << n;
+  EXPECT_EQ(namesByTid[2].size(), 6u);
+  EXPECT_EQ(namesByTid[1].size(), doc.at("traceEvents").size() - 6 - 3); // 3 metadata events
+}
+
+TEST(Driver, TraceWithFewerStepsThanAskedIsWrittenAtTheEnd) {
+  TempDir dir;
+  const std::string path = dir.file("trace");
+  TrainRun r = runTrain(SoftmaxReg::spec(), {"--progress", "off", "--epochs", "1", "--data",
+                                             "synthetic:40,10", "--batch", "16", "--trace", path});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  nlohmann::json doc = nlohmann::json::parse(readFile(path));
+  int steps = 0;
+  for (const auto &e : doc.at("traceEvents"))
+    steps += e.at("name").get<std::string>().rfind("step ", 0) == 0;
+  EXPECT_EQ(steps, 3);
 }

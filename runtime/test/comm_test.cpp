@@ -1,0 +1,267 @@
+//===- comm_test.cpp - Local communicator, launch detection, tracer ------===//
+//
+// Everything of the communication layer that runs in one process; the MPI
+// backend is tested inside mpirun by mpi_test.cpp and launch_test.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "comm_impl.h"
+#include "test_models.h"
+#include "test_util.h"
+#include "tracer.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace dtc::rt;
+using dtc::test::TempDir;
+
+namespace {
+
+template <class Fn> std::string errorOf(Fn fn) {
+  try {
+    fn();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+//===--- the local communicator -------------------------------------------===//
+
+TEST(LocalComm, IsOneRank) {
+  auto comm = createLocalCommunicator(3);
+  EXPECT_EQ(comm->rank(), 0);
+  EXPECT_EQ(comm->size(), 1);
+  EXPECT_EQ(comm->localRank(), 3);
+  EXPECT_EQ(comm->localSize(), 1);
+  EXPECT_STREQ(comm->backend(), "local");
+  EXPECT_FALSE(comm->broken());
+}
+
+TEST(LocalComm, AllreduceScalesOnlyWhenScaleIsNotOne) {
+  auto comm = createLocalCommunicator();
+  std::vector<float> a = {1.5f, -2.0f, 0.1f}, b = a;
+  comm->allreduceStart(0, a.data(), 3, 1.0f);
+  comm->wait(0);
+  EXPECT_EQ(a, b); // bit-identical
+  comm->allreduceStart(1, a.data(), 3, 0.5f);
+  comm->allreduceStart(2, b.data(), 2, 4.0f); // several outstanding
+  comm->wait(2);
+  comm->wait(1);
+  EXPECT_EQ(a, std::vector<float>({0.75f, -1.0f, 0.05f}));
+  EXPECT_EQ(b, std::vector<float>({6.0f, -8.0f, 0.1f})); // only count elements
+  EXPECT_NE(comm->finishedAt(1), CommBase::Clock::time_point());
+  EXPECT_EQ(comm->finishedAt(9), CommBase::Clock::time_point());
+}
+
+TEST(LocalComm, MisuseIsAnInternalError) {
+  auto comm = createLocalCommunicator();
+  dtc::rt::ModelSpec spec = dtc::test::SoftmaxReg::spec();
+  comm->setBuckets(spec);
+  EXPECT_EQ(errorOf([&] { comm->wait(0); }),
+            "internal error: wait for bucket 0 (fc.weight, fc.bias), which was not started");
+  float x = 1;
+  comm->allreduceStart(0, &x, 1, 1.0f);
+  EXPECT_EQ(errorOf([&] { comm->allreduceStart(0, &x, 1, 1.0f); }),
+            "internal error: all-reduce of bucket 0 (fc.weight, fc.bias) started again before "
+            "its wait");
+  comm->wait(0);
+  EXPECT_EQ(errorOf([&] { comm->broadcast(&x, 4, 1); }),
+            "internal error: broadcast from rank 1 of 1");
+}
+
+TEST(LocalComm, DriverCollectivesAreIdentities) {
+  auto comm = createLocalCommunicator();
+  double d[2] = {1.25, -3};
+  comm->allreduceSum(d, 2);
+  EXPECT_EQ(d[0], 1.25);
+  EXPECT_EQ(d[1], -3);
+  int64_t send = 42, recv = 0;
+  comm->allgather(&send, &recv, sizeof send);
+  EXPECT_EQ(recv, 42);
+  char bytes[3] = {1, 2, 3};
+  comm->broadcast(bytes, 3, 0);
+  EXPECT_EQ(bytes[2], 3);
+  comm->barrier();
+}
+
+TEST(LocalComm, BucketNamesComeFromTheSpec) {
+  auto comm = createLocalCommunicator();
+  EXPECT_EQ(comm->bucketName(3), "bucket 3");
+  comm->setBuckets(dtc::test::Linear<8, 2, false, 0, true>::spec());
+  EXPECT_EQ(comm->bucketName(0), "bucket 0 (fc.bias)");
+  EXPECT_EQ(comm->bucketName(1), "bucket 1 (fc.weight)");
+  EXPECT_EQ(comm->bucketName(2), "bucket 2");
+}
+
+//===--- launch detection and the backend choice ---------------------------===//
+
+LaunchInfo launchFrom(std::map<std::string, std::string> env) {
+  return detectLaunch([env](const char *name) -> const char * {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(CommSetup, Detection) {
+  LaunchInfo none = launchFrom({});
+  EXPECT_EQ(none.launcher, "");
+  EXPECT_EQ(none.localRank, -1);
+  EXPECT_EQ(none.torchWorldSize, -1);
+
+  LaunchInfo ompi = launchFrom({{"OMPI_COMM_WORLD_SIZE", "4"},
+                                {"OMPI_COMM_WORLD_RANK", "3"},
+                                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                {"LOCAL_RANK", "7"}});
+  EXPECT_EQ(ompi.launcher, "mpirun");
+  EXPECT_EQ(ompi.size, 4);
+  EXPECT_EQ(ompi.rank, 3);
+  EXPECT_EQ(ompi.localRank, 1); // the launcher's wins over LOCAL_RANK
+
+  LaunchInfo srun =
+      launchFrom({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "0"}});
+  EXPECT_EQ(srun.launcher, "srun");
+  EXPECT_EQ(srun.size, 8);
+  EXPECT_EQ(srun.rank, 2);
+  EXPECT_EQ(srun.localRank, 0);
+  // One task (e.g. a batch script's own shell) is not a multi-rank launch.
+  EXPECT_EQ(launchFrom({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}).launcher, "");
+
+  LaunchInfo pmi = launchFrom({{"PMI_SIZE", "2"}, {"PMI_RANK", "1"}});
+  EXPECT_EQ(pmi.launcher, "a PMI launcher");
+  EXPECT_EQ(pmi.size, 2);
+  EXPECT_EQ(launchFrom({{"PMIX_RANK", "0"}}).launcher, "a PMIx launcher");
+
+  LaunchInfo torch = launchFrom({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}});
+  EXPECT_EQ(torch.launcher, "");
+  EXPECT_EQ(torch.torchRank, 1);
+  EXPECT_EQ(torch.torchWorldSize, 2);
+  EXPECT_EQ(torch.localRank, 1);
+  EXPECT_EQ(launchFrom({{"WORLD_SIZE", "two"}}).torchWorldSize, -1);
+}
+
+TEST(CommSetup, BackendChoiceAndRefusals) {
+  auto local = createCommunicator(CommKind::Auto, 5, launchFrom({{"LOCAL_RANK", "2"}}), "./train");
+  EXPECT_STREQ(local->backend(), "local");
+  EXPECT_EQ(local->localRank(), 2);
+
+  EXPECT_EQ(errorOf([] {
+              createCommunicator(CommKind::Auto, 5, launchFrom({{"WORLD_SIZE", "2"}}), "./train");
+            }),
+            "launched with WORLD_SIZE=2 (torchrun), but the CPU build communicates through MPI; "
+            "start it with: mpirun -np 2 ./train");
+  EXPECT_EQ(errorOf([] {
+              createCommunicator(CommKind::Local, 5,
+                                 launchFrom({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}}),
+                                 "./train");
+            }),
+            "--comm local, but srun started 4 ranks; run a single process without srun, or use "
+            "--comm auto");
+  // torchrun's variables must agree with the communicator's.
+  EXPECT_NO_THROW(checkLaunchAgreement(launchFrom({{"WORLD_SIZE", "1"}, {"RANK", "0"}}), *local));
+  EXPECT_EQ(errorOf([&] {
+              checkLaunchAgreement(
+                  launchFrom({{"OMPI_COMM_WORLD_SIZE", "1"}, {"WORLD_SIZE", "2"}, {"RANK", "1"}}),
+                  *local);
+            }),
+            "the environment says WORLD_SIZE=2 RANK=1 (torchrun), but local runs 1 ranks and "
+            "this is rank 0; start it with mpirun alone");
+}
+
+TEST(CommSetup, MpiPluginErrors) {
+  EXPECT_EQ(errorOf([] {
+              createMpiCommunicator(5, "", "--comm mpi");
+            }).rfind("MPI is needed (--comm mpi), but this runtime was built without MPI", 0),
+            0u);
+  EXPECT_EQ(errorOf([] { createMpiCommunicator(5, "/nonexistent/libdtcrt_mpi.so", "--comm mpi"); }),
+            "cannot load the MPI plugin '/nonexistent/libdtcrt_mpi.so' (needed because --comm "
+            "mpi): /nonexistent/libdtcrt_mpi.so: cannot open shared object file: No such file or "
+            "directory; set DTC_MPI_PLUGIN to libdtcrt_mpi.so, and install the MPI library it "
+            "was built with");
+  const std::string notPlugin =
+      errorOf([] { createMpiCommunicator(5, "libc.so.6", "the program was launched by mpirun"); });
+  EXPECT_EQ(notPlugin.rfind("'libc.so.6' is not a dtc MPI plugin: ", 0), 0u) << notPlugin;
+  EXPECT_NE(notPlugin.find("undefined symbol: dtcrt_mpi_plugin"), std::string::npos) << notPlugin;
+}
+
+TEST(CommSetup, PluginPathIsCompiledInAndOverridable) {
+  const char *old = std::getenv("DTC_MPI_PLUGIN");
+  ::unsetenv("DTC_MPI_PLUGIN");
+  const std::string builtIn = mpiPluginPath();
+#ifdef DTCRT_HAVE_MPI
+  EXPECT_EQ(builtIn.front(), '/');
+  EXPECT_TRUE(std::ifstream(builtIn).good()) << builtIn;
+#endif
+  ::setenv("DTC_MPI_PLUGIN", "/x/y.so", 1);
+  EXPECT_EQ(mpiPluginPath(), "/x/y.so");
+  old ? ::setenv("DTC_MPI_PLUGIN", old, 1) : ::unsetenv("DTC_MPI_PLUGIN");
+}
+
+//===--- the tracer ---------------------------------------------------------===//
+
+TEST(Tracer, RankPaths) {
+  EXPECT_EQ(Tracer::rankPath("t.json", 0), "t.json");
+  EXPECT_EQ(Tracer::rankPath("t.json", 1), "t.rank1.json");
+  EXPECT_EQ(Tracer::rankPath("/a.b/trace", 12), "/a.b/trace.rank12");
+  EXPECT_EQ(Tracer::rankPath("dir/x.y.json", 3), "dir/x.y.rank3.json");
+  EXPECT_EQ(Tracer::rankPath(".trace", 2), ".trace.rank2");
+}
+
+TEST(Tracer, RecordsNestedSpansAndCommunicationSpans) {
+  Tracer t(3);
+  traceBegin(&t, "outer");
+  traceBegin(&t, "inner \"quoted\"");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  traceEnd(&t);
+  traceEnd(&t);
+  traceEnd(&t); // unbalanced: ignored
+  traceBegin(nullptr, "nothing");
+  traceEnd(nullptr);
+  const auto now = Tracer::Clock::now();
+  std::thread([&] {
+    t.span(Tracer::kCommTid, "allreduce bucket 0", now, now + std::chrono::microseconds(1500),
+           4096);
+  }).join();
+  EXPECT_EQ(t.numEvents(), 3u);
+
+  nlohmann::json doc = nlohmann::json::parse(t.json());
+  std::map<std::string, nlohmann::json> byName;
+  for (const auto &e : doc.at("traceEvents")) {
+    EXPECT_EQ(e.at("pid"), 3);
+    if (e.at("ph") == "X")
+      byName[e.at("name")] = e;
+  }
+  ASSERT_EQ(byName.size(), 3u);
+  const auto &outer = byName["outer"], &inner = byName["inner \"quoted\""],
+             &comm = byName["allreduce bucket 0"];
+  EXPECT_EQ(outer.at("tid"), 1);
+  EXPECT_EQ(comm.at("tid"), 2);
+  EXPECT_EQ(comm.at("args").at("bytes"), 4096);
+  EXPECT_NEAR(comm.at("dur").get<double>(), 1500, 1);
+  EXPECT_GE(inner.at("dur").get<double>(), 2000);
+  EXPECT_LE(outer.at("ts").get<double>(), inner.at("ts").get<double>());
+  EXPECT_GE(outer.at("ts").get<double>() + outer.at("dur").get<double>(),
+            inner.at("ts").get<double>() + inner.at("dur").get<double>());
+}
+
+TEST(Tracer, WritesAtomically) {
+  TempDir dir;
+  Tracer t(0);
+  traceBegin(&t, "x");
+  traceEnd(&t);
+  t.write(dir.file("t.json"));
+  EXPECT_FALSE(std::ifstream(dir.file("t.json.tmp")).good());
+  EXPECT_NO_THROW(nlohmann::json::parse(dtc::test::readFile(dir.file("t.json"))));
+  EXPECT_EQ(errorOf([&] {
+              t.write(dir.file("no/such/dir/t.json"));
+            }).rfind("cannot write trace file '" + dir.file("no/such/dir/t.json") + "': ", 0),
+            0u);
+}
+
+} // namespace
