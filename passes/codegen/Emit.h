@@ -17,6 +17,13 @@ namespace dtc {
 /// hand them to the runtime (runtime/include/dtc/runtime.h).
 mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os);
 
+/// Prints the planned module as one CUDA C++ translation unit (for nvcc):
+/// the CPU steps of emitCpp plus CUDA steps — GEMMs through cuBLAS, each
+/// dtc.fused as a generated __global__ kernel, the rest as dtc/cuda.h calls,
+/// one optimizer-update launch per bucket — all on the context's stream; the
+/// runtime picks the device at run time.
+mlir::LogicalResult emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
+
 /// A C++ string literal that holds `s` byte for byte, whatever it contains.
 std::string cppStringLiteral(llvm::StringRef s);
 

@@ -13,7 +13,10 @@ train {
   optimizer = sgd(lr=0.01, momentum=0.9)
 }
 # CHECK-LABEL: static void evalStep(const dtc::rt::StepArgs &a) {
-# CHECK: char *const F = A + (4000 * B + 63) / 64 * 64;
+# The fixed region first (gradients stay put whatever the batch), then the
+# per-sample region:
+# CHECK: char *const F = a.arena;
+# CHECK-NEXT: char *const S = a.arena + 128;
 # CHECK: dtc::kern::gemm(false, true, B, 500, 784, 1.0f, x, [[W1:v[0-9]+]], 0.0f, [[H:v[0-9]+]]);
 # One loop nest for bias + relu:
 # CHECK: for (int64_t i0 = 0; i0 < B; ++i0) {

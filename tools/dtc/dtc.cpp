@@ -42,11 +42,21 @@ cl::opt<Emit> emitKind(
     cl::values(clEnumValN(Emit::MLIR, "mlir", "the dtc dialect from the DSL"),
                clEnumValN(Emit::MLIROpt, "mlir-opt",
                           "the IR after all passes (planned)"),
-               clEnumValN(Emit::Cpp, "cpp", "the generated C++"),
+               clEnumValN(Emit::Cpp, "cpp",
+                          "the generated source (C++, or CUDA C++ for "
+                          "--target=cuda)"),
                clEnumValN(Emit::Exe, "exe", "the train executable (default)")),
     cl::cat(category));
-cl::opt<std::string> target("target", cl::desc("Code generation target"),
-                            cl::init("cpu"), cl::cat(category));
+cl::opt<std::string> target(
+    "target",
+    cl::desc("Code generation target: cpu (C++, OpenBLAS), cuda (CUDA C++ "
+             "for nvcc, holding the CPU steps too: train picks the device at "
+             "run time), or auto (cuda when this machine has a GPU and dtc "
+             "was built with the CUDA runtime, else cpu)"),
+    cl::init("auto"), cl::cat(category));
+cl::opt<std::string> cudaArch("cuda-arch",
+                              cl::desc("GPU architecture for nvcc (-arch)"),
+                              cl::init("sm_90"), cl::cat(category));
 cl::opt<bool> verbose("v", cl::desc("Show the commands dtc runs"),
                       cl::cat(category));
 cl::opt<bool> report("report", cl::desc("Print the compile-time plan "
@@ -90,6 +100,15 @@ struct StageTimer {
     start = now;
   }
 };
+
+/// Whether this machine has an NVIDIA GPU (the driver lists it).
+bool hasGpu() {
+  std::error_code ec;
+  for (sys::fs::directory_iterator it("/proc/driver/nvidia/gpus", ec), end;
+       !ec && it != end; it.increment(ec))
+    return true;
+  return false;
+}
 
 int fail(const Twine &msg) {
   llvm::errs() << "dtc: error: " << msg << "\n";
@@ -195,16 +214,25 @@ void printReport(mlir::ModuleOp module) {
                      (long long)i64(module, "dtc.persistent_bytes"));
 }
 
-/// Runs the host compiler on `source`, producing `output` atomically.
-int compileAndLink(StringRef source, StringRef output) {
+/// Runs the host compiler (nvcc for CUDA) on `source`, producing `output`
+/// atomically.
+int compileAndLink(StringRef source, StringRef output, bool cuda) {
   SmallString<256> tmpOut(output);
   tmpOut += ".dtc-tmp";
-  auto path = sys::findProgramByName(cxx);
+  std::string compiler = cuda ? std::string(DTC_NVCC) : cxx.getValue();
+  auto path = sys::findProgramByName(compiler);
   if (!path)
-    return fail("cannot find the C++ compiler '" + cxx + "'");
+    return fail("cannot find the " + Twine(cuda ? "CUDA" : "C++") +
+                " compiler '" + compiler + "'");
   std::vector<std::string> args = {*path, "-std=c++17"};
   SmallVector<StringRef> flags;
-  StringRef(cxxFlags).split(flags, ' ', -1, false);
+  if (cuda) {
+    args.push_back("-O3");
+    args.push_back("-arch=" + cudaArch);
+    args.push_back("-Xcompiler=-march=native");
+  } else {
+    StringRef(cxxFlags).split(flags, ' ', -1, false);
+  }
   for (StringRef f : flags)
     args.push_back(f.str());
   args.push_back("-I" DTC_RUNTIME_INCLUDE_DIR);
@@ -213,6 +241,10 @@ int compileAndLink(StringRef source, StringRef output) {
   args.push_back(tmpOut.str().str());
   args.push_back(DTC_RUNTIME_LIBRARY);
   SmallVector<StringRef> libs;
+  if (cuda) {
+    args.push_back(DTC_RUNTIME_CUDA_LIBRARY);
+    StringRef(DTC_RUNTIME_CUDA_LINK_LIBS).split(libs, ' ', -1, false);
+  }
   StringRef(DTC_RUNTIME_LINK_LIBS).split(libs, ' ', -1, false);
   for (StringRef l : libs)
     args.push_back(l.str());
@@ -247,8 +279,13 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "dtc: compiles a model and its training recipe "
                               "into a training program\n");
-  if (target != "cpu")
-    return fail("unknown target '" + target + "' (this build supports: cpu)");
+  bool cudaBuilt = StringRef(DTC_RUNTIME_CUDA_LIBRARY).size() > 0;
+  if (target != "cpu" && target != "cuda" && target != "auto")
+    return fail("unknown target '" + target + "' (expected cpu, cuda, auto)");
+  bool cuda = target == "cuda" || (target == "auto" && cudaBuilt && hasGpu());
+  if (cuda && !cudaBuilt && emitKind == Emit::Exe)
+    return fail("--target=cuda: this dtc was built without the CUDA runtime "
+                "(no CUDA toolkit found when it was configured)");
 
   StageTimer timer;
   auto file = MemoryBuffer::getFile(inputFile, /*IsText=*/true);
@@ -299,7 +336,8 @@ int main(int argc, char **argv) {
 
   std::string cpp;
   llvm::raw_string_ostream cppStream(cpp);
-  if (mlir::failed(dtc::emitCpp(*module, cppStream)))
+  if (mlir::failed(cuda ? dtc::emitCuda(*module, cppStream)
+                        : dtc::emitCpp(*module, cppStream)))
     return 1;
   timer.lap("emit");
   if (emitKind == Emit::Cpp)
@@ -307,13 +345,14 @@ int main(int argc, char **argv) {
 
   SmallString<128> srcPath;
   int fd;
-  if (auto ec = sys::fs::createTemporaryFile("dtc-model", "cpp", fd, srcPath))
+  if (auto ec = sys::fs::createTemporaryFile("dtc-model", cuda ? "cu" : "cpp",
+                                             fd, srcPath))
     return fail("cannot create a temporary file: " + ec.message());
   {
     raw_fd_ostream src(fd, /*shouldClose=*/true);
     src << cpp;
   }
-  int rc = compileAndLink(srcPath, out);
+  int rc = compileAndLink(srcPath, out, cuda);
   sys::fs::remove(srcPath);
   timer.lap("compile");
   return rc;

@@ -15,6 +15,7 @@ namespace dtc::rt {
 
 class Communicator; // dtc/comm.h
 class Tracer;       // dtc/trace.h
+struct DeviceContext; // dtc/cuda.h
 
 enum class InitKind : int32_t {
   Zeros = 0,
@@ -89,6 +90,7 @@ struct StepArgs {
                             // batch * worldSize / (global batch); 1 unless the
                             // ranks' batches differ in size (last step of an epoch)
   Tracer *trace;            // null unless --trace records this step
+  const DeviceContext *device; // CUDA steps only (dtc/cuda.h); null for CPU steps
 };
 
 using StepFn = void (*)(const StepArgs &);
@@ -120,7 +122,9 @@ struct ModelSpec {
   const ParamSpec *params;
   int64_t persistentBytes;    // parameters + optimizer state
   int64_t paramBytes;         // the first paramBytes of persistent are parameters
-  // arena: bytes = arenaPerSample * batch + arenaFixed (covers every step fn)
+  // arena: bytes = arenaFixed + arenaPerSample * batch (covers every step
+  // fn); steps place their fixed region first, so fixed buffers (gradients,
+  // buckets) do not move when the batch size changes
   int64_t arenaPerSample;
   int64_t arenaFixed;
   // outputs: names[0] is "loss"
@@ -136,6 +140,11 @@ struct ModelSpec {
                               // ranks refuse to train together unless equal
   int32_t numBuckets;
   const BucketSpec *buckets;  // in the order their all-reduces start
+  // CUDA steps (dtc --target=cuda; null otherwise): same contract as the CPU
+  // steps, with device pointers and StepArgs::device set.
+  StepFn trainStepCuda;
+  StepFn evalStepCuda;
+  StepFn gradStepCuda;
 };
 
 // Runs the `train` program: parses options, loads data, trains, evaluates.

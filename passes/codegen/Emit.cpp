@@ -1,4 +1,13 @@
-//===- EmitCpp.cpp - Planned dtc IR to C++ for the CPU runtime ------------===//
+//===- Emit.cpp - Planned dtc IR to C++ (CPU) and CUDA C++ (GPU) ---------===//
+//
+// The last step of the pipeline, the only one that differs between targets.
+// One emitter walks the planned IR; per op it prints either a CPU statement
+// (OpenBLAS GEMM, a fused loop nest, a call into dtc/kernels.h) or a CUDA one
+// (cuBLAS GEMM, a launch of a generated fused __global__ kernel, a call into
+// dtc/cuda.h). Buffers, their offsets and the order of everything come from
+// the IR, identically for both.
+//
+//===----------------------------------------------------------------------===//
 #include "passes/codegen/Emit.h"
 
 #include "dialects/dtc/DtcDialect.h"
@@ -65,6 +74,7 @@ std::string numel(Type t) {
 }
 
 enum class Mode { Eval, Update, Grads };
+enum class Target { Cpu, Cuda };
 
 /// Ops that compute (and so appear in --trace timelines).
 bool isTraced(Operation *op) {
@@ -92,15 +102,20 @@ std::string traceName(Operation *op) {
   return n;
 }
 
-class CppEmitter {
+class Emitter {
 public:
-  CppEmitter(ModuleOp module, llvm::raw_ostream &os) : module(module), os(os) {}
-  LogicalResult emit();
+  Emitter(ModuleOp module, llvm::raw_ostream &os) : module(module), os(os) {}
+  LogicalResult emit(Target programTarget);
 
 private:
   LogicalResult emitFunction(func::FuncOp f, llvm::StringRef name, Mode mode);
   LogicalResult emitOp(Operation *op, Mode mode);
+  LogicalResult emitOpCuda(Operation *op, Mode mode);
   void emitFused(FusedOp op);
+  void emitFusedCuda(FusedOp op);
+  /// One kernel launch for a run of consecutive updates (CUDA).
+  void emitUpdatesCuda(ArrayRef<ApplyGradientOp> updates);
+  std::string updateItem(ApplyGradientOp u);
   void emitSpec(func::FuncOp forward, uint64_t fingerprint);
   LogicalResult emitUpdate(ApplyGradientOp u, Mode mode);
   void emitOutputs(func::ReturnOp r);
@@ -120,22 +135,27 @@ private:
   llvm::raw_ostream &os;
   DenseMap<Value, std::string> names;
   unsigned counter = 0;
+  Target target = Target::Cpu;       // of the step being emitted
+  std::string kernels;               // generated __global__ kernels (CUDA)
+  unsigned kernelCount = 0;
+  llvm::StringMap<std::string> kernelNames; // kernel text -> its name
+  DenseSet<Operation *> emittedUpdates; // updates already batched (CUDA)
 };
 
-std::string CppEmitter::define(Value r, Operation *op, unsigned index) {
+std::string Emitter::define(Value r, Operation *op, unsigned index) {
   auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("dtc.offsets");
   auto t = cast<RankedTensorType>(r.getType());
   std::string n = "v" + std::to_string(counter++);
   names[r] = n;
   int64_t off = offsets[index];
   os << "  float *" << n << " = reinterpret_cast<float *>("
-     << (shape::isBatched(t) ? "A + " + std::to_string(off) + " * B"
+     << (shape::isBatched(t) ? "S + " + std::to_string(off) + " * B"
                              : "F + " + std::to_string(off))
      << ");\n";
   return n;
 }
 
-std::string CppEmitter::shapeArray(Type t) {
+std::string Emitter::shapeArray(Type t) {
   auto s = cast<RankedTensorType>(t).getShape();
   if (s.empty())
     return "nullptr";
@@ -147,7 +167,7 @@ std::string CppEmitter::shapeArray(Type t) {
   return n;
 }
 
-std::string CppEmitter::axisView(Type t, int64_t axis) {
+std::string Emitter::axisView(Type t, int64_t axis) {
   auto s = cast<RankedTensorType>(t).getShape();
   return product(s, 0, axis) + ", " + dim(s[axis]) + ", " +
          product(s, axis + 1, s.size());
@@ -162,95 +182,80 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
       .Case([&](DivOp) { return x[0] + " / " + x[1]; })
       .Case([&](NegOp) { return "-" + x[0]; })
       .Case([&](ReluOp) { return x[0] + " > 0.0f ? " + x[0] + " : 0.0f"; })
-      .Case([&](TanhOp) { return "std::tanh(" + x[0] + ")"; })
+      .Case([&](TanhOp) { return "tanhf(" + x[0] + ")"; })
       .Case([&](SigmoidOp) {
-        return "1.0f / (1.0f + std::exp(-" + x[0] + "))";
+        return "1.0f / (1.0f + expf(-" + x[0] + "))";
       })
       .Case([&](GeluOp) {
-        return "0.5f * " + x[0] + " * (1.0f + std::erf(" + x[0] +
+        return "0.5f * " + x[0] + " * (1.0f + erff(" + x[0] +
                " * 0.70710678118654752f))";
       })
-      .Case([&](ExpOp) { return "std::exp(" + x[0] + ")"; })
-      .Case([&](LogOp) { return "std::log(" + x[0] + ")"; })
-      .Case([&](SqrtOp) { return "std::sqrt(" + x[0] + ")"; })
+      .Case([&](ExpOp) { return "expf(" + x[0] + ")"; })
+      .Case([&](LogOp) { return "logf(" + x[0] + ")"; })
+      .Case([&](SqrtOp) { return "sqrtf(" + x[0] + ")"; })
       .Case([&](ReluGradOp) {
         return x[0] + " > 0.0f ? " + x[1] + " : 0.0f";
       })
       .Case([&](GeluGradOp) {
-        return x[1] + " * (0.5f * (1.0f + std::erf(" + x[0] +
+        return x[1] + " * (0.5f * (1.0f + erff(" + x[0] +
                " * 0.70710678118654752f)) + " + x[0] +
-               " * 0.39894228040143268f * std::exp(-0.5f * " + x[0] + " * " +
+               " * 0.39894228040143268f * expf(-0.5f * " + x[0] + " * " +
                x[0] + "))";
       })
       .Case<BroadcastToOp, CopyOp>([&](Operation *) { return x[0]; })
       .Default([](Operation *) { return std::string(); });
 }
 
-void CppEmitter::emitFused(FusedOp op) {
-  auto outType = cast<RankedTensorType>(op.getResult(0).getType());
-  auto shape = outType.getShape();
-  size_t rank = shape.size();
-  SmallVector<std::string> outs;
-  for (auto [i, r] : llvm::enumerate(op.getResults()))
-    outs.push_back(define(r, op, i));
-  // Loads: an input of the output's shape is read at the linear index; a
-  // broadcast one through its own strides (0 along broadcast dimensions).
-  bool allFlat = llvm::all_of(op.getInputs(), [&](Value v) {
-    auto t = cast<RankedTensorType>(v.getType());
-    return t == outType || t.getRank() == 0;
-  });
+/// How a fused kernel reads each input at output element (i0, ..., l): an
+/// input of the output's shape at the linear index `l`, a 0-d one at 0, a
+/// broadcast one through its own strides (0 along broadcast dimensions). The
+/// batch dimension, when present, is the first, so no stride involves B.
+struct FusedLoads {
+  bool flat; // every input is read at `l` or at 0: no multi-index needed
   std::vector<std::string> index;
+};
+
+FusedLoads fusedLoads(FusedOp op) {
+  auto outType = cast<RankedTensorType>(op.getResult(0).getType());
+  size_t rank = outType.getRank();
+  FusedLoads loads{true, {}};
   for (Value v : op.getInputs()) {
     auto t = cast<RankedTensorType>(v.getType());
     if (t == outType) {
-      index.push_back("l");
+      loads.index.push_back("l");
       continue;
     }
     if (t.getRank() == 0) {
-      index.push_back("0");
+      loads.index.push_back("0");
       continue;
     }
+    loads.flat = false;
     auto in = t.getShape();
     std::string idx;
     int64_t stride = 1;
     for (int64_t j = in.size() - 1; j >= 0; --j) {
       size_t k = j + (rank - in.size());
-      if (in[j] != 1) {
+      if (in[j] != 1)
         idx = (idx.empty() ? "" : idx + " + ") + "i" + std::to_string(k) +
               (stride == 1 ? "" : " * " + std::to_string(stride));
-      }
       stride *= ShapedType::isDynamic(in[j]) ? 1 : in[j];
     }
-    index.push_back(idx.empty() ? "0" : idx);
+    loads.index.push_back(idx.empty() ? "0" : idx);
   }
-  os << "  {\n";
-  std::string indent = "    ";
-  if (allFlat || rank == 0) {
-    os << indent << "for (int64_t l = 0; l < " << numel(outType)
-       << "; ++l) {\n";
-  } else {
-    for (size_t k = 0; k < rank; ++k) {
-      os << indent << "for (int64_t i" << k << " = 0; i" << k << " < "
-         << dim(shape[k]) << "; ++i" << k << ") {\n";
-      indent += "  ";
-    }
-    os << indent << "const int64_t l = ";
-    for (size_t k = 0; k < rank; ++k) {
-      os << (k ? " + " : "") << "i" << k;
-      std::string rest = product(shape, k + 1, rank);
-      if (rest != "1")
-        os << " * " << rest;
-    }
-    os << ";\n";
-  }
-  if (allFlat || rank == 0)
-    indent += "  ";
+  return loads;
+}
+
+/// The body of a fused kernel at element `l`: loads, one scalar per op,
+/// stores; the same text for the CPU loop nest and the CUDA kernel.
+void fusedBody(FusedOp op, const FusedLoads &loads, ArrayRef<std::string> ins,
+               ArrayRef<std::string> outs, StringRef indent,
+               llvm::raw_ostream &os) {
   DenseMap<Value, std::string> scalars;
   Block &body = op.getBody().front();
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     std::string n = "x" + std::to_string(i);
-    os << indent << "const float " << n << " = " << name(op.getInputs()[i])
-       << "[" << index[i] << "];\n";
+    os << indent << "const float " << n << " = " << ins[i] << "["
+       << loads.index[i] << "];\n";
     scalars[arg] = n;
   }
   unsigned e = 0;
@@ -273,7 +278,42 @@ void CppEmitter::emitFused(FusedOp op) {
   auto yield = cast<YieldOp>(body.getTerminator());
   for (auto [i, v] : llvm::enumerate(yield.getValues()))
     os << indent << outs[i] << "[l] = " << scalars.lookup(v) << ";\n";
-  size_t loops = (allFlat || rank == 0) ? 1 : rank;
+}
+
+void Emitter::emitFused(FusedOp op) {
+  auto outType = cast<RankedTensorType>(op.getResult(0).getType());
+  auto shape = outType.getShape();
+  size_t rank = shape.size();
+  SmallVector<std::string> outs, ins;
+  for (auto [i, r] : llvm::enumerate(op.getResults()))
+    outs.push_back(define(r, op, i));
+  for (Value v : op.getInputs())
+    ins.push_back(name(v));
+  FusedLoads loads = fusedLoads(op);
+  bool flat = loads.flat || rank == 0;
+  os << "  {\n";
+  std::string indent = "    ";
+  if (flat) {
+    os << indent << "for (int64_t l = 0; l < " << numel(outType)
+       << "; ++l) {\n";
+    indent += "  ";
+  } else {
+    for (size_t k = 0; k < rank; ++k) {
+      os << indent << "for (int64_t i" << k << " = 0; i" << k << " < "
+         << dim(shape[k]) << "; ++i" << k << ") {\n";
+      indent += "  ";
+    }
+    os << indent << "const int64_t l = ";
+    for (size_t k = 0; k < rank; ++k) {
+      os << (k ? " + " : "") << "i" << k;
+      std::string rest = product(shape, k + 1, rank);
+      if (rest != "1")
+        os << " * " << rest;
+    }
+    os << ";\n";
+  }
+  fusedBody(op, loads, ins, outs, indent, os);
+  size_t loops = flat ? 1 : rank;
   for (size_t k = 0; k < loops; ++k) {
     indent.resize(indent.size() - 2);
     os << indent << "}\n";
@@ -281,7 +321,85 @@ void CppEmitter::emitFused(FusedOp op) {
   os << "  }\n";
 }
 
-LogicalResult CppEmitter::emitOp(Operation *op, Mode mode) {
+void Emitter::emitFusedCuda(FusedOp op) {
+  auto outType = cast<RankedTensorType>(op.getResult(0).getType());
+  auto shape = outType.getShape();
+  size_t rank = shape.size();
+  SmallVector<std::string> outs, ins, params, args;
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    outs.push_back("out" + std::to_string(i));
+    params.push_back("float *__restrict__ out" + std::to_string(i));
+    args.push_back(define(r, op, i));
+  }
+  SmallVector<std::string> inArgs;
+  for (auto [i, v] : llvm::enumerate(op.getInputs())) {
+    ins.push_back("in" + std::to_string(i));
+    params.insert(params.begin() + i,
+                  "const float *__restrict__ in" + std::to_string(i));
+    inArgs.push_back(name(v));
+  }
+  FusedLoads loads = fusedLoads(op);
+  // The kernel's text, under a placeholder name: identical kernels (the
+  // forward of the eval, train and grad steps) are emitted once.
+  std::string text;
+  llvm::raw_string_ostream k(text);
+  k << "(int64_t B";
+  for (auto &p : params)
+    k << ", " << p;
+  k << ") {\n"
+    << "  (void)B;\n"
+    << "  const int64_t n = " << numel(outType) << ";\n"
+    << "  for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; "
+       "l < n; l += int64_t(gridDim.x) * blockDim.x) {\n";
+  if (!loads.flat && rank > 0) {
+    // The multi-index of l, last dimension fastest; only the indices that
+    // some broadcast load uses.
+    auto used = [&](int64_t d) {
+      std::string var = "i" + std::to_string(d);
+      return llvm::any_of(loads.index, [&](const std::string &idx) {
+        for (size_t p = idx.find(var); p != std::string::npos;
+             p = idx.find(var, p + 1))
+          if (p + var.size() == idx.size() || !isdigit(idx[p + var.size()]))
+            return true;
+        return false;
+      });
+    };
+    int64_t lowest = rank;
+    for (int64_t d = 0; d < (int64_t)rank; ++d)
+      if (used(d)) {
+        lowest = d;
+        break;
+      }
+    if (lowest < (int64_t)rank)
+      k << "    int64_t r = l;\n";
+    for (int64_t d = rank - 1; d >= lowest; --d) {
+      if (d == 0) {
+        k << "    const int64_t i0 = r;\n";
+        break;
+      }
+      if (used(d))
+        k << "    const int64_t i" << d << " = r % " << dim(shape[d]) << ";\n";
+      if (d > lowest)
+        k << "    r /= " << dim(shape[d]) << ";\n";
+    }
+  }
+  fusedBody(op, loads, ins, outs, "    ", k);
+  k << "  }\n}\n\n";
+  std::string &kname = kernelNames[text];
+  if (kname.empty()) {
+    kname = "fusedKernel" + std::to_string(kernelCount++);
+    kernels += "// " + traceName(op) + "\n__global__ void " + kname + text;
+  }
+  os << "  " << kname << "<<<dtcBlocks(" << numel(outType)
+     << "), 256, 0, c.stream>>>(B";
+  for (auto &a : inArgs)
+    os << ", " << a;
+  for (auto &a : args)
+    os << ", " << a;
+  os << ");\n";
+}
+
+LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
   auto result = [&](unsigned i = 0) { return define(op->getResult(i), op, i); };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ParamRefOp p) {
@@ -453,15 +571,223 @@ LogicalResult CppEmitter::emitOp(Operation *op, Mode mode) {
       });
 }
 
-void CppEmitter::emitOutputs(func::ReturnOp r) {
+LogicalResult Emitter::emitOpCuda(Operation *op, Mode mode) {
+  auto result = [&](unsigned i = 0) { return define(op->getResult(i), op, i); };
+  auto call = [&](StringRef fn) -> llvm::raw_ostream & {
+    return os << "  dtc::cuda::" << fn << "(c, ";
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      // Pointers, collectives and outputs are the same on both targets.
+      .Case<ParamRefOp, ReshapeOp, AllReduceOp, AllReduceBucketOp,
+            AllReduceStartOp, AllReduceWaitOp, func::ReturnOp>(
+          [&](Operation *o) { return emitOp(o, mode); })
+      .Case([&](ConstantOp k) {
+        std::string n = result();
+        call("fill") << n << ", " << numel(k.getType()) << ", "
+                     << floatLiteral(k.getValue().convertToDouble()) << ");\n";
+        return success();
+      })
+      .Case([&](BatchSizeOp) {
+        std::string n = result();
+        call("fill") << n << ", 1, static_cast<float>(B));\n";
+        return success();
+      })
+      .Case([&](FusedOp f) {
+        emitFusedCuda(f);
+        return success();
+      })
+      .Case([&](MatmulOp m) {
+        auto a = m.getLhs().getType().getShape();
+        auto b = m.getRhs().getType().getShape();
+        bool ta = m.getTransposeLhs(), tb = m.getTransposeRhs();
+        std::string out = result();
+        call("gemm") << (ta ? "true" : "false") << ", "
+                     << (tb ? "true" : "false") << ", " << dim(ta ? a[1] : a[0])
+                     << ", " << dim(tb ? b[0] : b[1]) << ", "
+                     << dim(ta ? a[0] : a[1]) << ", 1.0f, " << name(m.getLhs())
+                     << ", " << name(m.getRhs()) << ", 0.0f, " << out
+                     << ");\n";
+        return success();
+      })
+      .Case([&](TransposeOp t) {
+        std::string s = shapeArray(t.getX().getType());
+        std::string p = "p" + std::to_string(counter++);
+        os << "  const int32_t " << p << "[] = {";
+        for (auto [i, v] : llvm::enumerate(t.getPerm()))
+          os << (i ? ", " : "") << v;
+        os << "};\n";
+        std::string y = result();
+        call("permute") << name(t.getX()) << ", " << y << ", "
+                        << t.getPerm().size() << ", " << s << ", " << p
+                        << ");\n";
+        return success();
+      })
+      .Case([&](SumToOp st) {
+        std::string xs = shapeArray(st.getX().getType());
+        std::string ys = shapeArray(st.getType());
+        std::string y = result();
+        call("sumTo") << name(st.getX()) << ", "
+                      << st.getX().getType().getRank() << ", " << xs << ", "
+                      << y << ", " << st.getType().getRank() << ", " << ys
+                      << ");\n";
+        return success();
+      })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto r) {
+        std::string y = result();
+        bool isMax = isa<ReduceMaxOp>(r.getOperation());
+        call(isMax ? "reduceMax" : "reduceSum")
+            << name(r.getX()) << ", " << y << ", "
+            << axisView(r.getX().getType(), r.getAxis()) << ");\n";
+        if (isa<ReduceMeanOp>(r.getOperation()) &&
+            kernelNames.try_emplace("scale", "dtcScaleKernel").second)
+          kernels += "__global__ void dtcScaleKernel(float *y, int64_t n, "
+                     "float s) {\n  for (int64_t i = blockIdx.x * "
+                     "int64_t(blockDim.x) + threadIdx.x; i < n; i += "
+                     "int64_t(gridDim.x) * blockDim.x)\n    y[i] *= s;\n}\n\n";
+        if (isa<ReduceMeanOp>(r.getOperation()))
+          os << "  dtcScaleKernel<<<dtcBlocks(" << numel(r.getType())
+             << "), 256, 0, c.stream>>>(" << y << ", " << numel(r.getType())
+             << ", 1.0f / static_cast<float>("
+             << dim(r.getX().getType().getDimSize(r.getAxis())) << "));\n";
+        return success();
+      })
+      .Case([&](ReduceMaxGradOp g) {
+        std::string dx = result();
+        call("reduceMaxGrad") << name(g.getX()) << ", " << name(g.getY())
+                              << ", " << name(g.getDy()) << ", " << dx << ", "
+                              << axisView(g.getX().getType(), g.getAxis())
+                              << ");\n";
+        return success();
+      })
+      .Case<SoftmaxOp, LogSoftmaxOp>([&](auto sm) {
+        std::string y = result();
+        call(isa<SoftmaxOp>(sm.getOperation()) ? "softmax" : "logSoftmax")
+            << name(sm.getX()) << ", " << y << ", "
+            << axisView(sm.getType(), sm.getAxis()) << ");\n";
+        return success();
+      })
+      .Case<SoftmaxGradOp, LogSoftmaxGradOp>([&](auto sg) {
+        std::string dx = result();
+        call(isa<SoftmaxGradOp>(sg.getOperation()) ? "softmaxGrad"
+                                                   : "logSoftmaxGrad")
+            << name(sg.getY()) << ", " << name(sg.getDy()) << ", " << dx
+            << ", " << axisView(sg.getType(), sg.getAxis()) << ");\n";
+        return success();
+      })
+      .Case<CrossEntropyOp, AccuracyOp>([&](auto ce) {
+        auto sh = ce.getLogits().getType().getShape();
+        std::string out = result();
+        call(isa<AccuracyOp>(ce.getOperation()) ? "accuracy" : "crossEntropy")
+            << name(ce.getLogits()) << ", " << name(ce.getLabels()) << ", "
+            << dim(sh[0]) << ", " << dim(sh[1]) << ", " << out << ");\n";
+        return success();
+      })
+      .Case([&](CrossEntropyGradOp ce) {
+        auto sh = ce.getLogits().getType().getShape();
+        std::string out = result();
+        call("crossEntropyGrad")
+            << name(ce.getLogits()) << ", " << name(ce.getLabels()) << ", "
+            << dim(sh[0]) << ", " << dim(sh[1]) << ", " << name(ce.getDloss())
+            << ", " << out << ");\n";
+        return success();
+      })
+      .Case([&](MseOp m) {
+        std::string out = result();
+        call("mse") << name(m.getPrediction()) << ", " << name(m.getTarget())
+                    << ", " << numel(m.getPrediction().getType()) << ", "
+                    << out << ");\n";
+        return success();
+      })
+      .Case([&](MseGradOp m) {
+        std::string out = result();
+        call("mseGrad") << name(m.getPrediction()) << ", "
+                        << name(m.getTarget()) << ", "
+                        << numel(m.getPrediction().getType()) << ", "
+                        << name(m.getDloss()) << ", " << out << ");\n";
+        return success();
+      })
+      .Case([&](ApplyGradientOp u) {
+        if (emittedUpdates.contains(u))
+          return success();
+        emitOutputs(cast<func::ReturnOp>(u->getBlock()->getTerminator()));
+        if (mode == Mode::Grads) {
+          int64_t packed = 0;
+          for (ParamOp p : module.getOps<ParamOp>()) {
+            if (p.getSymName() == u.getParam())
+              break;
+            packed += cast<RankedTensorType>(p.getType()).getNumElements();
+          }
+          call("copy") << "a.paramGrads + " << packed << ", "
+                       << name(u.getGrad()) << ", "
+                       << numel(u.getGrad().getType()) << ");\n";
+          return success();
+        }
+        // The run of updates that starts here (a bucket's, after its wait)
+        // is one kernel launch.
+        SmallVector<ApplyGradientOp> run;
+        for (Operation *o = u; o; o = o->getNextNode()) {
+          auto next = dyn_cast<ApplyGradientOp>(o);
+          if (!next)
+            break;
+          run.push_back(next);
+          emittedUpdates.insert(next);
+        }
+        emitUpdatesCuda(run);
+        return success();
+      })
+      .Default([&](Operation *o) {
+        return o->emitError("the CUDA emitter cannot emit '")
+               << o->getName() << "'; run the dtc pipeline first";
+      });
+}
+
+std::string Emitter::updateItem(ApplyGradientOp u) {
+  StringRef param = u.getParam();
+  std::string n = numel(u.getGrad().getType());
+  int64_t offset = paramAttr(param, "dtc.offset");
+  int64_t state = paramAttr(param, "dtc.state_offset");
+  int states = optimizerStateBuffers(module);
+  auto stateAt = [&](int i) -> std::string {
+    if (i >= states)
+      return "nullptr";
+    return "reinterpret_cast<float *>(P + " + std::to_string(state) + " + " +
+           std::to_string(i) + " * " + n + " * 4)";
+  };
+  return "{reinterpret_cast<float *>(P + " + std::to_string(offset) + "), " +
+         name(u.getGrad()) + ", " + stateAt(0) + ", " + stateAt(1) + ", " + n +
+         "}";
+}
+
+void Emitter::emitUpdatesCuda(ArrayRef<ApplyGradientOp> updates) {
+  auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
+  StringRef kind = opt ? opt.getAs<StringAttr>("kind").getValue() : "sgd";
+  std::string items = "u" + std::to_string(counter++);
+  os << "  const dtc::cuda::UpdateItem " << items << "[] = {\n";
+  for (ApplyGradientOp u : updates)
+    os << "      " << updateItem(u) << ",\n";
+  os << "  };\n";
+  if (kind == "sgd")
+    os << "  dtc::cuda::sgdUpdate(c, " << items << ", " << updates.size()
+       << ", *a.hyper);\n";
+  else
+    os << "  dtc::cuda::adamUpdate(c, " << items << ", " << updates.size()
+       << ", *a.hyper, " << (kind == "adamw" ? "true" : "false") << ");\n";
+}
+
+void Emitter::emitOutputs(func::ReturnOp r) {
   if (outputsWritten)
     return;
   outputsWritten = true;
-  for (auto [i, v] : llvm::enumerate(r.getOperands()))
-    os << "  a.outputs[" << i << "] = " << name(v) << "[0];\n";
+  for (auto [i, v] : llvm::enumerate(r.getOperands())) {
+    if (target == Target::Cuda) // outputs stay on the device
+      os << "  dtc::cuda::copy(c, a.outputs + " << i << ", " << name(v)
+         << ", 1);\n";
+    else
+      os << "  a.outputs[" << i << "] = " << name(v) << "[0];\n";
+  }
 }
 
-LogicalResult CppEmitter::emitUpdate(ApplyGradientOp u, Mode mode) {
+LogicalResult Emitter::emitUpdate(ApplyGradientOp u, Mode mode) {
   // The loss and metrics are read before any parameter changes (a metric
   // may be a parameter itself).
   emitOutputs(cast<func::ReturnOp>(u->getBlock()->getTerminator()));
@@ -500,21 +826,26 @@ LogicalResult CppEmitter::emitUpdate(ApplyGradientOp u, Mode mode) {
   return success();
 }
 
-LogicalResult CppEmitter::emitFunction(func::FuncOp f, StringRef fnName,
+LogicalResult Emitter::emitFunction(func::FuncOp f, StringRef fnName,
                                        Mode mode) {
   names.clear();
   outputsWritten = false;
-  int64_t perSample = 0;
-  if (auto a = f->getAttrOfType<IntegerAttr>("dtc.arena_per_sample"))
-    perSample = a.getInt();
+  emittedUpdates.clear();
+  int64_t fixedBytes = 0;
+  if (auto a = f->getAttrOfType<IntegerAttr>("dtc.arena_fixed"))
+    fixedBytes = a.getInt();
   else
     return f.emitError("the C++ emitter needs a memory plan (dtc-plan-memory)");
+  // The fixed region first, so that its buffers (gradients, buckets) stay put
+  // whatever the batch size; the per-sample region after it.
   os << "static void " << fnName << "(const dtc::rt::StepArgs &a) {\n"
      << "  const int64_t B = a.batch;\n"
      << "  char *const P = a.persistent;\n"
-     << "  char *const A = a.arena;\n"
-     << "  char *const F = A + (" << perSample << " * B + 63) / 64 * 64;\n"
-     << "  (void)B; (void)P; (void)A; (void)F;\n";
+     << "  char *const F = a.arena;\n"
+     << "  char *const S = a.arena + " << fixedBytes << ";\n";
+  if (target == Target::Cuda)
+    os << "  const dtc::rt::DeviceContext &c = *a.device;\n  (void)c;\n";
+  os << "  (void)B; (void)P; (void)F; (void)S;\n";
   auto x = f.getArgument(0), y = f.getArgument(1);
   names[x] = "x";
   os << "  float *x = const_cast<float *>(a.x);\n";
@@ -527,6 +858,11 @@ LogicalResult CppEmitter::emitFunction(func::FuncOp f, StringRef fnName,
   }
   os << "  (void)x; (void)y;\n";
   for (Operation &op : f.front()) {
+    if (target == Target::Cuda) {
+      if (failed(emitOpCuda(&op, mode)))
+        return failure();
+      continue;
+    }
     bool traced = mode == Mode::Update && isTraced(&op);
     if (traced)
       os << "  if (a.trace) dtc::rt::traceBegin(a.trace, "
@@ -540,7 +876,7 @@ LogicalResult CppEmitter::emitFunction(func::FuncOp f, StringRef fnName,
   return success();
 }
 
-void CppEmitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
+void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
   auto recipe = module->getAttrOfType<DictionaryAttr>("dtc.recipe");
   auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
   auto str = [](DictionaryAttr d, StringRef k, StringRef dflt = "") {
@@ -712,46 +1048,76 @@ void CppEmitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
      << "  return s;\n}\n\n";
 }
 
-LogicalResult CppEmitter::emit() {
+LogicalResult Emitter::emit(Target programTarget) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
   if (!forward || !train)
     return module.emitError("the C++ emitter needs @forward and @train_step");
   if (forward.getNumArguments() != 2)
     return forward.emitError("@forward must take the input and the labels");
+  bool cuda = programTarget == Target::Cuda;
   os << "// Generated by dtc. Do not edit: recompile the model instead.\n"
      << "#include \"dtc/kernels.h\"\n"
      << "#include \"dtc/runtime.h\"\n"
      << "#include \"dtc/comm.h\"\n"
-     << "#include \"dtc/trace.h\"\n"
-     << "#include <cmath>\n#include <cstdint>\n#include <cstring>\n\n"
+     << "#include \"dtc/trace.h\"\n";
+  if (cuda)
+    os << "#include \"dtc/cuda.h\"\n#include <cuda_runtime.h>\n";
+  os << "#include <cmath>\n#include <cstdint>\n#include <cstring>\n\n"
      << "namespace {\n\n";
+  if (cuda)
+    os << "// Blocks for a grid-stride loop over n elements.\n"
+       << "inline unsigned dtcBlocks(int64_t n) {\n"
+       << "  int64_t b = (n + 255) / 256;\n"
+       << "  return unsigned(b < 1 ? 1 : b > 4096 ? 4096 : b);\n}\n\n";
   // The steps go to a buffer first: their text (with the bucket plan in it)
   // is the program's fingerprint, which ranks compare before training.
   std::string steps;
   {
     llvm::raw_string_ostream stepsStream(steps);
-    llvm::raw_ostream &saved = os;
-    CppEmitter inner(module, stepsStream);
+    Emitter inner(module, stepsStream);
     if (failed(inner.emitFunction(forward, "evalStep", Mode::Eval)) ||
         failed(inner.emitFunction(train, "trainStep", Mode::Update)) ||
         failed(inner.emitFunction(train, "gradStep", Mode::Grads)))
       return failure();
-    (void)saved;
+    if (cuda) {
+      std::string cudaSteps;
+      llvm::raw_string_ostream cudaStream(cudaSteps);
+      Emitter dev(module, cudaStream);
+      dev.target = Target::Cuda;
+      if (failed(dev.emitFunction(forward, "evalStepCuda", Mode::Eval)) ||
+          failed(dev.emitFunction(train, "trainStepCuda", Mode::Update)) ||
+          failed(dev.emitFunction(train, "gradStepCuda", Mode::Grads)))
+        return failure();
+      stepsStream << "// CUDA kernels of the fused elementwise ops.\n"
+                  << dev.kernels << cudaSteps;
+    }
   }
   os << steps;
   uint64_t fingerprint = 0xcbf29ce484222325ULL; // FNV-1a
   for (unsigned char c : steps)
     fingerprint = (fingerprint ^ c) * 0x100000001b3ULL;
   emitSpec(forward, fingerprint);
+  if (cuda)
+    os << "static dtc::rt::ModelSpec makeSpecWithCuda() {\n"
+       << "  dtc::rt::ModelSpec s = makeSpec();\n"
+       << "  s.trainStepCuda = trainStepCuda;\n"
+       << "  s.evalStepCuda = evalStepCuda;\n"
+       << "  s.gradStepCuda = gradStepCuda;\n"
+       << "  return s;\n}\n\n";
   os << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"
-     << "  return dtc::rt::runMain(argc, argv, makeSpec());\n}\n";
+     << "  return dtc::rt::runMain(argc, argv, "
+     << (cuda ? "makeSpecWithCuda" : "makeSpec") << "());\n}\n";
   return success();
 }
 
 } // namespace
 
 LogicalResult dtc::emitCpp(ModuleOp module, llvm::raw_ostream &os) {
-  return CppEmitter(module, os).emit();
+  return Emitter(module, os).emit(Target::Cpu);
+}
+
+LogicalResult dtc::emitCuda(ModuleOp module, llvm::raw_ostream &os) {
+  return Emitter(module, os).emit(Target::Cuda);
 }

@@ -1,0 +1,98 @@
+//===- cuda.h - The contract between generated CUDA code and the runtime --===//
+//
+// A program dtc generates for --target=cuda holds the CPU steps (as for
+// --target=cpu) and CUDA steps; the runtime picks the device at run time
+// (train --device auto|cpu|cuda). The CUDA steps receive, through
+// StepArgs::device, a DeviceContext: the compute stream every kernel and GEMM
+// of the step runs on, the cuBLAS handle bound to it, and device scratch.
+// All StepArgs pointers (x, labels, persistent, arena, outputs, paramGrads)
+// are device pointers for CUDA steps. A CUDA step never synchronizes with the
+// host: the runtime reads outputs once per logging interval.
+//
+// Collectives from CUDA steps go through the same Communicator (comm.h); a
+// device-aware backend (NCCL) orders allreduceStart after the work already
+// queued on the compute stream (an event), runs it on its own stream, and
+// makes wait() order the compute stream after it (an event) without
+// blocking the host.
+//
+// The device kernels below are the CUDA twins of kernels.h; every one is
+// asynchronous on `stream`.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "dtc/runtime.h"
+
+#include <cstdint>
+
+typedef struct CUstream_st *cudaStream_t;
+typedef struct cublasContext *cublasHandle_t;
+
+namespace dtc::rt {
+
+struct DeviceContext {
+  cudaStream_t stream;   // the compute stream
+  cublasHandle_t blas;   // bound to `stream`
+  int device;            // CUDA device ordinal
+};
+
+} // namespace dtc::rt
+
+namespace dtc::cuda {
+
+// C[M,N] = alpha * op(A) * op(B) + beta * C, row-major (as kern::gemm).
+void gemm(const rt::DeviceContext &c, bool transA, bool transB, int64_t M,
+          int64_t N, int64_t K, float alpha, const float *A, const float *B,
+          float beta, float *C);
+
+void permute(const rt::DeviceContext &c, const float *x, float *y,
+             int32_t rank, const int64_t *xShape, const int32_t *perm);
+void reduceSum(const rt::DeviceContext &c, const float *x, float *y,
+               int64_t outer, int64_t n, int64_t inner);
+void reduceMax(const rt::DeviceContext &c, const float *x, float *y,
+               int64_t outer, int64_t n, int64_t inner);
+void reduceMaxGrad(const rt::DeviceContext &c, const float *x, const float *y,
+                   const float *dy, float *dx, int64_t outer, int64_t n,
+                   int64_t inner);
+void sumTo(const rt::DeviceContext &c, const float *x, int32_t xRank,
+           const int64_t *xShape, float *y, int32_t yRank,
+           const int64_t *yShape);
+void softmax(const rt::DeviceContext &c, const float *x, float *y,
+             int64_t outer, int64_t n, int64_t inner);
+void logSoftmax(const rt::DeviceContext &c, const float *x, float *y,
+                int64_t outer, int64_t n, int64_t inner);
+void softmaxGrad(const rt::DeviceContext &c, const float *y, const float *dy,
+                 float *dx, int64_t outer, int64_t n, int64_t inner);
+void logSoftmaxGrad(const rt::DeviceContext &c, const float *y,
+                    const float *dy, float *dx, int64_t outer, int64_t n,
+                    int64_t inner);
+// Losses and metrics write their scalar result to device memory `out`.
+void crossEntropy(const rt::DeviceContext &c, const float *logits,
+                  const int32_t *labels, int64_t B, int64_t C, float *out);
+void crossEntropyGrad(const rt::DeviceContext &c, const float *logits,
+                      const int32_t *labels, int64_t B, int64_t C,
+                      const float *dloss, float *dlogits);
+void mse(const rt::DeviceContext &c, const float *p, const float *t, int64_t n,
+         float *out);
+void mseGrad(const rt::DeviceContext &c, const float *p, const float *t,
+             int64_t n, const float *dloss, float *dp);
+void accuracy(const rt::DeviceContext &c, const float *logits,
+              const int32_t *labels, int64_t B, int64_t C, float *out);
+// Fills n floats with v; copies n floats (device to device).
+void fill(const rt::DeviceContext &c, float *x, int64_t n, float v);
+void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
+
+// Optimizer updates of one bucket: `count` parameters, each with its
+// gradient and state, in one kernel launch (PyTorch semantics as kernels.h).
+struct UpdateItem {
+  float *w;
+  const float *g;
+  float *s0, *s1; // SGD: momentum buffer (or null); Adam: m, v
+  int64_t n;
+};
+void sgdUpdate(const rt::DeviceContext &c, const UpdateItem *items,
+               int32_t count, const rt::Hyper &h);
+void adamUpdate(const rt::DeviceContext &c, const UpdateItem *items,
+                int32_t count, const rt::Hyper &h, bool decoupled);
+
+} // namespace dtc::cuda

@@ -1,0 +1,70 @@
+# RUN: dtc %s --target=cuda --emit=cpp | FileCheck %s
+# RUN: dtc %s --target=cuda --emit=cpp | FileCheck %s --check-prefix=NOSYNC
+# The CUDA source of a 784-1024-1024-10 GELU network with AdamW and two
+# gradient buckets: one generated kernel per distinct fused chain, GEMMs
+# through cuBLAS, everything on the step's stream, bucket 0's all-reduce
+# started while backward still runs, and one update launch per bucket.
+input x: f32[B, 784]
+label y: i32[B]
+fc1 = linear(x, 1024, act=gelu)
+fc2 = linear(fc1, 1024, act=gelu)
+fc3 = linear(fc2, 10)
+loss = cross_entropy(fc3, y)
+metric accuracy = accuracy(fc3, y)
+train {
+  optimizer = adamw(lr=0.001)
+}
+# The CPU steps are in the same program (the device is picked at run time).
+# CHECK: static void trainStep(const dtc::rt::StepArgs &a) {
+# CHECK: dtc::kern::gemm(
+# Kernels: bias + GELU (forward only, for evaluation), bias alone, bias +
+# GELU keeping the pre-activation (for the backward), the GELU gradient; each
+# emitted once although several steps launch them.
+# CHECK: // fused(add,gelu)
+# CHECK-NEXT: __global__ void fusedKernel0(int64_t B, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0) {
+# CHECK: // fused(add)
+# CHECK-NEXT: __global__ void fusedKernel1(int64_t B, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0) {
+# CHECK: const int64_t n = B*10;
+# CHECK: for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; l < n; l += int64_t(gridDim.x) * blockDim.x) {
+# CHECK-NEXT: int64_t r = l;
+# CHECK-NEXT: const int64_t i1 = r % 10;
+# CHECK-NEXT: const float x0 = in0[l];
+# CHECK-NEXT: const float x1 = in1[i1];
+# CHECK: // fused(add,gelu)
+# CHECK-NEXT: __global__ void fusedKernel2(int64_t B, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0, float *__restrict__ out1) {
+# CHECK: const float e1 = 0.5f * e0 * (1.0f + erff(e0 * 0.70710678118654752f));
+# CHECK: out0[l] = e0;
+# CHECK-NEXT: out1[l] = e1;
+# CHECK: // fused(gelu_grad)
+# CHECK-NEXT: __global__ void fusedKernel3(
+# CHECK-NOT: __global__
+# CHECK-LABEL: static void trainStepCuda(const dtc::rt::StepArgs &a) {
+# CHECK: const dtc::rt::DeviceContext &c = *a.device;
+# CHECK: dtc::cuda::gemm(c, false, true, B, 1024, 784, 1.0f, x, {{v[0-9]+}}, 0.0f, {{v[0-9]+}});
+# CHECK: fusedKernel{{[0-9]+}}<<<dtcBlocks(B*1024), 256, 0, c.stream>>>(B,
+# CHECK: dtc::cuda::crossEntropyGrad(c,
+# Bucket 0 (fc3, fc2) starts before fc1's gradients are computed:
+# CHECK: a.comm->allreduceStart(0, reinterpret_cast<float *>(F + {{[0-9]+}}), 1059852, a.gradScale);
+# CHECK: dtc::cuda::gemm(c, true, false, 1024, 784, B,
+# CHECK: a.comm->allreduceStart(1, reinterpret_cast<float *>(F + {{[0-9]+}}), 803840, a.gradScale);
+# CHECK-NEXT: a.comm->wait(0);
+# Loss and metrics stay on the device:
+# CHECK-NEXT: dtc::cuda::copy(c, a.outputs + 0,
+# CHECK-NEXT: dtc::cuda::copy(c, a.outputs + 1,
+# CHECK-NEXT: const dtc::cuda::UpdateItem [[U0:u[0-9]+]][] = {
+# CHECK-COUNT-4: {reinterpret_cast<float *>(P +
+# CHECK: dtc::cuda::adamUpdate(c, [[U0]], 4, *a.hyper, true);
+# CHECK-NEXT: a.comm->wait(1);
+# CHECK-NEXT: const dtc::cuda::UpdateItem [[U1:u[0-9]+]][] = {
+# CHECK-COUNT-2: {reinterpret_cast<float *>(P +
+# CHECK: dtc::cuda::adamUpdate(c, [[U1]], 2, *a.hyper, true);
+# CHECK-NEXT: }
+# CHECK-LABEL: static void gradStepCuda(const dtc::rt::StepArgs &a) {
+# CHECK-NOT: a.comm
+# CHECK: dtc::cuda::copy(c, a.paramGrads +
+# CHECK: s.trainStepCuda = trainStepCuda;
+# CHECK: return dtc::rt::runMain(argc, argv, makeSpecWithCuda());
+# No step waits for the device or copies to the host:
+# NOSYNC-NOT: cudaDeviceSynchronize
+# NOSYNC-NOT: cudaStreamSynchronize
+# NOSYNC-NOT: cudaMemcpy
