@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Compiles a model for the CUDA target with nvcc for sm_90, link included,
+# and runs the program on this machine: with no GPU, --device auto must fall
+# back to the CPU steps and train, and --device cuda must stop with a clear
+# error. Skipped (exit 77) with the reason when nvcc is missing.
+# usage: nvcc_build.sh DTC MODEL.dsl WORKDIR
+set -euo pipefail
+dtc=$1 model=$2 work=$3
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "SKIP: nvcc not found (install the CUDA toolkit to build the CUDA target)"
+  exit 77
+fi
+mkdir -p "$work"
+exe="$work/$(basename "$model" .dsl)-cuda"
+"$dtc" "$model" --target=cuda --cuda-arch=sm_90 -o "$exe"
+echo "built $exe with nvcc (sm_90)"
+if [ -e /proc/driver/nvidia/gpus ] && [ -n "$(ls /proc/driver/nvidia/gpus 2>/dev/null)" ]; then
+  "$exe" --device cuda --data synthetic:256,64 --max-steps 5 --progress off
+  exit 0
+fi
+"$exe" --device auto --data synthetic:256,64 --max-steps 5 --progress off | tee "$work/auto.log"
+grep -q "device cpu" "$work/auto.log" || { echo "FAIL: --device auto did not report the CPU"; exit 1; }
+if "$exe" --device cuda --data synthetic:64,0 --max-steps 1 2>"$work/cuda.err"; then
+  echo "FAIL: --device cuda ran without a GPU"; exit 1
+fi
+cat "$work/cuda.err"
+grep -q "no CUDA device" "$work/cuda.err" || { echo "FAIL: unclear error without a GPU"; exit 1; }
+echo PASS
