@@ -1,0 +1,47 @@
+"""Shared helpers of the PyTorch parity tests: safetensors I/O (no extra
+package needed), compiling DSL text with dtc and running the train program."""
+import json, os, struct, subprocess
+import numpy as np
+
+def save_safetensors(path, tensors):
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        a = np.array(t, dtype=np.float32)  # keeps 0-d shapes
+        header[name] = {"dtype": "F32", "shape": list(a.shape),
+                        "data_offsets": [offset, offset + a.nbytes]}
+        blobs.append(a.tobytes())
+        offset += a.nbytes
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+def load_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    header.pop("__metadata__", None)
+    return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]],
+                             dtype=np.float32).reshape(v["shape"]).copy()
+            for k, v in header.items()}
+
+def compile_model(dtc, source, workdir, name, extra=()):
+    os.makedirs(workdir, exist_ok=True)
+    dsl = os.path.join(workdir, name + ".dsl")
+    with open(dsl, "w") as f:
+        f.write(source)
+    exe = os.path.join(workdir, name)
+    subprocess.run([dtc, dsl, "-o", exe, *extra], check=True)
+    return exe
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+def read_losses(metrics_csv):
+    import csv
+    with open(metrics_csv) as f:
+        return [float(r["loss"]) for r in csv.DictReader(f)]

@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""Per-model parity with PyTorch over 120 training steps: the same initial
+parameters (written here, read by dtc with --init), the same batches (file
+order: --shuffle off), the same optimizer; the loss of every step and the
+final parameters must match.
+  mlp       examples/mlp.dsl on Fashion-MNIST, SGD lr 0.01 momentum 0.9
+  deep      examples/deep_mlp.dsl on Fashion-MNIST, AdamW lr 1e-3 wd 0.01
+  mse       examples/regression.dsl on a CSV regression data set, SGD
+            nesterov + weight decay
+Tolerances (fp32, different summation orders, errors compounding over the
+steps): every step's loss within 2e-5 x (1 + |loss|), final parameters
+within 2e-4 x (1 + max |w|) per tensor (measured: at most 2.4e-6 and 1.8e-5,
+AdamW amplifying). --control runs dtc with a 1% larger learning rate: every
+case must then fail (measured: loss errors 3e-3, parameter errors 2e-3 to
+1e-2) — a wrong gradient scale, a missed bias gradient or an optimizer off by
+one step does at least as much.
+usage: models.py DTC EXAMPLES_DIR WORKDIR [--control]"""
+import gzip, os, sys
+import numpy as np
+import torch
+from common import save_safetensors, load_safetensors, run, read_losses
+
+STEPS, BATCH = 120, 64
+F = torch.nn.functional
+torch.set_num_threads(1)
+
+def idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+def fashion(n):
+    root = "/usr/share/datasets/fashion-mnist"
+    x = idx(f"{root}/train-images-idx3-ubyte.gz")[:n].reshape(n, 784).astype(np.float32) / 255
+    y = idx(f"{root}/train-labels-idx1-ubyte.gz")[:n].astype(np.int64)
+    return torch.tensor(x), torch.tensor(y)
+
+def linear_init(rng, out, inp, prefix):
+    b = 1 / np.sqrt(inp)
+    return {f"{prefix}.weight": rng.uniform(-b, b, (out, inp)).astype(np.float32),
+            f"{prefix}.bias": rng.uniform(-b, b, (out,)).astype(np.float32)}
+
+def torch_train(params, forward, make_opt, x, y, loss_fn):
+    p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    opt = make_opt(list(p.values()))
+    losses = []
+    for s in range(STEPS):
+        xb, yb = x[s * BATCH:(s + 1) * BATCH], y[s * BATCH:(s + 1) * BATCH]
+        opt.zero_grad()
+        loss = loss_fn(forward(p, xb), yb)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {k: v.detach().numpy() for k, v in p.items()}
+
+def mlp_case(rng, lr):
+    params = {**linear_init(rng, 500, 784, "fc1"), **linear_init(rng, 10, 500, "fc2")}
+    fwd = lambda p, x: F.linear(F.relu(F.linear(x, p["fc1.weight"], p["fc1.bias"])), p["fc2.weight"], p["fc2.bias"])
+    opt = lambda ps: torch.optim.SGD(ps, lr=lr, momentum=0.9)
+    x, y = fashion(STEPS * BATCH)
+    return "mlp.dsl", params, fwd, opt, x, y, F.cross_entropy, ["--lr", str(lr)]
+
+def deep_case(rng, lr):
+    params = {**linear_init(rng, 1024, 784, "fc1"), **linear_init(rng, 1024, 1024, "fc2"),
+              **linear_init(rng, 10, 1024, "fc3")}
+    def fwd(p, x):
+        h = F.gelu(F.linear(x, p["fc1.weight"], p["fc1.bias"]))
+        h = F.gelu(F.linear(h, p["fc2.weight"], p["fc2.bias"]))
+        return F.linear(h, p["fc3.weight"], p["fc3.bias"])
+    opt = lambda ps: torch.optim.AdamW(ps, lr=lr, weight_decay=0.01)
+    x, y = fashion(STEPS * BATCH)
+    return "deep_mlp.dsl", params, fwd, opt, x, y, F.cross_entropy, ["--lr", str(lr)]
+
+def mse_case(rng, lr, work):
+    params = {"w1": rng.normal(0, 0.3, (16, 32)).astype(np.float32), "b1": np.zeros(32, np.float32),
+              "w2": rng.normal(0, 0.3, (32, 2)).astype(np.float32), "b2": np.zeros(2, np.float32)}
+    fwd = lambda p, x: torch.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+    opt = lambda ps: torch.optim.SGD(ps, lr=lr, momentum=0.9, nesterov=True, weight_decay=0.0001)
+    n = STEPS * BATCH
+    x = rng.normal(0, 1, (n, 16)).astype(np.float32)
+    t = (np.sin(x[:, :2]) + 0.1 * x[:, 2:4]).astype(np.float32)
+    csv = os.path.join(work, "regression.csv")
+    np.savetxt(csv, np.concatenate([t, x], 1), delimiter=",", fmt="%.9g")
+    return ("regression.dsl", params, fwd, opt, torch.tensor(x), torch.tensor(t), F.mse_loss,
+            ["--lr", str(lr), "--data", csv])
+
+def check(name, dtc, examples, work, case, control):
+    dsl, params, fwd, opt, x, y, loss_fn, extra = case
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    exe = os.path.join(d, "train")
+    run([dtc, os.path.join(examples, dsl), "-o", exe])
+    init = os.path.join(d, "init.safetensors")
+    save_safetensors(init, params)
+    run([exe, "--init", init, "--shuffle", "off", "--batch", str(BATCH), "--max-steps", str(STEPS),
+         "--eval", "off", "--quiet", "--threads", "1", "--metrics", os.path.join(d, "m.csv"),
+         "--save", os.path.join(d, "out.safetensors"), *extra])
+    dtc_losses = read_losses(os.path.join(d, "m.csv"))
+    dtc_params = load_safetensors(os.path.join(d, "out.safetensors"))
+    ref_losses, ref_params = torch_train(params, fwd, opt, x, y, loss_fn)
+    loss_err = max(abs(a - b) / (1 + abs(b)) for a, b in zip(dtc_losses, ref_losses))
+    par_err = max(float(np.abs(dtc_params[k] - v).max()) / (1 + float(np.abs(v).max()))
+                  for k, v in ref_params.items())
+    ok = len(dtc_losses) == STEPS and loss_err <= 2e-5 and par_err <= 2e-4
+    print(f"{name:14s} {'ok  ' if ok else 'FAIL'} steps {len(dtc_losses)} loss[0] {dtc_losses[0]:.5f}/{ref_losses[0]:.5f} "
+          f"loss[-1] {dtc_losses[-1]:.5f}/{ref_losses[-1]:.5f} max loss err {loss_err:.1e} max param err {par_err:.1e}")
+    return ok
+
+def main():
+    dtc, examples, work = sys.argv[1:4]
+    control = "--control" in sys.argv
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(3)
+    cases = {"mlp": lambda lr: mlp_case(rng, lr), "deep_adamw": lambda lr: deep_case(rng, lr),
+             "mse_nesterov": lambda lr: mse_case(rng, lr, work)}
+    lrs = {"mlp": 0.01, "deep_adamw": 0.001, "mse_nesterov": 0.05}
+    failed = 0
+    for name, make in cases.items():
+        case = make(lrs[name])
+        if control:  # dtc with a 1% larger learning rate must be told apart
+            case = case[:7] + (case[7][:1] + [str(lrs[name] * 1.01)] + case[7][2:],)
+        ok = check(name, dtc, examples, work, case, control)
+        failed += (not ok) if not control else ok
+    n = len(cases)
+    print(f"{n - failed} passed, {failed} failed" + (" (control: every case must fail)" if control else ""))
+    return 1 if failed else 0
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""Per-op parity with torch.autograd: for every DSL op, at random shapes with
+numpy broadcasting, dtc's forward value and the gradient of every operand
+must match PyTorch's.
+
+How dtc's numbers are read, with nothing but its public interface: all
+operands are parameters initialized from a safetensors file (--init); the
+loss is sum(op(...) * K) with a random weight tensor K (so every output
+element matters); one step of plain SGD with lr 1 is run; the step's loss is
+in the --metrics file and each gradient is init - saved parameters.
+
+Tolerance: fp32 on both sides with different summation orders; the largest
+difference is compared against 1e-4 x (1 + max |value|) per tensor — a
+wrong gradient (missing term, wrong broadcast sum, wrong sign or scale) is
+off by O(max |value|).
+usage: ops.py DTC WORKDIR"""
+import os, sys
+import numpy as np
+import torch
+from common import save_safetensors, load_safetensors, compile_model, run, read_losses
+
+rng = np.random.default_rng(7)
+F = torch.nn.functional
+
+def pos(shape):   # positive operands (log, sqrt, div)
+    return rng.uniform(0.5, 2.0, shape).astype(np.float32)
+
+def rnd(shape):
+    return rng.normal(0, 1, shape).astype(np.float32)
+
+# name: (params {name: array}, DSL expression, torch function of the params, out shape)
+def cases():
+    c = {}
+    for op, tf in [("relu", F.relu), ("tanh", torch.tanh), ("sigmoid", torch.sigmoid),
+                   ("gelu", F.gelu), ("exp", torch.exp), ("neg", torch.neg)]:
+        c[op] = ({"a": rnd((3, 5))}, f"{op}(a)", lambda p, tf=tf: tf(p["a"]))
+    c["log"] = ({"a": pos((4, 3))}, "log(a)", lambda p: torch.log(p["a"]))
+    c["sqrt"] = ({"a": pos((4, 3))}, "sqrt(a)", lambda p: torch.sqrt(p["a"]))
+    for op, sym, tf in [("add", "+", torch.add), ("sub", "-", torch.sub),
+                        ("mul", "*", torch.mul), ("div", "/", torch.div)]:
+        b = pos if op == "div" else rnd
+        c[op + "_same"] = ({"a": rnd((3, 4)), "b": b((3, 4))}, f"a {sym} b", lambda p, tf=tf: tf(p["a"], p["b"]))
+        c[op + "_bcast_row"] = ({"a": rnd((3, 4)), "b": b((4,))}, f"{op}(a, b)", lambda p, tf=tf: tf(p["a"], p["b"]))
+        c[op + "_bcast_both"] = ({"a": rnd((3, 1)), "b": b((1, 4))}, f"a {sym} b", lambda p, tf=tf: tf(p["a"], p["b"]))
+        c[op + "_scalar"] = ({"a": rnd((2, 3, 4))}, f"a {sym} 1.5", lambda p, tf=tf: tf(p["a"], torch.tensor(1.5)))
+    c["matmul"] = ({"a": rnd((5, 3)), "b": rnd((3, 4))}, "a @ b", lambda p: p["a"] @ p["b"])
+    c["matmul_transposed"] = ({"a": rnd((3, 5)), "b": rnd((4, 3))}, "transpose(a) @ transpose(b)",
+                              lambda p: p["a"].T @ p["b"].T)
+    c["transpose_perm"] = ({"a": rnd((2, 3, 4))}, "transpose(a, [2, 0, 1])", lambda p: p["a"].permute(2, 0, 1))
+    c["reshape"] = ({"a": rnd((2, 6))}, "reshape(a, [3, 4])", lambda p: p["a"].reshape(3, 4))
+    for op, tf in [("sum", torch.sum), ("mean", torch.mean)]:
+        c[op + "_axis0"] = ({"a": rnd((3, 4))}, f"{op}(a, axis=0)", lambda p, tf=tf: tf(p["a"], 0))
+        c[op + "_axis1_keep"] = ({"a": rnd((3, 4, 2))}, f"{op}(a, axis=1, keepdims=true)",
+                                 lambda p, tf=tf: tf(p["a"], 1, keepdim=True))
+        c[op + "_all"] = ({"a": rnd((3, 4))}, f"{op}(a)", lambda p, tf=tf: tf(p["a"]))
+    c["max_axis"] = ({"a": rnd((3, 5))}, "max(a, axis=1)", lambda p: torch.max(p["a"], 1).values)
+    c["softmax"] = ({"a": rnd((4, 6))}, "softmax(a)", lambda p: torch.softmax(p["a"], -1))
+    c["softmax_axis0"] = ({"a": rnd((4, 6))}, "softmax(a, axis=0)", lambda p: torch.softmax(p["a"], 0))
+    c["log_softmax"] = ({"a": rnd((4, 6))}, "log_softmax(a, axis=-1)", lambda p: torch.log_softmax(p["a"], -1))
+    c["mse"] = ({"a": rnd((4, 3)), "b": rnd((4, 3))}, "mse(a, b)", lambda p: F.mse_loss(p["a"], p["b"]))
+    return c
+
+def main():
+    dtc, work = sys.argv[1], sys.argv[2]
+    failures = 0
+    for name, (params, expr, tf) in cases().items():
+        tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+        out = tf(tp)
+        K = rnd(tuple(out.shape))
+        params = dict(params, K=K)
+        tp["K"] = torch.tensor(K, requires_grad=True)
+        loss = (out * tp["K"]).sum()
+        loss.backward()
+        decls = "\n".join(f"param {k}: f32[{', '.join(map(str, v.shape)) or ''}]"
+                          for k, v in params.items())
+        src = f"""input x: f32[B, 2]
+label y: f32[B, 1]
+{decls}
+o = {expr}
+loss = sum(o * K)
+train {{
+  optimizer = sgd(lr=1.0)
+}}
+"""
+        d = os.path.join(work, name)
+        exe = compile_model(dtc, src, d, name)
+        save_safetensors(os.path.join(d, "init.safetensors"), params)
+        run([exe, "--init", os.path.join(d, "init.safetensors"), "--data", "synthetic:4,0",
+             "--batch", "4", "--max-steps", "1", "--eval", "off", "--quiet", "--threads", "1",
+             "--metrics", os.path.join(d, "m.csv"), "--save", os.path.join(d, "out.safetensors")])
+        dtc_loss = read_losses(os.path.join(d, "m.csv"))[0]
+        saved = load_safetensors(os.path.join(d, "out.safetensors"))
+        errs = {"loss": abs(dtc_loss - loss.item()) / (1 + abs(loss.item()))}
+        for k, v in params.items():
+            g_dtc = v - saved[k]                 # one SGD step with lr 1
+            g_ref = tp[k].grad.numpy()
+            errs["d" + k] = float(np.abs(g_dtc - g_ref).max()) / (1 + float(np.abs(g_ref).max()))
+        worst = max(errs.values())
+        ok = worst <= 1e-4
+        failures += not ok
+        print(f"{name:22s} {'ok  ' if ok else 'FAIL'} " + " ".join(f"{k} {v:.1e}" for k, v in errs.items()))
+    print(f"{len(cases()) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+if __name__ == "__main__":
+    sys.exit(main())
