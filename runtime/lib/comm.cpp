@@ -165,10 +165,23 @@ std::string mpiPluginPath() {
 #endif
 }
 
+bool wantNccl(CommKind kind, const LaunchInfo &launch) {
+  return kind == CommKind::Nccl ||
+         (kind == CommKind::Auto && (!launch.launcher.empty() || launch.torchWorldSize > 1));
+}
+
 std::unique_ptr<CommBase> createCommunicator(CommKind kind, double timeoutSeconds,
-                                             const LaunchInfo &launch, const std::string &prog) {
+                                             const LaunchInfo &launch, const std::string &prog,
+                                             bool cuda) {
   const bool launched = !launch.launcher.empty();
-  if (launch.torchWorldSize > 1 && !launched)
+  if (!cuda && kind == CommKind::Nccl)
+    throw Error("--comm nccl: NCCL connects CUDA devices, but this run uses the CPU; use "
+                "--comm auto|local|mpi, or --device cuda with a program compiled with "
+                "dtc --target=cuda");
+  if (cuda && kind == CommKind::Mpi)
+    throw Error("--comm mpi all-reduces host memory, but this run uses a CUDA device, whose "
+                "ranks communicate through NCCL; use --comm nccl (or auto), or --device cpu");
+  if (!cuda && launch.torchWorldSize > 1 && !launched)
     throw Error(fmt::format("launched with WORLD_SIZE={} (torchrun), but the CPU build "
                             "communicates through MPI; start it with: mpirun -np {} {}",
                             launch.torchWorldSize, launch.torchWorldSize, prog));
@@ -176,7 +189,12 @@ std::unique_ptr<CommBase> createCommunicator(CommKind kind, double timeoutSecond
     throw Error(fmt::format("--comm local, but {} started {} ranks; run a single process "
                             "without {}, or use --comm auto",
                             launch.launcher, launch.size, launch.launcher));
-  if (kind == CommKind::Local || (kind == CommKind::Auto && !launched))
+  if (kind == CommKind::Local && launch.torchWorldSize > 1)
+    throw Error(fmt::format("--comm local, but torchrun started {} ranks (WORLD_SIZE={}); run "
+                            "a single process, or use --comm auto",
+                            launch.torchWorldSize, launch.torchWorldSize));
+  // CUDA: the base communicator NCCL bootstraps from (torchrun: local).
+  if (kind == CommKind::Local || ((kind == CommKind::Auto || kind == CommKind::Nccl) && !launched))
     return createLocalCommunicator(std::max(launch.localRank, 0));
 
   const std::string why =

@@ -36,7 +36,7 @@ struct FatalCommError : Error {
   using Error::Error;
 };
 
-enum class CommKind { Auto, Local, Mpi };
+enum class CommKind { Auto, Local, Mpi, Nccl };
 
 // What the environment says about how this process was started.
 struct LaunchInfo {
@@ -93,11 +93,18 @@ createMpiCommunicator(double timeoutSeconds, const std::string &pluginPath, cons
 std::string mpiPluginPath();
 
 // Picks and creates the backend for --comm `kind`: mpi when asked for or
-// when a launcher started the process, else local. Refuses torchrun's
-// WORLD_SIZE > 1 without an MPI launcher and --comm local under a
-// multi-rank launcher. prog is argv[0], for the suggested mpirun command.
+// when a launcher started the process, else local. Refuses --comm local under
+// a multi-rank launcher, and on the CPU (cuda false) --comm nccl and
+// torchrun's WORLD_SIZE > 1 without an MPI launcher. prog is argv[0], for the
+// suggested mpirun command. With cuda, the result is the base that
+// DeviceBackend::createCommunicator turns into the device communicator
+// (--comm mpi is refused: NCCL bootstraps through mpi, torchrun or nothing).
 std::unique_ptr<CommBase> createCommunicator(CommKind kind, double timeoutSeconds,
-                                             const LaunchInfo &launch, const std::string &prog);
+                                             const LaunchInfo &launch, const std::string &prog,
+                                             bool cuda = false);
+// CUDA runs: whether the ranks communicate through NCCL (--comm nccl, or
+// auto under a launcher or torchrun with WORLD_SIZE > 1).
+bool wantNccl(CommKind kind, const LaunchInfo &launch);
 // Throws if torchrun's RANK/WORLD_SIZE are set and disagree with comm's.
 void checkLaunchAgreement(const LaunchInfo &launch, const Communicator &comm);
 

@@ -14,6 +14,7 @@
 #include "checkpoint.h"
 #include "comm_impl.h"
 #include "error.h"
+#include "executor.h"
 #include "gradcheck.h"
 #include "params.h"
 #include "progress.h"
@@ -30,6 +31,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <numeric>
 #include <sched.h>
 #include <thread>
 #include <unistd.h>
@@ -86,13 +88,19 @@ private:
   std::FILE *f_ = nullptr;
 };
 
-void printHeader(const Session &s) {
+// Programs with CUDA steps also say where they run ("device cuda:0 (...)",
+// "device cpu (no CUDA device found (cudaGetDeviceCount: ...))").
+void printHeader(const Session &s, const Executor &exec, const DeviceChoice &device) {
   const Options &o = s.opts;
+  std::string where;
+  if (hasCudaSteps(s.spec) || device.cuda)
+    where = fmt::format(" device {}{}", exec.describe(),
+                        device.note.empty() ? "" : " (" + device.note + ")");
   fmt::print("model {} params {} batch {} epochs {} optimizer {} data {} ({} train, {} test "
-             "samples) ranks {} backend {}\n",
+             "samples) ranks {} backend {}{}\n",
              s.spec.name, countParams(s.spec), o.batch, o.epochs,
              optimizerDescription(s.spec, o.lr), o.data.describe(), s.data.train.size,
-             s.data.test.size, s.comm.size(), s.comm.backend());
+             s.data.test.size, s.comm.size(), s.comm.backend(), where);
   std::fflush(stdout);
 }
 
@@ -113,13 +121,14 @@ struct RunIdentity {
   uint64_t seed;
   uint32_t lrBits;
   int32_t shuffle, eval, metrics;
-  int32_t dataKind, reserved; // no padding: compared with memcmp
+  int32_t dataKind, cuda; // no padding: compared with memcmp
   int64_t syntheticTrain, syntheticTest;
+  int64_t logInterval; // steps between output reads (collectives with --metrics)
 };
-static_assert(sizeof(RunIdentity) == 8 * 6 + 4 * 6 + 8 * 2, "RunIdentity has padding");
-constexpr uint64_t kRunIdentityMagic = 0x64746372756e3031ULL; // "dtcrun01"
+static_assert(sizeof(RunIdentity) == 8 * 6 + 4 * 6 + 8 * 3, "RunIdentity has padding");
+constexpr uint64_t kRunIdentityMagic = 0x64746372756e3032ULL; // "dtcrun02"
 
-RunIdentity runIdentity(const ModelSpec &spec, const Options &o) {
+RunIdentity runIdentity(const ModelSpec &spec, const Options &o, bool cuda) {
   RunIdentity id;
   std::memset(&id, 0, sizeof id);
   id.magic = kRunIdentityMagic;
@@ -133,6 +142,8 @@ RunIdentity runIdentity(const ModelSpec &spec, const Options &o) {
   id.eval = o.eval;
   id.metrics = !o.metricsPath.empty();
   id.dataKind = int32_t(o.data.kind);
+  id.cuda = cuda;
+  id.logInterval = cuda ? o.logInterval : 1;
   if (o.data.kind == DatasetKind::Synthetic) {
     id.syntheticTrain = o.data.trainSize;
     id.syntheticTest = o.data.testSize;
@@ -165,6 +176,10 @@ std::string optionDifferences(const RunIdentity &a, const RunIdentity &b) {
   if (a.metrics != b.metrics)
     d.push_back(fmt::format("--metrics {} vs {}", a.metrics ? "given" : "not given",
                             b.metrics ? "given" : "not given"));
+  if (a.cuda != b.cuda)
+    d.push_back(fmt::format("--device {} vs {}", a.cuda ? "cuda" : "cpu", b.cuda ? "cuda" : "cpu"));
+  if (a.logInterval != b.logInterval)
+    d.push_back(fmt::format("--log-interval {} vs {}", a.logInterval, b.logInterval));
   if (a.dataKind != b.dataKind || a.syntheticTrain != b.syntheticTrain ||
       a.syntheticTest != b.syntheticTest)
     d.push_back("--data");
@@ -178,10 +193,10 @@ std::string rankList(const std::vector<int> &ranks) {
 // Right after the communicator exists: refuses (on every rank, collectively)
 // to train unless every rank runs the same compiled program with the same
 // options.
-void checkSameRun(Communicator &comm, const ModelSpec &spec, const Options &o) {
+void checkSameRun(Communicator &comm, const ModelSpec &spec, const Options &o, bool cuda) {
   if (comm.size() == 1)
     return;
-  const RunIdentity mine = runIdentity(spec, o);
+  const RunIdentity mine = runIdentity(spec, o, cuda);
   std::vector<RunIdentity> all(static_cast<size_t>(comm.size()));
   comm.allgather(&mine, all.data(), sizeof(RunIdentity));
   const RunIdentity &ref = all[0];
@@ -265,7 +280,59 @@ std::string testResults(const ModelSpec &spec, const std::vector<double> &result
   return line;
 }
 
-void train(Session &s) {
+// Runs the eval step over ds in file order, each rank on its contiguous part
+// (rank r: samples [r*N/W, (r+1)*N/W)), staging each batch while the step
+// before it runs; returns the sample-weighted mean of each output over the
+// whole of ds (one allreduceSum).
+std::vector<double> evaluate(Session &s, Executor &exec, const Dataset &ds) {
+  const size_t numOutputs = size_t(s.spec.numOutputs);
+  const int64_t slots = exec.outputSlots(), batch = s.opts.batch;
+  // sums[i]: output i weighted by batch sizes; sums.back(): samples.
+  std::vector<double> sums(numOutputs + 1, 0.0);
+  std::vector<float> outs(size_t(slots) * numOutputs);
+  std::vector<int64_t> pendingN;
+  pendingN.reserve(size_t(slots));
+  auto flush = [&] {
+    if (pendingN.empty())
+      return;
+    exec.readOutputs(int64_t(pendingN.size()), outs.data());
+    for (size_t k = 0; k < pendingN.size(); ++k) {
+      for (size_t i = 0; i < numOutputs; ++i)
+        sums[i] += double(outs[k * numOutputs + i]) * double(pendingN[k]);
+      sums.back() += double(pendingN[k]);
+    }
+    pendingN.clear();
+  };
+  const int64_t W = s.comm.size(), r = s.comm.rank();
+  const int64_t begin = ds.size * r / W, end = ds.size * (r + 1) / W;
+  std::vector<int64_t> idx(static_cast<size_t>(std::max<int64_t>(0, std::min(batch, end - begin))));
+  auto stage = [&](int64_t b) {
+    const int64_t n = std::min(batch, end - b);
+    std::iota(idx.begin(), idx.begin() + n, b);
+    return exec.stage(ds, idx.data(), n);
+  };
+  int staged = begin < end ? stage(begin) : -1;
+  for (int64_t b = begin; b < end; b += batch) {
+    exec.eval(staged, int64_t(pendingN.size()));
+    pendingN.push_back(std::min(batch, end - b));
+    if (b + batch < end)
+      staged = stage(b + batch);
+    if (int64_t(pendingN.size()) == slots)
+      flush();
+  }
+  flush();
+  s.comm.allreduceSum(sums.data(), int64_t(sums.size()));
+  const double total = std::max(sums.back(), 1.0);
+  sums.pop_back();
+  for (double &v : sums)
+    v /= total;
+  return sums;
+}
+
+// The training loop. Steps are queued on the executor; their outputs are
+// read back every outputSlots() steps (every step on the CPU) and at the
+// end of each epoch, then weighed, checked and reported in step order.
+void train(Session &s, Executor &exec) {
   const ModelSpec &spec = s.spec;
   const Options &o = s.opts;
   const Dataset &trainSet = s.data.train;
@@ -277,14 +344,26 @@ void train(Session &s) {
                     comm.size() > 1);
   MetricsFile metrics(root ? o.metricsPath : std::string(), spec);
   const bool stepMetrics = !o.metricsPath.empty(); // every rank joins the per-step sums
-  std::vector<double> stepSums(static_cast<size_t>(spec.numOutputs) + 1);
-  std::vector<float> stepMeans(static_cast<size_t>(spec.numOutputs));
+  const size_t numOutputs = size_t(spec.numOutputs);
+  const int64_t slots = exec.outputSlots();
+  // Steps whose outputs have not been read yet.
+  struct Pending {
+    int64_t epoch, step, batchIndex, n, global;
+    float lr;
+    double seconds;
+  };
+  std::vector<Pending> pending;
+  pending.reserve(size_t(slots));
+  std::vector<float> outs(size_t(slots) * numOutputs);
+  // Per pending step: its outputs weighted by its batch size, then the size.
+  std::vector<double> stepSums(size_t(slots) * (numOutputs + 1));
+  std::vector<float> stepMeans(numOutputs);
   const bool evaluate = o.eval && s.data.test.size > 0;
   std::unique_ptr<Tracer> tracer;
   if (!o.tracePath.empty())
     tracer = std::make_unique<Tracer>(rank);
   auto finishTrace = [&](int64_t steps) {
-    s.args.trace = nullptr;
+    exec.setTracer(nullptr);
     comm.setTracer(nullptr);
     const std::string path = Tracer::rankPath(o.tracePath, rank);
     tracer->write(path);
@@ -305,7 +384,7 @@ void train(Session &s) {
   bool stop = false;
 
   if (o.epochs == 0 && evaluate) { // --epochs 0: evaluate the parameters only
-    std::vector<double> results = s.evaluate(s.data.test);
+    std::vector<double> results = dtc::rt::evaluate(s, exec, s.data.test);
     if (root) {
       fmt::print("eval{}\n", testResults(spec, results));
       std::fflush(stdout);
@@ -319,47 +398,78 @@ void train(Session &s) {
     progress.beginEpoch(epoch, sampler.numBatches());
     double lossSum = 0;
     int64_t seen = 0, globalSeen = 0;
+    // Reads the outputs of the pending steps and accounts for them.
+    auto flush = [&] {
+      if (pending.empty())
+        return;
+      const size_t count = pending.size();
+      exec.readOutputs(int64_t(count), outs.data());
+      for (size_t k = 0; k < count; ++k) {
+        const Pending &p = pending[k];
+        const float loss = outs[k * numOutputs];
+        if (!std::isfinite(loss))
+          throw Error(fmt::format("the loss became {} at epoch {} step {}; try a lower "
+                                  "learning rate (--lr)",
+                                  loss, p.epoch, p.step));
+        lossSum += double(loss) * double(p.n);
+        seen += p.n;
+        globalSeen += p.global;
+      }
+      if (stepMetrics) { // the global means of each step
+        const size_t w = numOutputs + 1;
+        for (size_t k = 0; k < count; ++k) {
+          for (size_t i = 0; i < numOutputs; ++i)
+            stepSums[k * w + i] = double(outs[k * numOutputs + i]) * double(pending[k].n);
+          stepSums[k * w + numOutputs] = double(pending[k].n);
+        }
+        comm.allreduceSum(stepSums.data(), int64_t(count * w));
+        for (size_t k = 0; k < count; ++k) {
+          const double total = stepSums[k * w + numOutputs];
+          for (size_t i = 0; i < numOutputs; ++i)
+            stepMeans[i] = float(stepSums[k * w + i] / total);
+          metrics.row(pending[k].epoch, pending[k].step, int64_t(total), stepMeans,
+                      pending[k].lr, pending[k].seconds);
+        }
+      }
+      progress.update(pending.back().batchIndex + 1, lossSum / double(seen),
+                      double(globalSeen) / secondsSince(epochStart));
+      pending.clear();
+    };
+    int staged = -1;
+    if (sampler.numBatches() > 0) {
+      int64_t n0;
+      const int64_t *idx0 = sampler.batch(0, &n0);
+      staged = exec.stage(trainSet, idx0, n0);
+    }
     for (int64_t b = 0; b < sampler.numBatches() && !stop; ++b) {
       int64_t n;
-      const int64_t *idx = sampler.batch(b, &n);
+      sampler.batch(b, &n);
       s.hyper.step = ++step;
       const bool traced = tracer && step <= o.traceSteps;
       if (traced) {
-        s.args.trace = tracer.get();
+        exec.setTracer(tracer.get());
         comm.setTracer(tracer.get());
         stepName = fmt::format("step {}", step);
         tracer->begin(stepName.c_str());
       }
-      s.loadBatch(trainSet, idx, n);
-      s.args.gradScale = sampler.gradScale(b);
-      spec.trainStep(s.args);
+      exec.train(staged, int64_t(pending.size()), sampler.gradScale(b));
       if (traced) {
         tracer->end();
         if (step == o.traceSteps)
           finishTrace(step);
       }
-      const float loss = s.outputs[0];
-      if (!std::isfinite(loss))
-        throw Error(fmt::format("the loss became {} at epoch {} step {}; try a lower "
-                                "learning rate (--lr)",
-                                loss, epoch, step));
-      lossSum += double(loss) * double(n);
-      seen += n;
-      globalSeen += sampler.globalBatch(b);
-      if (stepMetrics) { // the global means of this step
-        for (size_t i = 0; i < stepMeans.size(); ++i)
-          stepSums[i] = double(s.outputs[i]) * double(n);
-        stepSums.back() = double(n);
-        comm.allreduceSum(stepSums.data(), int64_t(stepSums.size()));
-        for (size_t i = 0; i < stepMeans.size(); ++i)
-          stepMeans[i] = float(stepSums[i] / stepSums.back());
-        metrics.row(epoch, step, int64_t(stepSums.back()), stepMeans, s.hyper.lr,
-                    secondsSince(start));
-      }
-      progress.update(b + 1, lossSum / double(seen),
-                      double(globalSeen) / secondsSince(epochStart));
+      pending.push_back({epoch, step, b, n, sampler.globalBatch(b), s.hyper.lr,
+                         secondsSince(start)});
       stop = o.maxSteps > 0 && step >= o.maxSteps;
+      if (b + 1 < sampler.numBatches() && !stop) { // overlaps this step on a device
+        int64_t next;
+        const int64_t *idx = sampler.batch(b + 1, &next);
+        staged = exec.stage(trainSet, idx, next);
+      }
+      if (int64_t(pending.size()) == slots)
+        flush();
     }
+    flush();
     double totals[2] = {lossSum, double(seen)}; // over all ranks
     comm.allreduceSum(totals, 2);
     const double trainSeconds = secondsSince(epochStart);
@@ -369,7 +479,7 @@ void train(Session &s) {
     std::string line = fmt::format("epoch {}/{} train_loss {:.4f}", epoch, o.epochs,
                                    totals[0] / std::max(totals[1], 1.0));
     if (evaluate)
-      line += testResults(spec, s.evaluate(s.data.test));
+      line += testResults(spec, dtc::rt::evaluate(s, exec, s.data.test));
     line += fmt::format(" images/s {:.0f} time {:.2f}s", totals[1] / trainSeconds,
                         secondsSince(epochStart));
     if (root) {
@@ -381,6 +491,7 @@ void train(Session &s) {
     finishTrace(step);
 
   if (!o.savePath.empty() && root) {
+    exec.paramsToHost();
     saveCheckpoint(o.savePath, spec, s.persistent.data());
     if (!o.quiet)
       fmt::print("saved parameters to {}\n", o.savePath);
@@ -418,12 +529,21 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     Options opts;
     if (std::optional<int> exitCode = parseOptions(argc, argv, spec, opts))
       return *exitCode;
+    const DeviceChoice device = chooseDevice(spec, opts.device);
     const LaunchInfo launch = detectLaunch();
     comm = createCommunicator(opts.comm, opts.commTimeout, launch,
-                              argc > 0 && argv[0] ? argv[0] : "train");
+                              argc > 0 && argv[0] ? argv[0] : "train", device.cuda);
     comm->setBuckets(spec);
+    if (device.cuda) {
+      // Ranks started by an MPI launcher agree on the run (--device
+      // included) before NCCL starts; torchrun's ranks only meet in NCCL.
+      checkSameRun(*comm, spec, opts, true);
+      comm = deviceBackend()->createCommunicator(std::move(comm), wantNccl(opts.comm, launch),
+                                                 launch, opts);
+      comm->setBuckets(spec);
+    }
     checkLaunchAgreement(launch, *comm);
-    checkSameRun(*comm, spec, opts);
+    checkSameRun(*comm, spec, opts, device.cuda);
     if (opts.gradcheck && comm->size() > 1)
       throw CollectiveError(fmt::format("--gradcheck checks a single process, but {} ranks "
                                         "were started; run it without a launcher",
@@ -431,12 +551,14 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     openblas_set_num_threads(opts.threadsGiven ? opts.threads : defaultThreads(*comm));
     DataSplits data = loadData(opts.data, spec);
     checkSameData(*comm, data);
-    Session session(spec, opts, std::move(data), *comm);
+    Session session(spec, opts, std::move(data), *comm, /*hostSteps=*/!device.cuda);
+    std::unique_ptr<Executor> exec =
+        device.cuda ? deviceBackend()->createExecutor(session) : makeCpuExecutor(session);
     if (!opts.quiet && comm->rank() == 0)
-      printHeader(session);
+      printHeader(session, *exec, device);
     if (opts.gradcheck)
-      return runGradcheck(session) ? 0 : 1;
-    train(session);
+      return runGradcheck(session, *exec) ? 0 : 1;
+    train(session, *exec);
     return 0;
   } catch (const std::bad_alloc &) {
     error = "out of memory";

@@ -2,6 +2,7 @@
 #include "gradcheck.h"
 
 #include "error.h"
+#include "executor.h"
 #include "params.h"
 
 #include <fmt/format.h>
@@ -15,6 +16,11 @@ constexpr int64_t kElementsPerParam = 16;
 } // namespace
 
 bool runGradcheck(Session &s) {
+  std::unique_ptr<Executor> cpu = makeCpuExecutor(s);
+  return runGradcheck(s, *cpu);
+}
+
+bool runGradcheck(Session &s, Executor &exec) {
   const ModelSpec &spec = s.spec;
   if (!spec.gradStep)
     throw Error(fmt::format("model '{}' has no gradient step; --gradcheck is unavailable",
@@ -22,17 +28,17 @@ bool runGradcheck(Session &s) {
   Sampler sampler(s.data.train.size, s.opts.batch, 0, /*shuffle=*/false);
   int64_t n;
   const int64_t *idx = sampler.batch(0, &n);
-  s.loadBatch(s.data.train, idx, n);
+  const int staged = exec.stage(s.data.train, idx, n);
 
   std::vector<float> grads(static_cast<size_t>(countParams(spec)), 0.0f);
   s.hyper.step = 1;
-  s.args.paramGrads = grads.data();
-  spec.gradStep(s.args);
-  s.args.paramGrads = nullptr;
+  exec.grad(staged, grads.data());
 
+  std::vector<float> outputs(static_cast<size_t>(spec.numOutputs));
   auto loss = [&] {
-    spec.evalStep(s.args);
-    return double(s.outputs[0]);
+    exec.eval(staged, 0);
+    exec.readOutputs(1, outputs.data());
+    return double(outputs[0]);
   };
   const double eps = s.opts.gradcheckEps, atol = s.opts.gradcheckAtol,
                rtol = s.opts.gradcheckRtol;
@@ -40,7 +46,8 @@ bool runGradcheck(Session &s) {
   const float *g = grads.data(); // packed in parameter order
   for (int32_t p = 0; p < spec.numParams; ++p) {
     const ParamSpec &ps = spec.params[p];
-    float *w = reinterpret_cast<float *>(s.persistent.data() + ps.offset);
+    // The host parameters are those of the executor: nothing has trained.
+    const float *w = reinterpret_cast<const float *>(s.persistent.data() + ps.offset);
     const int64_t count = std::min(ps.numel, kElementsPerParam);
     double maxAbs = 0, maxRel = 0;
     bool ok = true;
@@ -49,11 +56,12 @@ bool runGradcheck(Session &s) {
       const int64_t e = ps.numel <= kElementsPerParam ? j : (2 * j + 1) * ps.numel / (2 * count);
       const float orig = w[e];
       const float up = static_cast<float>(orig + eps), down = static_cast<float>(orig - eps);
-      w[e] = up;
+      const int64_t at = ps.offset + e * int64_t(sizeof(float));
+      exec.setParam(at, up);
       const double lossUp = loss();
-      w[e] = down;
+      exec.setParam(at, down);
       const double lossDown = loss();
-      w[e] = orig;
+      exec.setParam(at, orig);
       const double fd = (lossUp - lossDown) / (double(up) - double(down));
       const double an = g[e];
       const double err = std::fabs(fd - an), scale = std::max(std::fabs(fd), std::fabs(an));

@@ -5,10 +5,14 @@
 
 namespace dtc::rt {
 
-// On the first training batch (file order): compares spec.gradStep's
-// gradients with central differences of evalStep's loss on up to 16 elements
-// per parameter, prints one "gradcheck PARAM ..." line per parameter and a
-// verdict. Parameters are restored bit-exactly. Returns true if all passed.
+class Executor;
+
+// On the first training batch (file order): compares the gradient step's
+// gradients with central differences of the eval step's loss on up to 16
+// elements per parameter, prints one "gradcheck PARAM ..." line per
+// parameter and a verdict. Parameters are restored bit-exactly. Returns true
+// if all passed. The steps run on `exec` (the CPU executor without it).
+bool runGradcheck(Session &s, Executor &exec);
 bool runGradcheck(Session &s);
 
 } // namespace dtc::rt

@@ -162,7 +162,8 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   app.set_version_flag("--version", fmt::format("train: model {} from {} (dtc runtime {})",
                                                 spec.name, spec.source ? spec.source : "?",
                                                 kRuntimeVersion));
-  std::string data, shuffle = "on", progress = "auto", eval = "on", comm = "auto";
+  std::string data, shuffle = "on", progress = "auto", eval = "on", comm = "auto",
+                    device = "auto", tf32 = "off";
   app.add_option("--data", data,
                  "Data set: an IDX directory, train.csv[,test.csv], or synthetic[:TRAIN[,TEST]]")
       ->type_name("PATH")
@@ -228,11 +229,12 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->check(atLeast<double>(0, "a non-negative number"));
   app.add_flag("--quiet", out.quiet, "Print only the per-epoch result lines");
   app.add_option("--comm", comm,
-                 "Communication between ranks (auto: MPI when started by mpirun, srun or "
-                 "another PMI launcher, else local)")
-      ->type_name("auto|local|mpi")
+                 "Communication between ranks (auto: on the CPU, MPI when started by mpirun, "
+                 "srun or another PMI launcher, else local; on CUDA, NCCL when started by "
+                 "such a launcher or torchrun, else local)")
+      ->type_name("auto|local|mpi|nccl")
       ->capture_default_str()
-      ->check(oneOf({"auto", "local", "mpi"}));
+      ->check(oneOf({"auto", "local", "mpi", "nccl"}));
   app.add_option("--comm-timeout", out.commTimeout,
                  "Give up (and end the job) when a communication with the other ranks takes "
                  "longer than this")
@@ -247,6 +249,22 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("N")
       ->capture_default_str()
       ->check(atLeast<int64_t>(1, "a positive integer"));
+  app.add_option("--device", device,
+                 "Where the steps run (auto: cuda when the program has CUDA steps and a GPU "
+                 "is present, else cpu)")
+      ->type_name("auto|cpu|cuda")
+      ->capture_default_str()
+      ->check(oneOf({"auto", "cpu", "cuda"}));
+  app.add_option("--log-interval", out.logInterval,
+                 "CUDA: steps between reads of the loss and metrics from the device (progress "
+                 "and the non-finite loss check happen then)")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(atLeast<int64_t>(1, "a positive integer"));
+  app.add_option("--tf32", tf32, "CUDA: let GEMMs use TF32 tensor cores (faster, ~1e-3 relative)")
+      ->type_name("on|off")
+      ->capture_default_str()
+      ->check(oneOf({"on", "off"}));
 
   try {
     app.parse(argc, argv);
@@ -264,7 +282,13 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
     applyDataOption(data, out.data);
   out.shuffle = shuffle == "on";
   out.threadsGiven = app.count("--threads") > 0;
-  out.comm = comm == "local" ? CommKind::Local : comm == "mpi" ? CommKind::Mpi : CommKind::Auto;
+  out.comm = comm == "local" ? CommKind::Local
+             : comm == "mpi"  ? CommKind::Mpi
+             : comm == "nccl" ? CommKind::Nccl
+                              : CommKind::Auto;
+  out.device = device == "cpu" ? DeviceKind::Cpu : device == "cuda" ? DeviceKind::Cuda
+                                                                    : DeviceKind::Auto;
+  out.tf32 = tf32 == "on";
   out.eval = eval == "on";
   out.progress = progress == "on"    ? ProgressMode::On
                  : progress == "off" ? ProgressMode::Off

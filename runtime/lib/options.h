@@ -12,6 +12,7 @@
 namespace dtc::rt {
 
 enum class ProgressMode { Auto, On, Off };
+enum class DeviceKind { Auto, Cpu, Cuda };
 
 // The run's settings: the recipe's defaults overridden by the command line.
 struct Options {
@@ -34,6 +35,9 @@ struct Options {
   double commTimeout = 120; // seconds
   std::string tracePath;
   int64_t traceSteps = 20;
+  DeviceKind device = DeviceKind::Auto;
+  int64_t logInterval = 20; // device runs: steps between reads of the outputs
+  bool tf32 = false;        // device runs: TF32 tensor cores in GEMMs
 };
 
 // "sgd(lr=0.1, momentum=0.9, ...)" etc., for the header line.

@@ -45,6 +45,8 @@ void validateSpec(const ModelSpec &spec) {
   };
   if (!spec.name || !spec.trainStep || !spec.evalStep)
     throw bad("missing name or step functions");
+  if ((spec.trainStepCuda == nullptr) != (spec.evalStepCuda == nullptr))
+    throw bad("CUDA steps must come together (trainStepCuda and evalStepCuda)");
   if (spec.numOutputs < 1 || !spec.outputNames || std::string(spec.outputNames[0]) != "loss")
     throw bad("outputs must start with \"loss\"");
   if (spec.inputNumel < 1 || spec.labelNumel < 1)

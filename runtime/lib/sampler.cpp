@@ -68,24 +68,28 @@ BatchBuffer::BatchBuffer(int64_t capacity, const Dataset &like)
       y_(static_cast<size_t>(capacity * like.labelWidth) *
          (like.labelKind == LabelKind::Class ? sizeof(int32_t) : sizeof(float))) {}
 
+void gatherBatch(const Dataset &ds, const int64_t *idx, int64_t n, float *x, void *y) {
+  const int64_t features = ds.features, labelWidth = ds.labelWidth;
+  const size_t rowBytes = static_cast<size_t>(features) * sizeof(float);
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(x + i * features, ds.x.data() + idx[i] * features, rowBytes);
+  if (ds.labelKind == LabelKind::Class) {
+    int32_t *yc = static_cast<int32_t *>(y);
+    for (int64_t i = 0; i < n; ++i)
+      yc[i] = ds.yClass[static_cast<size_t>(idx[i])];
+  } else {
+    float *yv = static_cast<float *>(y);
+    const size_t labelBytes = static_cast<size_t>(labelWidth) * sizeof(float);
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(yv + i * labelWidth, ds.yValue.data() + idx[i] * labelWidth, labelBytes);
+  }
+}
+
 void BatchBuffer::gather(const Dataset &ds, const int64_t *idx, int64_t n) {
   if (n > capacity_ || ds.features != features_ || ds.labelKind != labelKind_ ||
       ds.labelWidth != labelWidth_)
     throw Error("internal error: batch does not fit its buffer");
-  float *x = x_.as<float>();
-  const size_t rowBytes = static_cast<size_t>(features_) * sizeof(float);
-  for (int64_t i = 0; i < n; ++i)
-    std::memcpy(x + i * features_, ds.x.data() + idx[i] * features_, rowBytes);
-  if (labelKind_ == LabelKind::Class) {
-    int32_t *y = y_.as<int32_t>();
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = ds.yClass[static_cast<size_t>(idx[i])];
-  } else {
-    float *y = y_.as<float>();
-    const size_t labelBytes = static_cast<size_t>(labelWidth_) * sizeof(float);
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(y + i * labelWidth_, ds.yValue.data() + idx[i] * labelWidth_, labelBytes);
-  }
+  gatherBatch(ds, idx, n, x_.as<float>(), y_.data());
   size_ = n;
 }
 

@@ -58,6 +58,10 @@ private:
   std::vector<int64_t> perm_, shard_;
 };
 
+// Copies samples idx[0..n) of ds: features to x [n, ds.features], labels to
+// y (int32 [n] for class labels, float [n, ds.labelWidth] for values).
+void gatherBatch(const Dataset &ds, const int64_t *idx, int64_t n, float *x, void *y);
+
 class BatchBuffer {
 public:
   BatchBuffer(int64_t capacity, const Dataset &like);

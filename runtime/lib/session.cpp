@@ -4,16 +4,14 @@
 #include "checkpoint.h"
 #include "params.h"
 
-#include <algorithm>
-#include <numeric>
-
 namespace dtc::rt {
 
-Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase &comm)
+Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase &comm,
+                 bool hostSteps)
     : spec(spec), opts(std::move(opts)), data(std::move(data)), comm(comm),
       persistent(static_cast<size_t>(spec.persistentBytes)),
-      arena(static_cast<size_t>(spec.arenaPerSample * this->opts.batch + spec.arenaFixed)),
-      batch(this->opts.batch, this->data.train),
+      arena(hostSteps ? static_cast<size_t>(arenaBytes(spec, this->opts.batch)) : 0),
+      batch(hostSteps ? this->opts.batch : 0, this->data.train),
       outputs(static_cast<size_t>(spec.numOutputs), 0.0f), hyper(spec.recipe.hyper) {
   initParams(spec, this->opts.seed, persistent.data());
   if (!this->opts.initPath.empty() && comm.rank() == 0)
@@ -30,34 +28,12 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
   args.comm = &comm;
   args.gradScale = 1.0f;
   args.trace = nullptr;
+  args.device = nullptr;
 }
 
 void Session::loadBatch(const Dataset &ds, const int64_t *idx, int64_t n) {
   batch.gather(ds, idx, n);
   batch.bind(args);
-}
-
-std::vector<double> Session::evaluate(const Dataset &ds) {
-  // sums[i]: output i weighted by batch sizes; sums.back(): samples.
-  std::vector<double> sums(outputs.size() + 1, 0.0);
-  const int64_t W = comm.size(), r = comm.rank();
-  const int64_t begin = ds.size * r / W, end = ds.size * (r + 1) / W;
-  std::vector<int64_t> idx(static_cast<size_t>(std::min(opts.batch, end - begin)));
-  for (int64_t b = begin; b < end; b += opts.batch) {
-    const int64_t n = std::min(opts.batch, end - b);
-    std::iota(idx.begin(), idx.begin() + n, b);
-    loadBatch(ds, idx.data(), n);
-    spec.evalStep(args);
-    for (size_t i = 0; i < outputs.size(); ++i)
-      sums[i] += double(outputs[i]) * double(n);
-    sums.back() += double(n);
-  }
-  comm.allreduceSum(sums.data(), int64_t(sums.size()));
-  const double total = std::max(sums.back(), 1.0);
-  sums.pop_back();
-  for (double &s : sums)
-    s /= total;
-  return sums;
 }
 
 } // namespace dtc::rt

@@ -3,7 +3,10 @@
 // The state shared by training, evaluation and the gradient check: the data
 // splits, the persistent block (parameters + optimizer state), the arena,
 // one reusable batch buffer, the communicator and the StepArgs pointing at
-// all of them. Every buffer is allocated once, here.
+// all of them. Every buffer is allocated once, here. The CPU executor
+// (executor.h) runs the steps on these buffers; a device executor keeps its
+// own copies on the device and uses the host parameters only to start from
+// and for --save.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -19,20 +22,25 @@
 
 namespace dtc::rt {
 
+// Bytes of a step arena for `batch` samples: the fixed region, the
+// per-sample region, and 64 bytes of slack (a step may start its per-sample
+// region at its fixed size rounded up to 64).
+inline int64_t arenaBytes(const ModelSpec &spec, int64_t batch) {
+  return spec.arenaFixed + spec.arenaPerSample * batch + 64;
+}
+
 struct Session {
   // Allocates, initializes the parameters from opts.seed, then (rank 0 only)
   // applies opts.initPath if given, then broadcasts rank 0's parameters to
-  // all ranks. Optimizer state starts at zero.
-  Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase &comm);
+  // all ranks. Optimizer state starts at zero. hostSteps false (a device
+  // executor runs the steps): no host arena or batch buffer.
+  Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase &comm,
+          bool hostSteps = true);
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
 
   // Copies samples idx[0..n) of ds into the batch buffer and binds it.
   void loadBatch(const Dataset &ds, const int64_t *idx, int64_t n);
-  // Runs evalStep over ds in file order, each rank on its contiguous part
-  // (rank r: samples [r*N/W, (r+1)*N/W)); returns the sample-weighted mean
-  // of each output over the whole of ds (one allreduceSum).
-  std::vector<double> evaluate(const Dataset &ds);
 
   const ModelSpec &spec;
   const Options opts;

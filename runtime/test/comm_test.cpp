@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "comm_impl.h"
+#include "rendezvous.h"
 #include "test_models.h"
 #include "test_util.h"
 #include "tracer.h"
@@ -12,8 +13,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
+#include <arpa/inet.h>
+#include <array>
+#include <chrono>
 #include <fstream>
 #include <map>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -172,6 +181,100 @@ TEST(CommSetup, BackendChoiceAndRefusals) {
             }),
             "the environment says WORLD_SIZE=2 RANK=1 (torchrun), but local runs 1 ranks and "
             "this is rank 0; start it with mpirun alone");
+}
+
+TEST(CommSetup, CudaRunsBootstrapNcclAndRefuseMpi) {
+  const LaunchInfo torch = launchFrom({{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"LOCAL_RANK", "1"}});
+  // torchrun is fine for CUDA: a local base, NCCL bootstraps from the variables.
+  auto base = createCommunicator(CommKind::Auto, 5, torch, "./train", /*cuda=*/true);
+  EXPECT_STREQ(base->backend(), "local");
+  EXPECT_EQ(base->localRank(), 1);
+  EXPECT_TRUE(wantNccl(CommKind::Auto, torch));
+  EXPECT_FALSE(wantNccl(CommKind::Auto, launchFrom({})));
+  EXPECT_TRUE(wantNccl(CommKind::Nccl, launchFrom({})));
+  EXPECT_TRUE(wantNccl(CommKind::Auto, launchFrom({{"OMPI_COMM_WORLD_SIZE", "2"}})));
+  EXPECT_EQ(createCommunicator(CommKind::Nccl, 5, launchFrom({}), "./train", true)->size(), 1);
+  EXPECT_EQ(errorOf([&] { createCommunicator(CommKind::Local, 5, torch, "./train", true); }),
+            "--comm local, but torchrun started 2 ranks (WORLD_SIZE=2); run a single process, "
+            "or use --comm auto");
+  EXPECT_EQ(errorOf([] { createCommunicator(CommKind::Mpi, 5, launchFrom({}), "./train", true); })
+                .rfind("--comm mpi all-reduces host memory, but this run uses a CUDA device", 0),
+            0u);
+  EXPECT_EQ(errorOf([] { createCommunicator(CommKind::Nccl, 5, launchFrom({}), "./train"); })
+                .rfind("--comm nccl: NCCL connects CUDA devices, but this run uses the CPU", 0),
+            0u);
+}
+
+//===--- the rendezvous (torchrun's ranks exchange the NCCL id) ------------===//
+
+// A port that was free a moment ago.
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(Rendezvous, RankZeroHandsItsBytesToEveryRank) {
+  const int port = freePort(), world = 4;
+  std::vector<std::array<unsigned char, 128>> ids(world);
+  for (int i = 0; i < 128; ++i)
+    ids[0][size_t(i)] = static_cast<unsigned char>(i * 7 + 1);
+  std::vector<std::string> errors(world);
+  std::vector<std::thread> ranks;
+  // The others start first: they retry until rank 0 listens.
+  for (int r = world - 1; r >= 0; --r) {
+    ranks.emplace_back([&, r] {
+      errors[size_t(r)] = errorOf([&] {
+        rendezvousBroadcast(r, world, "localhost", port, 20, ids[size_t(r)].data(), 128);
+      });
+    });
+    if (r == world - 1)
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  for (auto &t : ranks)
+    t.join();
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(errors[size_t(r)], "(no error)") << "rank " << r;
+    EXPECT_EQ(ids[size_t(r)], ids[0]) << "rank " << r;
+  }
+}
+
+TEST(Rendezvous, TimeoutsAndMismatchesAreErrors) {
+  const int port = freePort();
+  unsigned char id[128] = {};
+  const std::string noServer =
+      errorOf([&] { rendezvousBroadcast(1, 2, "127.0.0.1", port, 0.5, id, sizeof id); });
+  EXPECT_EQ(noServer.rfind(fmt::format("rendezvous: rank 1 could not reach rank 0 at "
+                                       "127.0.0.1:{} within 0.5 s (",
+                                       port),
+                           0),
+            0u)
+      << noServer;
+  const std::string noPeers =
+      errorOf([&] { rendezvousBroadcast(0, 3, "", port, 0.5, id, sizeof id); });
+  EXPECT_EQ(noPeers, fmt::format("rendezvous: 2 of 2 ranks did not connect to rank 0 (port {}) "
+                                 "within 0.5 s; start every rank with the same MASTER_ADDR, "
+                                 "MASTER_PORT and WORLD_SIZE",
+                                 port));
+  std::string server, client;
+  std::thread t0([&] {
+    server = errorOf([&] { rendezvousBroadcast(0, 2, "", port, 5, id, sizeof id); });
+  });
+  std::thread t1([&] {
+    unsigned char mine[128];
+    client = errorOf([&] { rendezvousBroadcast(1, 3, "localhost", port, 2, mine, sizeof mine); });
+  });
+  t0.join();
+  t1.join();
+  EXPECT_EQ(server, "rendezvous: rank 1 runs with WORLD_SIZE=3, rank 0 with 2");
+  EXPECT_NE(client, "(no error)");
+  EXPECT_NO_THROW(rendezvousBroadcast(0, 1, "", port, 1, id, sizeof id)); // one rank: nothing
 }
 
 TEST(CommSetup, MpiPluginErrors) {

@@ -8,6 +8,7 @@
 #include "comm_impl.h"
 #include "dtc/kernels.h"
 #include "dtc/runtime.h"
+#include "executor.h"
 #include "gradcheck.h"
 #include "session.h"
 #include "test_models.h"
@@ -289,7 +290,8 @@ TEST(Driver, CommandLineErrors) {
        {std::vector<std::string>{"--epochs", "-1"}, {"--epochs", "two"}, {"--batch", "-1"},
         {"--shuffle", "maybe"}, {"--progress", "sometimes"}, {"--lr", "-1"},
         {"--threads", "0"}, {"--no-such-option"}, {"stray"}, {"--gradcheck-eps", "0"},
-        {"--comm", "nccl"}, {"--comm-timeout", "0"}, {"--trace-steps", "0"}}) {
+        {"--comm", "gloo"}, {"--comm-timeout", "0"}, {"--trace-steps", "0"},
+        {"--device", "gpu"}, {"--log-interval", "0"}, {"--tf32", "maybe"}}) {
     TrainRun r = runTrain(spec, args);
     EXPECT_EQ(r.rc, 2) << args[0];
     EXPECT_EQ(r.err.rfind("train: error: ", 0), 0u) << r.err;
@@ -317,7 +319,7 @@ TEST(Driver, HelpAndVersion) {
                           "--init", "--metrics", "--progress", "--threads", "--max-steps",
                           "--eval", "--gradcheck", "--gradcheck-eps", "--gradcheck-atol",
                           "--gradcheck-rtol", "--quiet", "--version", "--comm", "--comm-timeout",
-                          "--trace", "--trace-steps"})
+                          "--trace", "--trace-steps", "--device", "--log-interval", "--tf32"})
     EXPECT_NE(help.out.find(opt), std::string::npos) << opt;
   TrainRun version = runTrain(SoftmaxReg::spec(), {"--version"});
   EXPECT_EQ(version.rc, 0);
@@ -466,4 +468,259 @@ TEST(Driver, TraceWithFewerStepsThanAskedIsWrittenAtTheEnd) {
   for (const auto &e : doc.at("traceEvents"))
     steps += e.at("name").get<std::string>().rfind("step ", 0) == 0;
   EXPECT_EQ(steps, 3);
+}
+
+//===--- devices ------------------------------------------------------------===//
+//
+// libdtcrt_cuda is not linked here: a stand-in backend runs the "CUDA" steps
+// (the CPU steps, on host memory) through an executor that works like the
+// CUDA one (outputs deferred to slots read once per --log-interval, two
+// batch slots used in turn, its own copy of the parameters), so that the
+// driver's device path is tested without a GPU.
+
+namespace {
+
+class HostDeviceExecutor final : public Executor {
+public:
+  explicit HostDeviceExecutor(Session &s)
+      : s_(s), slots_(s.opts.logInterval), persistent_(s.persistent.size()),
+        arena_(size_t(arenaBytes(s.spec, s.opts.batch))),
+        outputs_(size_t(slots_ * s.spec.numOutputs), -1.0f),
+        batches_{BatchBuffer(s.opts.batch, s.data.train), BatchBuffer(s.opts.batch, s.data.train)} {
+    std::memcpy(persistent_.data(), s.persistent.data(), s.persistent.size());
+    args_.persistent = persistent_.data();
+    args_.arena = arena_.data();
+    args_.hyper = &s.hyper;
+    args_.comm = &s.comm;
+  }
+  std::string describe() const override { return "fake:0"; }
+  int64_t outputSlots() const override { return slots_; }
+  int stage(const Dataset &ds, const int64_t *idx, int64_t n) override {
+    const int h = next_;
+    next_ ^= 1;
+    batches_[h].gather(ds, idx, n);
+    return h;
+  }
+  void train(int b, int64_t slot, float gradScale) override {
+    run(s_.spec.trainStepCuda, b, slot, gradScale, nullptr);
+  }
+  void eval(int b, int64_t slot) override { run(s_.spec.evalStepCuda, b, slot, 1, nullptr); }
+  void grad(int b, float *grads) override { run(s_.spec.gradStepCuda, b, 0, 1, grads); }
+  void readOutputs(int64_t count, float *out) override {
+    EXPECT_LE(count, slots_);
+    ++reads;
+    std::copy(outputs_.begin(), outputs_.begin() + count * s_.spec.numOutputs, out);
+    std::fill(outputs_.begin(), outputs_.end(), -1.0f); // slots must be rewritten
+  }
+  void setParam(int64_t offset, float value) override {
+    std::memcpy(persistent_.data() + offset, &value, sizeof value);
+  }
+  void paramsToHost() override {
+    std::memcpy(s_.persistent.data(), persistent_.data(), size_t(s_.spec.paramBytes));
+  }
+  void setTracer(Tracer *t) override { args_.trace = t; }
+
+  static inline int reads = 0;
+
+private:
+  void run(StepFn step, int b, int64_t slot, float gradScale, float *grads) {
+    ASSERT_TRUE(b == 0 || b == 1);
+    ASSERT_LT(slot, slots_);
+    batches_[b].bind(args_);
+    args_.outputs = outputs_.data() + slot * s_.spec.numOutputs;
+    args_.gradScale = gradScale;
+    args_.paramGrads = grads;
+    step(args_);
+  }
+
+  Session &s_;
+  int64_t slots_;
+  AlignedBuffer persistent_, arena_;
+  std::vector<float> outputs_;
+  BatchBuffer batches_[2];
+  int next_ = 0;
+  StepArgs args_{};
+};
+
+class FakeBackend final : public DeviceBackend {
+public:
+  FakeBackend(int devices, std::string why) : devices_(devices), why_(std::move(why)) {
+    registerDeviceBackend(this);
+  }
+  ~FakeBackend() override { registerDeviceBackend(nullptr); }
+  const char *name() const override { return "fake"; }
+  int deviceCount(std::string *why) override {
+    *why = why_;
+    return devices_;
+  }
+  std::unique_ptr<CommBase> createCommunicator(std::unique_ptr<CommBase> base, bool,
+                                               const LaunchInfo &, const Options &) override {
+    return base;
+  }
+  std::unique_ptr<Executor> createExecutor(Session &s) override {
+    return std::make_unique<HostDeviceExecutor>(s);
+  }
+
+private:
+  int devices_;
+  std::string why_;
+};
+
+template <class M> ModelSpec withDeviceSteps() {
+  ModelSpec s = M::spec();
+  s.trainStepCuda = s.trainStep;
+  s.evalStepCuda = s.evalStep;
+  s.gradStepCuda = s.gradStep;
+  return s;
+}
+
+std::string firstLine(const std::string &s) { return s.substr(0, s.find('\n')); }
+
+// The run's output without timings (images/s, time, the seconds column).
+std::string withoutTimes(const std::string &s) {
+  static const std::regex times(R"( images/s \d+ time \d+\.\d+s|,[0-9.]+\n|saved parameters to \S+)");
+  return std::regex_replace(s, times, "");
+}
+
+} // namespace
+
+TEST(Device, CudaNeedsCudaSteps) {
+  TrainRun r = runTrain(SoftmaxReg::spec(), {"--device", "cuda"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "train: error: --device cuda: model 'softmax_reg' was compiled without CUDA "
+                   "steps (compile it with dtc --target=cuda)\n");
+  // A CPU program's header does not mention devices.
+  TrainRun cpu = runTrain(SoftmaxReg::spec(), {"--device", "cpu", "--epochs", "1"});
+  ASSERT_EQ(cpu.rc, 0) << cpu.err;
+  EXPECT_EQ(firstLine(cpu.out).find("device"), std::string::npos) << cpu.out;
+}
+
+TEST(Device, WithoutTheCudaRuntimeAutoRunsOnTheCpu) {
+  ASSERT_EQ(deviceBackend(), nullptr);
+  const ModelSpec spec = withDeviceSteps<SoftmaxReg>();
+  TrainRun r = runTrain(spec, {"--epochs", "1", "--progress", "off"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string header = firstLine(r.out);
+  EXPECT_NE(header.find(" ranks 1 backend local device cpu (this program was not linked with "
+                        "the CUDA runtime (libdtcrt_cuda.a))"),
+            std::string::npos)
+      << header;
+  TrainRun cuda = runTrain(spec, {"--device", "cuda"});
+  EXPECT_EQ(cuda.rc, 1);
+  EXPECT_EQ(cuda.err, "train: error: --device cuda: this program was not linked with the CUDA "
+                      "runtime (libdtcrt_cuda.a)\n");
+  TrainRun cpu = runTrain(spec, {"--device", "cpu", "--epochs", "1", "--progress", "off"});
+  ASSERT_EQ(cpu.rc, 0) << cpu.err;
+  EXPECT_NE(firstLine(cpu.out).find(" backend local device cpu"), std::string::npos) << cpu.out;
+}
+
+TEST(Device, WithoutADeviceAutoRunsOnTheCpuAndCudaIsAnError) {
+  FakeBackend backend(0, "cudaGetDeviceCount: no CUDA-capable device is detected");
+  const ModelSpec spec = withDeviceSteps<SoftmaxReg>();
+  TrainRun r = runTrain(spec, {"--epochs", "1", "--progress", "off"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(firstLine(r.out).find(" device cpu (no CUDA device found (cudaGetDeviceCount: no "
+                                  "CUDA-capable device is detected))"),
+            std::string::npos)
+      << r.out;
+  TrainRun cuda = runTrain(spec, {"--device", "cuda"});
+  EXPECT_EQ(cuda.rc, 1);
+  EXPECT_EQ(cuda.err, "train: error: --device cuda: no CUDA device found (cudaGetDeviceCount: no "
+                      "CUDA-capable device is detected)\n");
+  EXPECT_EQ(cuda.out, "");
+}
+
+TEST(Device, CommNcclNeedsADevice) {
+  TrainRun r = runTrain(SoftmaxReg::spec(), {"--comm", "nccl"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err.rfind("train: error: --comm nccl: NCCL connects CUDA devices, but this run "
+                        "uses the CPU",
+                        0),
+            0u)
+      << r.err;
+  FakeBackend backend(1, "");
+  TrainRun mpi = runTrain(withDeviceSteps<SoftmaxReg>(), {"--comm", "mpi"});
+  EXPECT_EQ(mpi.rc, 1);
+  EXPECT_EQ(mpi.err.rfind("train: error: --comm mpi all-reduces host memory, but this run uses "
+                          "a CUDA device",
+                          0),
+            0u)
+      << mpi.err;
+}
+
+// Deferred outputs (--log-interval 3 over 7 steps per epoch), two batch
+// slots and the executor's own parameters give exactly the CPU's results.
+TEST(Device, DeviceRunsMatchTheCpuExactly) {
+  FakeBackend backend(1, "");
+  TempDir dir;
+  for (const ModelSpec &spec : {withDeviceSteps<SoftmaxReg>(), withDeviceSteps<LinReg>()}) {
+    std::vector<std::string> common = {"--epochs", "2", "--data", "synthetic:100,40", "--batch",
+                                       "16", "--progress", "off", "--log-interval", "3"};
+    auto run = [&](const char *device, const std::string &tag) {
+      std::vector<std::string> args = common;
+      for (std::string a : {std::string("--device"), std::string(device),
+                            std::string("--metrics"), dir.file(tag + ".csv"),
+                            std::string("--save"), dir.file(tag + ".safetensors")})
+        args.push_back(a);
+      return runTrain(spec, args);
+    };
+    HostDeviceExecutor::reads = 0;
+    TrainRun dev = run("cuda", "dev");
+    ASSERT_EQ(dev.rc, 0) << dev.err;
+    // Per epoch: 7 steps in 3 reads, and 40 test samples in 1 read.
+    EXPECT_EQ(HostDeviceExecutor::reads, 2 * (3 + 1));
+    TrainRun cpu = run("cpu", "cpu");
+    ASSERT_EQ(cpu.rc, 0) << cpu.err;
+    EXPECT_NE(firstLine(dev.out).find(" backend local device fake:0"), std::string::npos)
+        << dev.out;
+    const std::string devBody = dev.out.substr(dev.out.find('\n'));
+    const std::string cpuBody = cpu.out.substr(cpu.out.find('\n'));
+    EXPECT_EQ(epochLines(devBody, spec.numOutputs == 2).size(), 2u);
+    EXPECT_EQ(withoutTimes(devBody), withoutTimes(cpuBody));
+    EXPECT_EQ(withoutTimes(readFile(dir.file("dev.csv"))),
+              withoutTimes(readFile(dir.file("cpu.csv"))));
+    EXPECT_EQ(csvLines(dir.file("dev.csv")).size(), 1u + 14u);
+    EXPECT_EQ(readFile(dir.file("dev.safetensors")), readFile(dir.file("cpu.safetensors")));
+  }
+}
+
+TEST(Device, MaxStepsAndEvaluationOnlyOnTheDevice) {
+  FakeBackend backend(1, "");
+  const ModelSpec spec = withDeviceSteps<SoftmaxReg>();
+  for (const char *steps : {"1", "4", "5"}) {
+    TrainRun dev = runTrain(spec, {"--device", "cuda", "--max-steps", steps, "--log-interval",
+                                   "4", "--data", "synthetic:64,16", "--batch", "8"});
+    TrainRun cpu = runTrain(spec, {"--device", "cpu", "--max-steps", steps, "--data",
+                                   "synthetic:64,16", "--batch", "8"});
+    ASSERT_EQ(dev.rc, 0) << dev.err;
+    EXPECT_EQ(withoutTimes(dev.out.substr(dev.out.find('\n'))),
+              withoutTimes(cpu.out.substr(cpu.out.find('\n'))));
+  }
+  TrainRun eval = runTrain(spec, {"--device", "cuda", "--epochs", "0", "--log-interval", "2"});
+  ASSERT_EQ(eval.rc, 0) << eval.err;
+  TrainRun evalCpu = runTrain(spec, {"--device", "cpu", "--epochs", "0"});
+  EXPECT_EQ(eval.out.substr(eval.out.find('\n')), evalCpu.out.substr(evalCpu.out.find('\n')));
+}
+
+TEST(Device, NonFiniteLossIsReportedAtItsStep) {
+  FakeBackend backend(1, "");
+  const ModelSpec spec = withDeviceSteps<LinReg>();
+  TrainRun dev = runTrain(spec, {"--device", "cuda", "--lr", "1e30", "--log-interval", "50"});
+  TrainRun cpu = runTrain(spec, {"--device", "cpu", "--lr", "1e30"});
+  EXPECT_EQ(dev.rc, 1);
+  EXPECT_EQ(cpu.rc, 1);
+  EXPECT_NE(cpu.err.find("the loss became"), std::string::npos) << cpu.err;
+  EXPECT_EQ(dev.err, cpu.err);
+}
+
+TEST(Device, GradcheckRunsTheDeviceSteps) {
+  FakeBackend backend(1, "");
+  TrainRun ok = runTrain(withDeviceSteps<SoftmaxReg>(), {"--device", "cuda", "--gradcheck"});
+  EXPECT_EQ(ok.rc, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("gradcheck passed\n"), std::string::npos) << ok.out;
+  TrainRun bad = runTrain(withDeviceSteps<Linear<4, 3, false, 1>>(), {"--device", "cuda",
+                                                                      "--gradcheck"});
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_TRUE(std::regex_search(bad.out, std::regex(R"(gradcheck fc\.bias .* FAIL\n)")))
+      << bad.out;
 }

@@ -208,6 +208,22 @@ void printReport(mlir::ModuleOp module) {
                          (long long)total, buckets, (long long)total,
                          (long long)(total * 14 / 8));
   }
+  // The GEMM work of one training step (the floor of its run time).
+  if (auto train = module.lookupSymbol<mlir::func::FuncOp>("train_step")) {
+    double flops = 0;
+    train.walk([&](dtc::MatmulOp m) {
+      auto a = m.getLhs().getType().getShape();
+      auto b = m.getRhs().getType().getShape();
+      auto size = [&](int64_t d) {
+        return mlir::ShapedType::isDynamic(d) ? double(batch) : double(d);
+      };
+      bool ta = m.getTransposeLhs(), tb = m.getTransposeRhs();
+      flops += 2.0 * size(ta ? a[1] : a[0]) * size(ta ? a[0] : a[1]) *
+               size(tb ? b[0] : b[1]);
+    });
+    os << llvm::format("GEMM FLOPs per training step (batch %lld): %.0f\n",
+                       (long long)batch, flops);
+  }
   os << llvm::format("peak memory of a step: %lld bytes (arena) + %lld "
                      "bytes (persistent)\n",
                      (long long)peak,
@@ -239,12 +255,13 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   args.push_back(source.str());
   args.push_back("-o");
   args.push_back(tmpOut.str().str());
+  // The CUDA runtime uses the CPU runtime: it goes first.
+  if (cuda)
+    args.push_back(DTC_RUNTIME_CUDA_LIBRARY);
   args.push_back(DTC_RUNTIME_LIBRARY);
   SmallVector<StringRef> libs;
-  if (cuda) {
-    args.push_back(DTC_RUNTIME_CUDA_LIBRARY);
+  if (cuda)
     StringRef(DTC_RUNTIME_CUDA_LINK_LIBS).split(libs, ' ', -1, false);
-  }
   StringRef(DTC_RUNTIME_LINK_LIBS).split(libs, ' ', -1, false);
   for (StringRef l : libs)
     args.push_back(l.str());

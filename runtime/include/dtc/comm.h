@@ -2,8 +2,9 @@
 //
 // The one interface through which compiled steps and the driver talk to the
 // other ranks. Backends: a single-rank one (no MPI needed at run time) and
-// MPI (OpenMPI), loaded when the program is launched by mpirun or srun; NCCL
-// comes with the CUDA target behind the same interface.
+// MPI (OpenMPI), loaded when the program is launched by mpirun or srun; for
+// CUDA steps (dtc/cuda.h), a one-rank device communicator and NCCL, which
+// take device pointers and order work on CUDA streams instead of blocking.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -20,7 +21,7 @@ public:
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual int localRank() const = 0;
-  virtual const char *backend() const = 0; // "local", "mpi"
+  virtual const char *backend() const = 0; // "local", "mpi", "nccl"
 
   // Starts averaging data[0..count) in place over all ranks; the local
   // contribution is first multiplied by `scale` (1 in all but uneven steps),
@@ -29,7 +30,9 @@ public:
   virtual void allreduceStart(int bucket, float *data, int64_t count,
                               float scale) = 0;
   // Blocks until the all-reduce of `bucket` has completed; throws Error
-  // naming the bucket if it does not complete within the timeout.
+  // naming the bucket if it does not complete within the timeout. CUDA:
+  // makes the compute stream wait for it and returns at once (the runtime
+  // watches the timeout when it next waits for the device).
   virtual void wait(int bucket) = 0;
 
   // Blocking collectives for the driver.

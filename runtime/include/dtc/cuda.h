@@ -16,7 +16,8 @@
 // blocking the host.
 //
 // The device kernels below are the CUDA twins of kernels.h; every one is
-// asynchronous on `stream`.
+// asynchronous on `stream`, allocates nothing and never waits for the
+// device. Shape and permutation arrays are host arrays (rank <= 6).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -35,6 +36,15 @@ struct DeviceContext {
   cublasHandle_t blas;   // bound to `stream`
   int device;            // CUDA device ordinal
 };
+
+// Registers libdtcrt_cuda's device backend with the runtime, so that
+// `train --device auto|cuda` can run the CUDA steps (libdtcrt.a alone never
+// depends on CUDA). Including this header does it before main (below);
+// calling it again, e.g. explicitly before runMain, is harmless.
+void enableCuda();
+namespace detail {
+inline const bool kCudaEnabled = (enableCuda(), true);
+} // namespace detail
 
 } // namespace dtc::rt
 
@@ -66,7 +76,9 @@ void softmaxGrad(const rt::DeviceContext &c, const float *y, const float *dy,
 void logSoftmaxGrad(const rt::DeviceContext &c, const float *y,
                     const float *dy, float *dx, int64_t outer, int64_t n,
                     int64_t inner);
-// Losses and metrics write their scalar result to device memory `out`.
+// Losses and metrics write their scalar result to device memory `out`; the
+// gradients read `dloss` (one float) from device memory. A class label
+// outside [0, C) is clamped (the data sets are checked when loaded).
 void crossEntropy(const rt::DeviceContext &c, const float *logits,
                   const int32_t *labels, int64_t B, int64_t C, float *out);
 void crossEntropyGrad(const rt::DeviceContext &c, const float *logits,
@@ -83,7 +95,10 @@ void fill(const rt::DeviceContext &c, float *x, int64_t n, float v);
 void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
 
 // Optimizer updates of one bucket: `count` parameters, each with its
-// gradient and state, in one kernel launch (PyTorch semantics as kernels.h).
+// gradient and state, in one kernel launch per 32 items (PyTorch semantics
+// as kernels.h). `items` is a host array (read before the call returns);
+// the pointers in it are device pointers; SGD without momentum may pass
+// s0 = null.
 struct UpdateItem {
   float *w;
   const float *g;

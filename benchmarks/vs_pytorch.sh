@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# dtc against PyTorch DDP, side by side in one run (A B A B ...): one epoch of
+# Fashion-MNIST, batch 64 per rank, at 1 and 2 ranks, for the seed MLP and
+# the deeper example. Both get the whole machine: threads x ranks = cores;
+# PyTorch with OMP_WAIT_POLICY=PASSIVE (busy-waiting OpenMP threads would
+# otherwise steal the cores). Prints median epoch times, images/s, the
+# dtc/PyTorch speed-up of each pair, and the floor computed on the spot:
+# the step's GEMM FLOPs (dtc --report) over the OpenBLAS sgemm peak measured
+# now (per rank: its share of the cores), plus at 2 ranks the all-reduce of
+# the gradients at the MPI_Allreduce time measured now.
+# usage: benchmarks/vs_pytorch.sh [rounds=3] [models="mlp deep_mlp"]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${DTC_BUILD_DIR:-$root/build}
+rounds=${1:-3}
+models=${2:-mlp deep_mlp}
+cores=$(nproc)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mpirun="mpirun --oversubscribe --bind-to none"
+[ "$(id -u)" -eq 0 ] && mpirun="$mpirun --allow-run-as-root"
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+gcc -O2 -o "$work/sgemm_peak" "$root/benchmarks/sgemm_peak.c" -I/usr/include/x86_64-linux-gnu/openblas-pthread -lopenblas
+mpicc -O2 -o "$work/allreduce_mpi" "$root/benchmarks/allreduce_mpi.c"
+peak1=$(OPENBLAS_NUM_THREADS=1 "$work/sgemm_peak")
+peakN=$(OPENBLAS_NUM_THREADS=$cores "$work/sgemm_peak")
+echo "sgemm peak (2048^3): $peak1 GFLOP/s on 1 core, $peakN on $cores"
+
+for model in $models; do
+  "$build/bin/dtc" "$root/examples/$model.dsl" -o "$work/train-$model"
+  report=$("$build/bin/dtc" "$root/examples/$model.dsl" --report --emit=mlir-opt -o /dev/null)
+  flops=$(sed -n 's/^GEMM FLOPs per training step (batch [0-9]*): \([0-9]*\)/\1/p' <<<"$report")
+  floats=$(sed -n 's/^all-reduce per step: \([0-9]*\) bytes.*/\1/p' <<<"$report" | awk '{print int($1/4)}')
+  ar_us=$($mpirun -np 2 "$work/allreduce_mpi" "$floats" 100)
+  for ranks in 1 2; do
+    : > "$work/d" ; : > "$work/p"
+    for r in $(seq "$rounds"); do
+      if [ "$ranks" -eq 1 ]; then
+        "$work/train-$model" --epochs 1 --eval off --quiet --threads "$cores" > "$work/log"
+      else
+        $mpirun -np 2 "$work/train-$model" --epochs 1 --eval off --quiet --threads $((cores / 2)) > "$work/log"
+      fi
+      sed -n 's/.* time \([0-9.]*\)s.*/\1/p' "$work/log" | tail -1 >> "$work/d"
+      OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$root/benchmarks/torch_ddp.py" "$model" "$ranks" | awk '{print $2}' >> "$work/p"
+    done
+    d=$(median < "$work/d") p=$(median < "$work/p")
+    steps=$(( (60000 / ranks + 63) / 64 ))
+    awk -v m="$model" -v n="$ranks" -v d="$d" -v p="$p" -v f="$flops" -v s="$steps" \
+        -v p1="$peak1" -v pn="$peakN" -v c="$cores" -v ar="$ar_us" 'BEGIN {
+      peak = (n == 1) ? pn : p1 * c / n          # GFLOP/s available to one rank
+      floor = s * (f / (peak * 1e9) + (n > 1 ? ar * 1e-6 : 0))
+      printf "%-8s %d rank(s): dtc %.3f s/epoch (%6.0f img/s)  PyTorch DDP %.3f s (%6.0f img/s)  dtc %.2fx faster; floor %.3f s, dtc at %.2fx of it\n",
+             m, n, d, 60000 / d, p, 60000 / p, p / d, floor, d / floor }'
+  done
+done

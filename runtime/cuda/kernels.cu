@@ -1,0 +1,802 @@
+//===- kernels.cu - dtc/cuda.h: the CUDA twins of dtc/kernels.h ----------===//
+//
+// Every function queues work on the context's stream and returns: no host
+// synchronization, no allocation, no host round trip. Host-side arguments
+// (shapes, permutations, optimizer items) travel by value in kernel
+// parameters. The formulas are those of kernels.cpp; sums are float tree
+// reductions (the losses accumulate in double, in one block).
+//
+// Axis views [outer, n, inner] use one block per (outer index, chunk of
+// inner): TX threads along inner (coalesced), TY along n, combined through
+// shared memory; inner == 1 (the common last-axis case) uses TX = 1,
+// TY = 256.
+//
+//===----------------------------------------------------------------------===//
+#include "dtc/cuda.h"
+
+#include "cuda_util.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace dtc::cuda {
+namespace {
+
+constexpr int32_t kMaxRank = 6;
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 4096; // grid-stride loops beyond this
+
+// Ends the process without running destructors (NCCL's threads may be
+// waiting for this rank; the launcher ends the others).
+[[noreturn]] void die() {
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
+
+[[noreturn]] void fatal(const char *what) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "train: error: internal error in CUDA kernel: %s\n", what);
+  die();
+}
+
+// A launch fails for a bad configuration (a runtime bug) or a context broken
+// by an earlier kernel; kernel faults otherwise show at the next wait.
+void checkLaunch(const char *kernel) {
+  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess)
+    return;
+  std::fflush(stdout);
+  std::fprintf(stderr, "train: error: CUDA error when launching %s: %s\n", kernel,
+               cudaGetErrorString(e));
+  die();
+}
+
+unsigned gridFor(int64_t n, int threads = kThreads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return unsigned(std::max<int64_t>(1, std::min(blocks, kMaxBlocks)));
+}
+
+__device__ inline int64_t globalThread() {
+  return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t gridThreads() { return int64_t(gridDim.x) * blockDim.x; }
+
+// std::max's rule (a NaN in x is ignored unless first).
+__device__ inline float maxOf(float a, float b) { return a < b ? b : a; }
+
+struct Add {
+  template <class T> __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct Max {
+  __device__ float operator()(float a, float b) const { return maxOf(a, b); }
+};
+struct Min {
+  __device__ int64_t operator()(int64_t a, int64_t b) const { return a < b ? a : b; }
+};
+
+// Combines the TY values of each threadIdx.x column; every thread of the
+// block must call it (it synchronizes). sm holds TX * TY values.
+template <int TX, int TY, class T, class Op>
+__device__ T reduceY(T v, Op op, T *sm) {
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  sm[ty * TX + tx] = v;
+  __syncthreads();
+#pragma unroll
+  for (int s = TY / 2; s > 0; s >>= 1) {
+    if (ty < s)
+      sm[ty * TX + tx] = op(sm[ty * TX + tx], sm[(ty + s) * TX + tx]);
+    __syncthreads();
+  }
+  const T r = sm[tx];
+  __syncthreads(); // sm is reused
+  return r;
+}
+
+template <class T> __device__ T warpSum(T v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+__device__ float warpMax(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1)
+    v = maxOf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+//===--- elementwise ------------------------------------------------------===//
+
+__global__ void fillKernel(float *x, int64_t n, float v) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    x[i] = v;
+}
+
+__global__ void scaleKernel(float *x, int64_t n, float factor) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    x[i] = factor == 0.0f ? 0.0f : x[i] * factor;
+}
+
+//===--- permute, sumTo -----------------------------------------------------===//
+
+struct PermuteArgs {
+  int32_t rank;
+  int64_t total;
+  int64_t yShape[kMaxRank];
+  int64_t srcStride[kMaxRank]; // x stride of y's dimension d
+};
+
+__global__ void permuteKernel(const float *x, float *y, PermuteArgs a) {
+  for (int64_t t = globalThread(); t < a.total; t += gridThreads()) {
+    int64_t rem = t, off = 0;
+#pragma unroll
+    for (int d = kMaxRank - 1; d >= 0; --d)
+      if (d < a.rank) {
+        const int64_t c = rem % a.yShape[d];
+        rem /= a.yShape[d];
+        off += c * a.srcStride[d];
+      }
+    y[t] = x[off];
+  }
+}
+
+// x's dimensions split into those y keeps (y's row-major order) and those
+// summed over; size-1 dimensions are dropped.
+struct SumToArgs {
+  int32_t keptRank, redRank;
+  int64_t yCount, redCount;
+  int64_t keptShape[kMaxRank], keptStride[kMaxRank];
+  int64_t redShape[kMaxRank], redStride[kMaxRank];
+};
+
+__device__ inline int64_t keptOffset(const SumToArgs &a, int64_t t) {
+  int64_t off = 0;
+#pragma unroll
+  for (int d = kMaxRank - 1; d >= 0; --d)
+    if (d < a.keptRank) {
+      off += (t % a.keptShape[d]) * a.keptStride[d];
+      t /= a.keptShape[d];
+    }
+  return off;
+}
+
+__device__ inline int64_t redOffset(const SumToArgs &a, int64_t r) {
+  int64_t off = 0;
+#pragma unroll
+  for (int d = kMaxRank - 1; d >= 0; --d)
+    if (d < a.redRank) {
+      off += (r % a.redShape[d]) * a.redStride[d];
+      r /= a.redShape[d];
+    }
+  return off;
+}
+
+// Many outputs: one thread each, walking the summed dimensions (odometer).
+__global__ void sumToThreadKernel(const float *x, float *y, SumToArgs a) {
+  for (int64_t t = globalThread(); t < a.yCount; t += gridThreads()) {
+    const float *base = x + keptOffset(a, t);
+    int64_t idx[kMaxRank] = {0, 0, 0, 0, 0, 0};
+    int64_t off = 0;
+    float acc = 0;
+    for (int64_t r = 0; r < a.redCount; ++r) {
+      acc += base[off];
+      for (int d = a.redRank - 1; d >= 0; --d) {
+        off += a.redStride[d];
+        if (++idx[d] < a.redShape[d])
+          break;
+        off -= a.redStride[d] * a.redShape[d];
+        idx[d] = 0;
+      }
+    }
+    y[t] = acc;
+  }
+}
+
+// Few outputs: one block each.
+__global__ void sumToBlockKernel(const float *x, float *y, SumToArgs a) {
+  __shared__ float sm[kThreads];
+  for (int64_t t = blockIdx.x; t < a.yCount; t += gridDim.x) {
+    const float *base = x + keptOffset(a, t);
+    float acc = 0;
+    for (int64_t r = threadIdx.y; r < a.redCount; r += kThreads)
+      acc += base[redOffset(a, r)];
+    acc = reduceY<1, kThreads>(acc, Add(), sm);
+    if (threadIdx.y == 0)
+      y[t] = acc;
+  }
+}
+
+//===--- axis views ---------------------------------------------------------===//
+
+// Block (TX, TY): column k = blockIdx.x * TX + threadIdx.x, rows i =
+// threadIdx.y + j * TY; outer indices blockIdx.y + j * gridDim.y.
+#define DTC_AXIS_PROLOGUE                                                      \
+  const int64_t k = int64_t(blockIdx.x) * TX + threadIdx.x;                    \
+  const bool active = k < inner;
+
+template <int TX, int TY>
+__global__ void reduceSumKernel(const float *x, float *y, int64_t outer, int64_t n,
+                                int64_t inner) {
+  __shared__ float sm[TX * TY];
+  DTC_AXIS_PROLOGUE
+  for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
+    float acc = 0;
+    if (active)
+      for (int64_t i = threadIdx.y; i < n; i += TY)
+        acc += x[(o * n + i) * inner + k];
+    acc = reduceY<TX, TY>(acc, Add(), sm);
+    if (active && threadIdx.y == 0)
+      y[o * inner + k] = acc;
+  }
+}
+
+template <int TX, int TY>
+__global__ void reduceMaxKernel(const float *x, float *y, int64_t outer, int64_t n,
+                                int64_t inner) {
+  __shared__ float sm[TX * TY];
+  DTC_AXIS_PROLOGUE
+  for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
+    float m = -INFINITY;
+    if (active)
+      for (int64_t i = threadIdx.y; i < n; i += TY)
+        m = maxOf(m, x[(o * n + i) * inner + k]);
+    m = reduceY<TX, TY>(m, Max(), sm);
+    if (active && threadIdx.y == 0)
+      y[o * inner + k] = m;
+  }
+}
+
+template <int TX, int TY>
+__global__ void reduceMaxGradKernel(const float *x, const float *y, const float *dy, float *dx,
+                                    int64_t outer, int64_t n, int64_t inner) {
+  __shared__ int64_t sm[TX * TY];
+  DTC_AXIS_PROLOGUE
+  for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
+    const float yv = active ? y[o * inner + k] : 0.0f;
+    int64_t first = n; // the first i with x == y
+    if (active)
+      for (int64_t i = threadIdx.y; i < n; i += TY)
+        if (x[(o * n + i) * inner + k] == yv) {
+          first = i;
+          break;
+        }
+    first = reduceY<TX, TY>(first, Min(), sm);
+    if (active) {
+      const float g = dy[o * inner + k];
+      for (int64_t i = threadIdx.y; i < n; i += TY)
+        dx[(o * n + i) * inner + k] = i == first ? g : 0.0f;
+    }
+  }
+}
+
+template <int TX, int TY, bool Log>
+__global__ void softmaxKernel(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  __shared__ float sm[TX * TY];
+  DTC_AXIS_PROLOGUE
+  for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
+    float m = -INFINITY;
+    if (active)
+      for (int64_t i = threadIdx.y; i < n; i += TY)
+        m = maxOf(m, x[(o * n + i) * inner + k]);
+    m = reduceY<TX, TY>(m, Max(), sm);
+    float sum = 0;
+    if (active)
+      for (int64_t i = threadIdx.y; i < n; i += TY) {
+        const int64_t at = (o * n + i) * inner + k;
+        const float e = expf(x[at] - m);
+        if (!Log)
+          y[at] = e;
+        sum += e;
+      }
+    sum = reduceY<TX, TY>(sum, Add(), sm);
+    const float post = Log ? m + logf(sum) : 1.0f / sum; // Log: log-sum-exp
+    if (active)
+      for (int64_t i = threadIdx.y; i < n; i += TY) { // the rows this thread wrote
+        const int64_t at = (o * n + i) * inner + k;
+        y[at] = Log ? x[at] - post : y[at] * post;
+      }
+  }
+}
+
+template <int TX, int TY, bool Log>
+__global__ void softmaxGradKernel(const float *y, const float *dy, float *dx, int64_t outer,
+                                  int64_t n, int64_t inner) {
+  __shared__ float sm[TX * TY];
+  DTC_AXIS_PROLOGUE
+  for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
+    float acc = 0; // softmax: sum(dy*y); log-softmax: sum(dy)
+    if (active)
+      for (int64_t i = threadIdx.y; i < n; i += TY) {
+        const int64_t at = (o * n + i) * inner + k;
+        acc += Log ? dy[at] : dy[at] * y[at];
+      }
+    const float s = reduceY<TX, TY>(acc, Add(), sm);
+    if (active)
+      for (int64_t i = threadIdx.y; i < n; i += TY) {
+        const int64_t at = (o * n + i) * inner + k;
+        dx[at] = Log ? dy[at] - expf(y[at]) * s : y[at] * (dy[at] - s);
+      }
+  }
+}
+
+#undef DTC_AXIS_PROLOGUE
+
+// Launches kernel<TX, TY, ...> over an axis view.
+struct AxisLaunch {
+  dim3 grid, block;
+  bool empty;
+};
+template <int TX, int TY> AxisLaunch axisLaunch(int64_t outer, int64_t inner) {
+  AxisLaunch l;
+  l.empty = outer <= 0 || inner <= 0;
+  l.grid = dim3(unsigned(std::max<int64_t>(1, (inner + TX - 1) / TX)),
+                unsigned(std::max<int64_t>(1, std::min<int64_t>(outer, 65535))));
+  l.block = dim3(TX, TY);
+  return l;
+}
+
+#define DTC_AXIS_LAUNCH(stream, name, kernel, ...)                             \
+  do {                                                                         \
+    if (inner == 1) {                                                          \
+      AxisLaunch l = axisLaunch<1, 256>(outer, inner);                         \
+      if (l.empty)                                                             \
+        break;                                                                 \
+      kernel<1, 256><<<l.grid, l.block, 0, stream>>>(__VA_ARGS__);             \
+    } else {                                                                   \
+      AxisLaunch l = axisLaunch<32, 8>(outer, inner);                          \
+      if (l.empty)                                                             \
+        break;                                                                 \
+      kernel<32, 8><<<l.grid, l.block, 0, stream>>>(__VA_ARGS__);              \
+    }                                                                          \
+    checkLaunch(name);                                                         \
+  } while (0)
+
+#define DTC_AXIS_LAUNCH_LOG(stream, name, kernel, log, ...)                    \
+  do {                                                                         \
+    if (inner == 1) {                                                          \
+      AxisLaunch l = axisLaunch<1, 256>(outer, inner);                         \
+      if (l.empty)                                                             \
+        break;                                                                 \
+      kernel<1, 256, log><<<l.grid, l.block, 0, stream>>>(__VA_ARGS__);        \
+    } else {                                                                   \
+      AxisLaunch l = axisLaunch<32, 8>(outer, inner);                          \
+      if (l.empty)                                                             \
+        break;                                                                 \
+      kernel<32, 8, log><<<l.grid, l.block, 0, stream>>>(__VA_ARGS__);         \
+    }                                                                          \
+    checkLaunch(name);                                                         \
+  } while (0)
+
+//===--- losses and metrics ---------------------------------------------------===//
+
+constexpr int kLossThreads = 1024; // one block: 32 warps, a warp per row
+
+__device__ inline int32_t clampLabel(int32_t label, int64_t C) {
+  return label < 0 ? 0 : label >= C ? int32_t(C - 1) : label;
+}
+
+// Sums one double per warp (lane 0's) over the block; thread 0 gets it.
+__device__ double blockSumOfWarps(double v, double *sm) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  if (lane == 0)
+    sm[warp] = v;
+  __syncthreads();
+  double total = 0;
+  if (warp == 0) {
+    total = lane < warps ? sm[lane] : 0.0;
+    total = warpSum(total);
+  }
+  return total;
+}
+
+__global__ void crossEntropyKernel(const float *logits, const int32_t *labels, int64_t B,
+                                   int64_t C, float *out) {
+  __shared__ double sm[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  double acc = 0; // lane 0: this warp's rows
+  for (int64_t b = warp; b < B; b += warps) {
+    const float *row = logits + b * C;
+    float m = -INFINITY;
+    for (int64_t c = lane; c < C; c += 32)
+      m = maxOf(m, row[c]);
+    m = warpMax(m);
+    float s = 0;
+    for (int64_t c = lane; c < C; c += 32)
+      s += expf(row[c] - m);
+    s = warpSum(s);
+    if (lane == 0)
+      acc += (double(m) + log(double(s))) - double(row[clampLabel(labels[b], C)]);
+  }
+  const double total = blockSumOfWarps(acc, sm);
+  if (threadIdx.x == 0)
+    *out = B > 0 ? float(total / double(B)) : 0.0f;
+}
+
+__global__ void crossEntropyGradKernel(const float *logits, const int32_t *labels, int64_t B,
+                                       int64_t C, const float *dloss, float *dlogits) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warpsPerGrid = int64_t(gridDim.x) * (blockDim.x >> 5);
+  const float scale = float(double(dloss[0]) / double(B));
+  for (int64_t b = int64_t(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); b < B;
+       b += warpsPerGrid) {
+    const float *row = logits + b * C;
+    float *drow = dlogits + b * C;
+    float m = -INFINITY;
+    for (int64_t c = lane; c < C; c += 32)
+      m = maxOf(m, row[c]);
+    m = warpMax(m);
+    float s = 0;
+    for (int64_t c = lane; c < C; c += 32)
+      s += expf(row[c] - m);
+    s = warpSum(s);
+    const float k = float(double(scale) / double(s));
+    const int32_t label = clampLabel(labels[b], C);
+    for (int64_t c = lane; c < C; c += 32) {
+      const float g = __fmul_rn(k, expf(row[c] - m));
+      drow[c] = c == label ? g - scale : g;
+    }
+  }
+}
+
+__global__ void mseKernel(const float *p, const float *t, int64_t n, float *out) {
+  __shared__ double sm[32];
+  double acc = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const double d = double(p[i]) - double(t[i]);
+    acc += d * d;
+  }
+  acc = warpSum(acc);
+  const double total = blockSumOfWarps(acc, sm);
+  if (threadIdx.x == 0)
+    *out = n > 0 ? float(total / double(n)) : 0.0f;
+}
+
+__global__ void mseGradKernel(const float *p, const float *t, int64_t n, const float *dloss,
+                              float *dp) {
+  const float k = float(2.0 * double(dloss[0]) / double(n));
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    dp[i] = k * (p[i] - t[i]);
+}
+
+__global__ void accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
+                               float *out) {
+  __shared__ double sm[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  double correct = 0; // lane 0
+  for (int64_t b = warp; b < B; b += warps) {
+    const float *row = logits + b * C;
+    float bv = 0;
+    int64_t bi = -1; // the first maximum (strict >, as kernels.cpp)
+    for (int64_t c = lane; c < C; c += 32)
+      if (bi < 0 || row[c] > bv) {
+        bv = row[c];
+        bi = c;
+      }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+      const int64_t oi = __shfl_xor_sync(0xffffffffu, bi, off);
+      if (oi >= 0 && (bi < 0 || ov > bv || (!(bv > ov) && oi < bi))) {
+        bv = ov;
+        bi = oi;
+      }
+    }
+    if (lane == 0 && bi == int64_t(labels[b]))
+      correct += 1;
+  }
+  const double total = blockSumOfWarps(correct, sm);
+  if (threadIdx.x == 0)
+    *out = B > 0 ? float(total / double(B)) : 0.0f;
+}
+
+//===--- optimizer updates ----------------------------------------------------===//
+
+constexpr int32_t kItemsPerLaunch = 32;
+
+struct UpdateBatch {
+  UpdateItem items[kItemsPerLaunch];
+};
+
+struct SgdParams {
+  float lr, momentum, weightDecay, damp;
+  int32_t nesterov, first;
+};
+
+struct AdamParams {
+  float beta1, beta2, eps, stepSize, bc2Sqrt, decay, coupledWd;
+};
+
+// Block row blockIdx.y updates item blockIdx.y of the launch.
+__global__ void sgdKernel(UpdateBatch batch, SgdParams h) {
+  const UpdateItem it = batch.items[blockIdx.y];
+  for (int64_t i = globalThread(); i < it.n; i += gridThreads()) {
+    float gi = it.g[i];
+    if (h.weightDecay != 0.0f)
+      gi += h.weightDecay * it.w[i];
+    if (h.momentum != 0.0f && it.s0) {
+      const float b = h.first ? gi : h.momentum * it.s0[i] + h.damp * gi;
+      it.s0[i] = b;
+      gi = h.nesterov ? gi + h.momentum * b : b;
+    }
+    it.w[i] -= h.lr * gi;
+  }
+}
+
+__global__ void adamKernel(UpdateBatch batch, AdamParams h) {
+  const UpdateItem it = batch.items[blockIdx.y];
+  for (int64_t i = globalThread(); i < it.n; i += gridThreads()) {
+    const float w = it.w[i];
+    const float wi = w * h.decay;
+    const float gi = it.g[i] + h.coupledWd * w;
+    const float mi = h.beta1 * it.s0[i] + (1.0f - h.beta1) * gi;
+    const float vi = h.beta2 * it.s1[i] + (1.0f - h.beta2) * gi * gi;
+    it.s0[i] = mi;
+    it.s1[i] = vi;
+    it.w[i] = wi - h.stepSize * mi / (sqrtf(vi) / h.bc2Sqrt + h.eps);
+  }
+}
+
+// One launch per kItemsPerLaunch items: grid (blocks for the largest item,
+// items).
+template <class Params, class Kernel>
+void launchUpdates(const rt::DeviceContext &c, const UpdateItem *items, int32_t count,
+                   const Params &p, Kernel kernel, const char *name) {
+  for (int32_t first = 0; first < count; first += kItemsPerLaunch) {
+    const int32_t m = std::min(kItemsPerLaunch, count - first);
+    UpdateBatch batch{};
+    int64_t maxN = 0;
+    int32_t used = 0;
+    for (int32_t i = 0; i < m; ++i)
+      if (items[first + i].n > 0) {
+        batch.items[used++] = items[first + i];
+        maxN = std::max(maxN, items[first + i].n);
+      }
+    if (used == 0)
+      continue;
+    kernel<<<dim3(gridFor(maxN), unsigned(used)), kThreads, 0, c.stream>>>(batch, p);
+    checkLaunch(name);
+  }
+}
+
+} // namespace
+
+//===--- the API --------------------------------------------------------------===//
+
+void gemm(const rt::DeviceContext &c, bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+          float alpha, const float *A, const float *B, float beta, float *C) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) { // C = beta * C
+    scaleKernel<<<gridFor(M * N), kThreads, 0, c.stream>>>(C, M * N, beta);
+    checkLaunch("gemm (K = 0)");
+    return;
+  }
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
+  // row-major operands, read column-major, are already transposed.
+  const int64_t lda = transA ? M : K;
+  const int64_t ldb = transB ? K : N;
+  const cublasStatus_t st =
+      cublasSgemm_64(c.blas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     N, M, K, &alpha, B, ldb, A, lda, &beta, C, N);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "train: error: cublasSgemm failed: %s\n", cublasGetStatusString(st));
+    die();
+  }
+}
+
+void permute(const rt::DeviceContext &c, const float *x, float *y, int32_t rank,
+             const int64_t *xShape, const int32_t *perm) {
+  if (rank < 0 || rank > kMaxRank)
+    fatal("permute: rank out of range");
+  PermuteArgs a{};
+  a.rank = rank;
+  int64_t xStrides[kMaxRank];
+  int64_t s = 1;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    xStrides[d] = s;
+    s *= xShape[d];
+  }
+  unsigned seen = 0;
+  a.total = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= rank || (seen >> perm[d] & 1u))
+      fatal("permute: invalid permutation");
+    seen |= 1u << perm[d];
+    a.yShape[d] = xShape[perm[d]];
+    a.srcStride[d] = xStrides[perm[d]];
+    a.total *= a.yShape[d];
+  }
+  if (a.total == 0)
+    return;
+  permuteKernel<<<gridFor(a.total), kThreads, 0, c.stream>>>(x, y, a);
+  checkLaunch("permute");
+}
+
+void reduceSum(const rt::DeviceContext &c, const float *x, float *y, int64_t outer, int64_t n,
+               int64_t inner) {
+  DTC_AXIS_LAUNCH(c.stream, "reduceSum", reduceSumKernel, x, y, outer, n, inner);
+}
+
+void reduceMax(const rt::DeviceContext &c, const float *x, float *y, int64_t outer, int64_t n,
+               int64_t inner) {
+  DTC_AXIS_LAUNCH(c.stream, "reduceMax", reduceMaxKernel, x, y, outer, n, inner);
+}
+
+void reduceMaxGrad(const rt::DeviceContext &c, const float *x, const float *y, const float *dy,
+                   float *dx, int64_t outer, int64_t n, int64_t inner) {
+  DTC_AXIS_LAUNCH(c.stream, "reduceMaxGrad", reduceMaxGradKernel, x, y, dy, dx, outer, n, inner);
+}
+
+void sumTo(const rt::DeviceContext &c, const float *x, int32_t xRank, const int64_t *xShape,
+           float *y, int32_t yRank, const int64_t *yShape) {
+  if (xRank < 0 || xRank > kMaxRank || yRank < 0 || yRank > xRank)
+    fatal("sumTo: rank out of range");
+  SumToArgs a{};
+  int64_t xStride = 1, strides[kMaxRank];
+  for (int32_t d = xRank - 1; d >= 0; --d) {
+    strides[d] = xStride;
+    xStride *= xShape[d];
+  }
+  bool kept[kMaxRank];
+  for (int32_t d = 0; d < xRank; ++d) {
+    const int32_t yd = d - (xRank - yRank);
+    if (yd < 0 || (yShape[yd] == 1 && xShape[d] != 1))
+      kept[d] = false;
+    else if (yShape[yd] == xShape[d])
+      kept[d] = true;
+    else
+      fatal("sumTo: shapes are not broadcast-compatible");
+  }
+  a.yCount = 1;
+  a.redCount = 1;
+  for (int32_t d = 0; d < xRank; ++d) {
+    if (xShape[d] == 1)
+      continue;
+    if (kept[d]) {
+      a.keptShape[a.keptRank] = xShape[d];
+      a.keptStride[a.keptRank++] = strides[d];
+      a.yCount *= xShape[d];
+    } else {
+      a.redShape[a.redRank] = xShape[d];
+      a.redStride[a.redRank++] = strides[d];
+      a.redCount *= xShape[d];
+    }
+  }
+  if (a.yCount == 0)
+    return;
+  if (a.yCount >= 2048) {
+    sumToThreadKernel<<<gridFor(a.yCount), kThreads, 0, c.stream>>>(x, y, a);
+  } else {
+    sumToBlockKernel<<<unsigned(a.yCount), dim3(1, kThreads), 0, c.stream>>>(x, y, a);
+  }
+  checkLaunch("sumTo");
+}
+
+void softmax(const rt::DeviceContext &c, const float *x, float *y, int64_t outer, int64_t n,
+             int64_t inner) {
+  DTC_AXIS_LAUNCH_LOG(c.stream, "softmax", softmaxKernel, false, x, y, outer, n, inner);
+}
+
+void logSoftmax(const rt::DeviceContext &c, const float *x, float *y, int64_t outer, int64_t n,
+                int64_t inner) {
+  DTC_AXIS_LAUNCH_LOG(c.stream, "logSoftmax", softmaxKernel, true, x, y, outer, n, inner);
+}
+
+void softmaxGrad(const rt::DeviceContext &c, const float *y, const float *dy, float *dx,
+                 int64_t outer, int64_t n, int64_t inner) {
+  DTC_AXIS_LAUNCH_LOG(c.stream, "softmaxGrad", softmaxGradKernel, false, y, dy, dx, outer, n,
+                      inner);
+}
+
+void logSoftmaxGrad(const rt::DeviceContext &c, const float *y, const float *dy, float *dx,
+                    int64_t outer, int64_t n, int64_t inner) {
+  DTC_AXIS_LAUNCH_LOG(c.stream, "logSoftmaxGrad", softmaxGradKernel, true, y, dy, dx, outer, n,
+                      inner);
+}
+
+void crossEntropy(const rt::DeviceContext &c, const float *logits, const int32_t *labels,
+                  int64_t B, int64_t C, float *out) {
+  if (C <= 0)
+    B = 0; // no rows to read: writes 0
+  crossEntropyKernel<<<1, kLossThreads, 0, c.stream>>>(logits, labels, B, C, out);
+  checkLaunch("crossEntropy");
+}
+
+void crossEntropyGrad(const rt::DeviceContext &c, const float *logits, const int32_t *labels,
+                      int64_t B, int64_t C, const float *dloss, float *dlogits) {
+  if (B <= 0 || C <= 0)
+    return;
+  constexpr int rowsPerBlock = kThreads / 32;
+  const unsigned blocks =
+      unsigned(std::max<int64_t>(1, std::min<int64_t>((B + rowsPerBlock - 1) / rowsPerBlock,
+                                                      kMaxBlocks)));
+  crossEntropyGradKernel<<<blocks, kThreads, 0, c.stream>>>(logits, labels, B, C, dloss, dlogits);
+  checkLaunch("crossEntropyGrad");
+}
+
+void mse(const rt::DeviceContext &c, const float *p, const float *t, int64_t n, float *out) {
+  mseKernel<<<1, kLossThreads, 0, c.stream>>>(p, t, std::max<int64_t>(n, 0), out);
+  checkLaunch("mse");
+}
+
+void mseGrad(const rt::DeviceContext &c, const float *p, const float *t, int64_t n,
+             const float *dloss, float *dp) {
+  if (n <= 0)
+    return;
+  mseGradKernel<<<gridFor(n), kThreads, 0, c.stream>>>(p, t, n, dloss, dp);
+  checkLaunch("mseGrad");
+}
+
+void accuracy(const rt::DeviceContext &c, const float *logits, const int32_t *labels, int64_t B,
+              int64_t C, float *out) {
+  if (C <= 0)
+    B = 0;
+  accuracyKernel<<<1, kLossThreads, 0, c.stream>>>(logits, labels, B, C, out);
+  checkLaunch("accuracy");
+}
+
+void fill(const rt::DeviceContext &c, float *x, int64_t n, float v) {
+  if (n <= 0)
+    return;
+  fillKernel<<<gridFor(n), kThreads, 0, c.stream>>>(x, n, v);
+  checkLaunch("fill");
+}
+
+void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n) {
+  if (n <= 0 || dst == src)
+    return;
+  const cudaError_t e =
+      cudaMemcpyAsync(dst, src, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice, c.stream);
+  if (e != cudaSuccess) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "train: error: CUDA copy failed: %s\n", cudaGetErrorString(e));
+    die();
+  }
+}
+
+void sgdUpdate(const rt::DeviceContext &c, const UpdateItem *items, int32_t count,
+               const rt::Hyper &h) {
+  SgdParams p;
+  p.lr = h.lr;
+  p.momentum = h.momentum;
+  p.weightDecay = h.weightDecay;
+  p.damp = 1.0f - h.dampening;
+  p.nesterov = h.nesterov;
+  p.first = h.step <= 1;
+  launchUpdates(c, items, count, p, sgdKernel, "sgdUpdate");
+}
+
+void adamUpdate(const rt::DeviceContext &c, const UpdateItem *items, int32_t count,
+                const rt::Hyper &h, bool decoupled) {
+  // The scalars exactly as kernels.cpp computes them.
+  const float lr = h.lr, wd = h.weightDecay;
+  const double step = static_cast<double>(std::max<int64_t>(h.step, 1));
+  AdamParams p;
+  p.beta1 = h.beta1;
+  p.beta2 = h.beta2;
+  p.eps = h.eps;
+  p.stepSize = static_cast<float>(lr / (1.0 - std::pow(double(h.beta1), step)));
+  p.bc2Sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(double(h.beta2), step)));
+  p.decay = decoupled ? 1.0f - lr * wd : 1.0f;
+  p.coupledWd = decoupled ? 0.0f : wd;
+  launchUpdates(c, items, count, p, adamKernel, "adamUpdate");
+}
+
+namespace detail {
+
+void scale(cudaStream_t stream, float *x, int64_t n, float factor) {
+  if (n <= 0 || factor == 1.0f)
+    return;
+  scaleKernel<<<gridFor(n), kThreads, 0, stream>>>(x, n, factor);
+  checkLaunch("scale");
+}
+
+} // namespace detail
+} // namespace dtc::cuda

@@ -1,0 +1,411 @@
+//===- cuda_test.cpp - dtc/cuda.h's kernels and the device communicators --===//
+//
+// Each dtc::cuda kernel against its CPU twin in dtc/kernels.h on random
+// inputs, and the device communicators (local, NCCL with one rank). They
+// need a GPU: without one every test is skipped with the reason.
+//
+//===----------------------------------------------------------------------===//
+#include "dtc/cuda.h"
+#include "dtc/kernels.h"
+
+#include "device_comm.h"
+#include "options.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace dtc;
+
+namespace {
+
+std::string noDeviceReason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+  }
+  return n > 0 ? "" : "no CUDA device (cudaGetDeviceCount: 0 devices)";
+}
+
+#define SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                         \
+    const std::string why = noDeviceReason();                                  \
+    if (!why.empty())                                                          \
+      GTEST_SKIP() << why;                                                     \
+  } while (0)
+
+std::vector<float> randomVec(size_t n, unsigned seed, float lo = -1, float hi = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto &x : v)
+    x = d(gen);
+  return v;
+}
+
+// Values on a coarse grid, so that maxima tie.
+std::vector<float> gridVec(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> d(-4, 4);
+  std::vector<float> v(n);
+  for (auto &x : v)
+    x = float(d(gen)) * 0.25f;
+  return v;
+}
+
+void expectClose(const std::vector<float> &got, const std::vector<float> &want, float rtol,
+                 float atol, const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < got.size() && reported < 5; ++i)
+    if (!(std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i]))) {
+      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << want[i];
+      ++reported;
+    }
+}
+
+// A device copy of a host vector.
+template <class T> class DevVec {
+public:
+  explicit DevVec(const std::vector<T> &host) : n_(host.size()) {
+    EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(n_, 1) * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  explicit DevVec(size_t n) : DevVec(std::vector<T>(n, T(-7))) {}
+  ~DevVec() { cudaFree(p_); }
+  DevVec(const DevVec &) = delete;
+  DevVec &operator=(const DevVec &) = delete;
+  T *get() const { return p_; }
+  std::vector<T> host() const {
+    std::vector<T> h(n_);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+
+private:
+  T *p_ = nullptr;
+  size_t n_;
+};
+
+class Kernels : public ::testing::Test {
+protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    ASSERT_EQ(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cublasCreate(&ctx_.blas), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(cublasSetStream(ctx_.blas, ctx_.stream), CUBLAS_STATUS_SUCCESS);
+    ctx_.device = 0;
+  }
+  void TearDown() override {
+    if (ctx_.blas)
+      cublasDestroy(ctx_.blas);
+    if (ctx_.stream)
+      cudaStreamDestroy(ctx_.stream);
+  }
+  const rt::DeviceContext &c() const { return ctx_; }
+
+  rt::DeviceContext ctx_{nullptr, nullptr, 0};
+};
+
+struct View {
+  int64_t outer, n, inner;
+};
+const View kViews[] = {{3, 7, 1}, {2, 300, 1}, {4, 5, 6}, {2, 1000, 40}, {1, 1, 1}, {70000, 3, 1}};
+
+//===--- GEMM ---------------------------------------------------------------===//
+
+TEST_F(Kernels, GemmMatchesTheCpuInEveryTransposition) {
+  struct Size {
+    int64_t M, N, K;
+  };
+  for (Size s : {Size{5, 7, 3}, Size{64, 33, 129}, Size{1, 300, 17}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        auto A = randomVec(size_t(s.M * s.K), 1), B = randomVec(size_t(s.K * s.N), 2),
+             C = randomVec(size_t(s.M * s.N), 3);
+        DevVec<float> dA(A), dB(B), dC(C);
+        kern::gemm(ta, tb, s.M, s.N, s.K, 1.5f, A.data(), B.data(), -0.5f, C.data());
+        cuda::gemm(c(), ta, tb, s.M, s.N, s.K, 1.5f, dA.get(), dB.get(), -0.5f, dC.get());
+        expectClose(dC.host(), C, 1e-5f, 1e-4f,
+                    ("gemm " + std::to_string(ta) + std::to_string(tb)).c_str());
+      }
+  std::vector<float> C = {1, 2, 3, 4};
+  DevVec<float> dC(C);
+  cuda::gemm(c(), false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.5f, dC.get());
+  expectClose(dC.host(), {0.5f, 1, 1.5f, 2}, 0, 0, "gemm K=0");
+}
+
+//===--- permute, sumTo -------------------------------------------------------===//
+
+TEST_F(Kernels, PermuteMatchesTheCpu) {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int32_t> perm;
+  };
+  for (const Case &k : {Case{{3, 4, 5}, {2, 0, 1}}, Case{{2, 3, 4, 5}, {3, 1, 0, 2}},
+                        Case{{7, 9}, {1, 0}}, Case{{2, 1, 3, 1, 2, 2}, {5, 4, 3, 2, 1, 0}},
+                        Case{{}, {}}}) {
+    int64_t n = 1;
+    for (int64_t d : k.shape)
+      n *= d;
+    auto x = randomVec(size_t(n), 4);
+    std::vector<float> y(static_cast<size_t>(n));
+    DevVec<float> dx(x), dy(static_cast<size_t>(n));
+    const int32_t rank = int32_t(k.shape.size());
+    kern::permute(x.data(), y.data(), rank, k.shape.data(), k.perm.data());
+    cuda::permute(c(), dx.get(), dy.get(), rank, k.shape.data(), k.perm.data());
+    expectClose(dy.host(), y, 0, 0, "permute");
+  }
+}
+
+TEST_F(Kernels, SumToMatchesTheCpu) {
+  struct Case {
+    std::vector<int64_t> x, y;
+  };
+  for (const Case &k : {Case{{4, 3, 5}, {3, 1}}, Case{{4, 3, 5}, {5}}, Case{{4, 3, 5}, {}},
+                        Case{{8, 3000}, {3000}}, Case{{2, 1, 3}, {2, 1, 3}},
+                        Case{{6, 5, 4, 3}, {5, 1, 3}}, Case{{300, 10}, {10}}}) {
+    int64_t nx = 1, ny = 1;
+    for (int64_t d : k.x)
+      nx *= d;
+    for (int64_t d : k.y)
+      ny *= d;
+    auto x = randomVec(size_t(nx), 5);
+    std::vector<float> y(static_cast<size_t>(ny));
+    DevVec<float> dx(x), dy(static_cast<size_t>(ny));
+    kern::sumTo(x.data(), int32_t(k.x.size()), k.x.data(), y.data(), int32_t(k.y.size()),
+                k.y.data());
+    cuda::sumTo(c(), dx.get(), int32_t(k.x.size()), k.x.data(), dy.get(), int32_t(k.y.size()),
+                k.y.data());
+    expectClose(dy.host(), y, 1e-5f, 1e-4f, "sumTo");
+  }
+}
+
+//===--- axis views ---------------------------------------------------------===//
+
+TEST_F(Kernels, ReductionsMatchTheCpu) {
+  for (View v : kViews) {
+    const size_t nx = size_t(v.outer * v.n * v.inner), ny = size_t(v.outer * v.inner);
+    auto x = gridVec(nx, 6);
+    auto dy = randomVec(ny, 7);
+    DevVec<float> dX(x), dDy(dy), dSum(ny), dMax(ny), dDx(nx);
+    std::vector<float> sum(ny), mx(ny), dx(nx);
+    kern::reduceSum(x.data(), sum.data(), v.outer, v.n, v.inner);
+    kern::reduceMax(x.data(), mx.data(), v.outer, v.n, v.inner);
+    kern::reduceMaxGrad(x.data(), mx.data(), dy.data(), dx.data(), v.outer, v.n, v.inner);
+    cuda::reduceSum(c(), dX.get(), dSum.get(), v.outer, v.n, v.inner);
+    cuda::reduceMax(c(), dX.get(), dMax.get(), v.outer, v.n, v.inner);
+    cuda::reduceMaxGrad(c(), dX.get(), dMax.get(), dDy.get(), dDx.get(), v.outer, v.n, v.inner);
+    expectClose(dSum.host(), sum, 1e-5f, 1e-4f, "reduceSum");
+    expectClose(dMax.host(), mx, 0, 0, "reduceMax");
+    expectClose(dDx.host(), dx, 0, 0, "reduceMaxGrad (the first maximum gets dy)");
+  }
+}
+
+TEST_F(Kernels, SoftmaxFamilyMatchesTheCpu) {
+  for (View v : kViews) {
+    const size_t nx = size_t(v.outer * v.n * v.inner);
+    auto x = randomVec(nx, 8, -5, 5), dy = randomVec(nx, 9);
+    DevVec<float> dX(x), dDy(dy), dS(nx), dL(nx), dGs(nx), dGl(nx);
+    std::vector<float> s(nx), l(nx), gs(nx), gl(nx);
+    kern::softmax(x.data(), s.data(), v.outer, v.n, v.inner);
+    kern::logSoftmax(x.data(), l.data(), v.outer, v.n, v.inner);
+    kern::softmaxGrad(s.data(), dy.data(), gs.data(), v.outer, v.n, v.inner);
+    kern::logSoftmaxGrad(l.data(), dy.data(), gl.data(), v.outer, v.n, v.inner);
+    cuda::softmax(c(), dX.get(), dS.get(), v.outer, v.n, v.inner);
+    cuda::logSoftmax(c(), dX.get(), dL.get(), v.outer, v.n, v.inner);
+    DevVec<float> cpuS(s), cpuL(l); // the grads from the same inputs
+    cuda::softmaxGrad(c(), cpuS.get(), dDy.get(), dGs.get(), v.outer, v.n, v.inner);
+    cuda::logSoftmaxGrad(c(), cpuL.get(), dDy.get(), dGl.get(), v.outer, v.n, v.inner);
+    expectClose(dS.host(), s, 1e-5f, 1e-7f, "softmax");
+    expectClose(dL.host(), l, 1e-5f, 1e-5f, "logSoftmax");
+    expectClose(dGs.host(), gs, 1e-4f, 1e-6f, "softmaxGrad");
+    expectClose(dGl.host(), gl, 1e-4f, 1e-5f, "logSoftmaxGrad");
+  }
+}
+
+//===--- losses and metrics ---------------------------------------------------===//
+
+TEST_F(Kernels, LossesAndMetricsMatchTheCpu) {
+  struct Size {
+    int64_t B, C;
+  };
+  for (Size s : {Size{37, 10}, Size{300, 1000}, Size{1, 1}, Size{5, 40}}) {
+    auto logits = randomVec(size_t(s.B * s.C), 10, -3, 3);
+    std::vector<int32_t> labels(size_t(s.B));
+    for (int64_t b = 0; b < s.B; ++b)
+      labels[size_t(b)] = int32_t((b * 7 + 3) % s.C);
+    const std::vector<float> dloss = {0.7f};
+    DevVec<float> dLogits(logits), dOut(3), dDloss(dloss), dGrad(size_t(s.B * s.C));
+    DevVec<int32_t> dLabels(labels);
+    cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), s.B, s.C, dOut.get());
+    cuda::accuracy(c(), dLogits.get(), dLabels.get(), s.B, s.C, dOut.get() + 1);
+    cuda::crossEntropyGrad(c(), dLogits.get(), dLabels.get(), s.B, s.C, dDloss.get(),
+                           dGrad.get());
+    std::vector<float> grad(size_t(s.B * s.C));
+    kern::crossEntropyGrad(logits.data(), labels.data(), s.B, s.C, dloss.data(), grad.data());
+    const std::vector<float> out = dOut.host();
+    EXPECT_NEAR(out[0], kern::crossEntropy(logits.data(), labels.data(), s.B, s.C), 1e-5);
+    EXPECT_EQ(out[1], kern::accuracy(logits.data(), labels.data(), s.B, s.C));
+    expectClose(dGrad.host(), grad, 1e-5f, 1e-8f, "crossEntropyGrad");
+
+    auto p = randomVec(size_t(s.B * s.C), 11), t = randomVec(size_t(s.B * s.C), 12);
+    DevVec<float> dP(p), dT(t), dDp(p.size());
+    cuda::mse(c(), dP.get(), dT.get(), int64_t(p.size()), dOut.get() + 2);
+    cuda::mseGrad(c(), dP.get(), dT.get(), int64_t(p.size()), dDloss.get(), dDp.get());
+    std::vector<float> dp(p.size());
+    kern::mseGrad(p.data(), t.data(), int64_t(p.size()), dloss.data(), dp.data());
+    EXPECT_NEAR(dOut.host()[2], kern::mse(p.data(), t.data(), int64_t(p.size())), 1e-6);
+    expectClose(dDp.host(), dp, 1e-6f, 1e-9f, "mseGrad");
+  }
+}
+
+TEST_F(Kernels, AccuracyTakesTheFirstMaximumAndOutOfRangeLabelsDoNotCrash) {
+  const std::vector<float> logits = {1, 3, 3, 0, /**/ 2, 2, 2, 2, /**/ 0, 0, 0, 5};
+  const std::vector<int32_t> labels = {1, 0, 99}; // 99: clamped by crossEntropy, never right
+  DevVec<float> dLogits(logits), dOut(2);
+  DevVec<int32_t> dLabels(labels);
+  cuda::accuracy(c(), dLogits.get(), dLabels.get(), 3, 4, dOut.get());
+  cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), 3, 4, dOut.get() + 1);
+  const auto out = dOut.host();
+  EXPECT_FLOAT_EQ(out[0], 2.0f / 3.0f);
+  EXPECT_TRUE(std::isfinite(out[1]));
+}
+
+TEST_F(Kernels, FillAndCopy) {
+  DevVec<float> a(static_cast<size_t>(100003)), b(static_cast<size_t>(100003));
+  cuda::fill(c(), a.get(), 100003, 2.5f);
+  cuda::copy(c(), b.get(), a.get(), 100003);
+  const auto h = b.host();
+  EXPECT_TRUE(std::all_of(h.begin(), h.end(), [](float v) { return v == 2.5f; }));
+}
+
+//===--- optimizer updates ------------------------------------------------------===//
+
+// 40 items (two launches) of sizes 0..~5000; the CPU updates them one by one.
+void checkUpdates(const rt::DeviceContext &ctx, bool adam, bool decoupled, const rt::Hyper &h) {
+  const int count = 40;
+  std::vector<std::vector<float>> w(count), g(count), s0(count), s1(count);
+  std::vector<std::unique_ptr<DevVec<float>>> dw, dg, ds0, ds1;
+  std::vector<cuda::UpdateItem> items;
+  for (int i = 0; i < count; ++i) {
+    const size_t n = size_t(i == 3 ? 0 : (i * 131) % 5000 + 1);
+    w[i] = randomVec(n, 20 + i);
+    g[i] = randomVec(n, 100 + i);
+    s0[i] = randomVec(n, 200 + i);
+    s1[i] = randomVec(n, 300 + i, 0, 1);
+    dw.push_back(std::make_unique<DevVec<float>>(w[i]));
+    dg.push_back(std::make_unique<DevVec<float>>(g[i]));
+    ds0.push_back(std::make_unique<DevVec<float>>(s0[i]));
+    ds1.push_back(std::make_unique<DevVec<float>>(s1[i]));
+    items.push_back({dw[i]->get(), dg[i]->get(), ds0[i]->get(), ds1[i]->get(), int64_t(n)});
+  }
+  if (adam)
+    cuda::adamUpdate(ctx, items.data(), count, h, decoupled);
+  else
+    cuda::sgdUpdate(ctx, items.data(), count, h);
+  for (int i = 0; i < count; ++i) {
+    const int64_t n = int64_t(w[i].size());
+    if (adam)
+      kern::adamUpdate(w[i].data(), g[i].data(), s0[i].data(), s1[i].data(), n, h, decoupled);
+    else
+      kern::sgdUpdate(w[i].data(), g[i].data(), s0[i].data(), n, h);
+    expectClose(dw[i]->host(), w[i], 1e-5f, 1e-6f, "w");
+    expectClose(ds0[i]->host(), s0[i], 1e-5f, 1e-6f, "state 0");
+    if (adam)
+      expectClose(ds1[i]->host(), s1[i], 1e-5f, 1e-7f, "state 1");
+  }
+}
+
+TEST_F(Kernels, SgdMatchesTheCpu) {
+  rt::Hyper h{0.1f, 0.9f, 0.1f, 0.01f, 0.9f, 0.999f, 1e-8f, 0, 1};
+  checkUpdates(c(), false, false, h); // first step: buf = g
+  h.step = 5;
+  checkUpdates(c(), false, false, h);
+  h.nesterov = 1;
+  h.dampening = 0;
+  checkUpdates(c(), false, false, h);
+  h.momentum = 0;
+  checkUpdates(c(), false, false, h);
+}
+
+TEST_F(Kernels, AdamAndAdamWMatchTheCpu) {
+  rt::Hyper h{0.01f, 0, 0, 0.05f, 0.9f, 0.999f, 1e-8f, 0, 1};
+  for (int64_t step : {1, 7}) {
+    h.step = step;
+    checkUpdates(c(), true, false, h);
+    checkUpdates(c(), true, true, h);
+  }
+}
+
+//===--- device communicators -------------------------------------------------===//
+
+class DeviceComms : public ::testing::Test {
+protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_)
+      cudaStreamDestroy(stream_);
+  }
+  std::unique_ptr<rt::CommBase> make(bool nccl) {
+    rt::Options opts;
+    opts.commTimeout = 30;
+    auto comm = rt::createDeviceCommunicator(rt::createLocalCommunicator(0), nccl,
+                                             rt::LaunchInfo{}, opts);
+    static_cast<rt::DeviceComm &>(*comm).setComputeStream(stream_);
+    return comm;
+  }
+  cudaStream_t stream_ = nullptr;
+};
+
+TEST_F(DeviceComms, LocalScalesOnTheDevice) {
+  auto comm = make(false);
+  EXPECT_STREQ(comm->backend(), "local");
+  DevVec<float> g(std::vector<float>{1, 2, 3});
+  comm->allreduceStart(0, g.get(), 3, 0.5f);
+  comm->wait(0);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  expectClose(g.host(), {0.5f, 1, 1.5f}, 0, 0, "scaled");
+  EXPECT_THROW(comm->wait(0), rt::Error);
+  comm->allreduceStart(1, g.get(), 3, 1.0f);
+  EXPECT_THROW(comm->allreduceStart(1, g.get(), 3, 1.0f), rt::Error);
+}
+
+TEST_F(DeviceComms, NcclWithOneRank) {
+  auto comm = make(true);
+  EXPECT_STREQ(comm->backend(), "nccl");
+  EXPECT_EQ(comm->size(), 1);
+  DevVec<float> g(std::vector<float>{1, 2, 3}), h(std::vector<float>{4, 5});
+  comm->allreduceStart(0, g.get(), 3, 2.0f);
+  comm->allreduceStart(1, h.get(), 2, 1.0f);
+  comm->wait(1);
+  comm->wait(0);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  expectClose(g.host(), {2, 4, 6}, 0, 0, "scaled average over one rank");
+  expectClose(h.host(), {4, 5}, 0, 0, "average over one rank");
+  // The driver's collectives, through NCCL (no MPI underneath).
+  double sums[3] = {1.5, 2.5, -1};
+  comm->allreduceSum(sums, 3);
+  EXPECT_EQ(sums[1], 2.5);
+  int64_t mine = 42, all = 0;
+  comm->allgather(&mine, &all, sizeof mine);
+  EXPECT_EQ(all, 42);
+  std::vector<char> big(size_t(70) << 20, 'x'); // more than one broadcast chunk
+  comm->broadcast(big.data(), int64_t(big.size()), 0);
+  EXPECT_EQ(big.back(), 'x');
+  comm->barrier();
+}
+
+} // namespace
