@@ -154,8 +154,7 @@ Value Gen::declareParam(const std::string &name, Loc l, RankedTensorType type,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
   // Parameters go before the function so that the module reads top-down.
-  if (auto f = module.lookupSymbol<func::FuncOp>("forward"))
-    b.setInsertionPoint(f);
+  b.setInsertionPoint(body->getParentOp());
   ParamOp::create(b, loc(l), b.getStringAttr(name), TypeAttr::get(type),
                   b.getStringAttr(init), b.getF64FloatAttr(a),
                   b.getF64FloatAttr(bb));

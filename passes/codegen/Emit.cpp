@@ -127,9 +127,27 @@ private:
   std::string axisView(Type t, int64_t axis);
   std::string name(Value v) { return names.lookup(v); }
   int64_t paramAttr(StringRef param, StringRef attr) {
-    auto p = module.lookupSymbol<ParamOp>(param);
-    return cast<IntegerAttr>(p->getAttr(attr)).getInt();
+    return cast<IntegerAttr>(paramInfo(param).op->getAttr(attr)).getInt();
   }
+  /// A parameter by name: its op, index, and offset (in floats) in the
+  /// packed gradient vector of gradStep. Built once: lookups stay O(1).
+  struct ParamInfo {
+    ParamOp op;
+    int32_t index;
+    int64_t packed;
+  };
+  const ParamInfo &paramInfo(StringRef name) {
+    if (paramTable.empty()) {
+      int32_t index = 0;
+      int64_t packed = 0;
+      for (ParamOp p : module.getOps<ParamOp>()) {
+        paramTable[p.getSymName()] = {p, index++, packed};
+        packed += cast<RankedTensorType>(p.getType()).getNumElements();
+      }
+    }
+    return paramTable.find(name)->second;
+  }
+  llvm::StringMap<ParamInfo> paramTable;
 
   ModuleOp module;
   llvm::raw_ostream &os;
@@ -711,12 +729,7 @@ LogicalResult Emitter::emitOpCuda(Operation *op, Mode mode) {
           return success();
         emitOutputs(cast<func::ReturnOp>(u->getBlock()->getTerminator()));
         if (mode == Mode::Grads) {
-          int64_t packed = 0;
-          for (ParamOp p : module.getOps<ParamOp>()) {
-            if (p.getSymName() == u.getParam())
-              break;
-            packed += cast<RankedTensorType>(p.getType()).getNumElements();
-          }
+          int64_t packed = paramInfo(u.getParam()).packed;
           call("copy") << "a.paramGrads + " << packed << ", "
                        << name(u.getGrad()) << ", "
                        << numel(u.getGrad().getType()) << ");\n";
@@ -796,12 +809,7 @@ LogicalResult Emitter::emitUpdate(ApplyGradientOp u, Mode mode) {
   std::string n = numel(u.getGrad().getType());
   if (mode == Mode::Grads) {
     // Gradients packed in parameter order, without padding.
-    int64_t packed = 0;
-    for (ParamOp p : module.getOps<ParamOp>()) {
-      if (p.getSymName() == param)
-        break;
-      packed += cast<RankedTensorType>(p.getType()).getNumElements();
-    }
+    int64_t packed = paramInfo(param).packed;
     os << "  std::memcpy(a.paramGrads + " << packed << ", "
        << name(u.getGrad()) << ", " << n << " * sizeof(float));\n";
     return success();
@@ -933,12 +941,7 @@ void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
     DenseMap<Value, int32_t> paramOfGrad;
     train.walk([&](ApplyGradientOp u) {
       Value g = u.getGrad();
-      int32_t index = 0;
-      for (ParamOp p : params) {
-        if (p.getSymName() == u.getParam())
-          break;
-        ++index;
-      }
+      int32_t index = paramInfo(u.getParam()).index;
       // Through the wait/bucket result back to the gradient operand.
       if (auto r = dyn_cast<OpResult>(g))
         if (isa<AllReduceBucketOp, AllReduceWaitOp>(r.getOwner()))

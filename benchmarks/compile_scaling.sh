@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# How dtc's compile time grows with model size: MLPs of 2 to 500 hidden
+# layers (width 64, GELU), timing each stage (dtc --time-stages: parse,
+# MLIR generation, passes, emission, host C++ compile) and the number of ops
+# after the pipeline; prints microseconds per op per stage, which stays flat
+# when a stage grows linearly.
+# usage: benchmarks/compile_scaling.sh [sizes="2 10 50 100 200 500"] [--no-host]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${DTC_BUILD_DIR:-$root/build}
+sizes=${1:-2 10 50 100 200 500}
+host=1
+[ "${2:-}" = "--no-host" ] && host=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+printf "%7s %7s | %9s %9s %9s %9s %10s | per op (us): %7s %7s %7s %7s %8s\n" \
+  layers ops parse mlirgen passes emit host parse gen passes emit host
+for n in $sizes; do
+  f="$work/m$n.dsl"
+  {
+    echo "input x: f32[B, 64]"
+    echo "label y: i32[B]"
+    prev=x
+    for i in $(seq "$n"); do
+      echo "h$i = linear($prev, 64, act=gelu)"
+      prev=h$i
+    done
+    echo "out = linear($prev, 10)"
+    echo "loss = cross_entropy(out, y)"
+  } > "$f"
+  ops=$("$build/bin/dtc" "$f" --emit=mlir-opt | grep -c " = dtc\.\| dtc\.apply\| dtc\.all_reduce" || true)
+  if [ $host = 1 ]; then
+    t=$("$build/bin/dtc" "$f" -o "$work/train" --time-stages 2>&1)
+  else
+    t=$("$build/bin/dtc" "$f" --emit=cpp -o "$work/out.cpp" --time-stages 2>&1)
+  fi
+  get() { sed -n "s/^dtc: stage $1 *\([0-9.]*\) ms/\1/p" <<<"$t"; }
+  p=$(get parse) g=$(get mlirgen) s=$(get passes) e=$(get emit) h=$(get compile)
+  h=${h:-0}
+  awk -v n="$n" -v o="$ops" -v p="$p" -v g="$g" -v s="$s" -v e="$e" -v h="$h" 'BEGIN {
+    printf "%7d %7d | %8.2fms %8.2fms %8.2fms %8.2fms %9.0fms | %19.2f %7.2f %7.2f %7.2f %8.1f\n",
+      n, o, p, g, s, e, h, p*1000/o, g*1000/o, s*1000/o, e*1000/o, h*1000/o }'
+done
