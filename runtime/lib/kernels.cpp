@@ -457,14 +457,20 @@ void adamUpdate(float *w, const float *g, float *m, float *v, int64_t n,
   const float bc2Sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(double(b2), step)));
   const float decay = decoupled ? 1.0f - lr * wd : 1.0f;
   const float coupledWd = decoupled ? 0.0f : wd;
+  // Distinct arrays (restrict) so that the loop vectorizes: this pass over
+  // every parameter and both moments is the optimizer's whole cost.
+  float *__restrict__ W = w;
+  const float *__restrict__ G = g;
+  float *__restrict__ M = m;
+  float *__restrict__ V = v;
   for (int64_t i = 0; i < n; ++i) {
-    float wi = w[i] * decay;
-    float gi = g[i] + coupledWd * w[i];
-    float mi = b1 * m[i] + (1.0f - b1) * gi;
-    float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    w[i] = wi - stepSize * mi / (std::sqrt(vi) / bc2Sqrt + eps);
+    const float w0 = W[i];
+    const float gi = G[i] + coupledWd * w0;
+    const float mi = b1 * M[i] + (1.0f - b1) * gi;
+    const float vi = b2 * V[i] + (1.0f - b2) * gi * gi;
+    M[i] = mi;
+    V[i] = vi;
+    W[i] = w0 * decay - stepSize * mi / (std::sqrt(vi) / bc2Sqrt + eps);
   }
 }
 
