@@ -299,44 +299,66 @@ void fusedBody(FusedOp op, const FusedLoads &loads, ArrayRef<std::string> ins,
 }
 
 void Emitter::emitFused(FusedOp op) {
+  // Each fused kernel is a function of its own, emitted once however many
+  // steps (or layers of the same shape) use it: the steps stay short, so the
+  // host compiler's time grows with the model linearly.
   auto outType = cast<RankedTensorType>(op.getResult(0).getType());
   auto shape = outType.getShape();
   size_t rank = shape.size();
-  SmallVector<std::string> outs, ins;
-  for (auto [i, r] : llvm::enumerate(op.getResults()))
-    outs.push_back(define(r, op, i));
-  for (Value v : op.getInputs())
-    ins.push_back(name(v));
+  SmallVector<std::string> outs, ins, params, args;
+  for (auto [i, v] : llvm::enumerate(op.getInputs())) {
+    ins.push_back("in" + std::to_string(i));
+    params.push_back("const float *__restrict__ in" + std::to_string(i));
+    args.push_back(name(v));
+  }
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    outs.push_back("out" + std::to_string(i));
+    params.push_back("float *__restrict__ out" + std::to_string(i));
+    args.push_back(define(r, op, i));
+  }
   FusedLoads loads = fusedLoads(op);
   bool flat = loads.flat || rank == 0;
-  os << "  {\n";
-  std::string indent = "    ";
+  std::string text;
+  llvm::raw_string_ostream k(text);
+  k << "(int64_t B";
+  for (auto &p : params)
+    k << ", " << p;
+  k << ") {\n  (void)B;\n";
+  std::string indent = "  ";
   if (flat) {
-    os << indent << "for (int64_t l = 0; l < " << numel(outType)
-       << "; ++l) {\n";
+    k << indent << "for (int64_t l = 0; l < " << numel(outType) << "; ++l) {\n";
     indent += "  ";
   } else {
-    for (size_t k = 0; k < rank; ++k) {
-      os << indent << "for (int64_t i" << k << " = 0; i" << k << " < "
-         << dim(shape[k]) << "; ++i" << k << ") {\n";
+    for (size_t d = 0; d < rank; ++d) {
+      k << indent << "for (int64_t i" << d << " = 0; i" << d << " < "
+        << dim(shape[d]) << "; ++i" << d << ") {\n";
       indent += "  ";
     }
-    os << indent << "const int64_t l = ";
-    for (size_t k = 0; k < rank; ++k) {
-      os << (k ? " + " : "") << "i" << k;
-      std::string rest = product(shape, k + 1, rank);
+    k << indent << "const int64_t l = ";
+    for (size_t d = 0; d < rank; ++d) {
+      k << (d ? " + " : "") << "i" << d;
+      std::string rest = product(shape, d + 1, rank);
       if (rest != "1")
-        os << " * " << rest;
+        k << " * " << rest;
     }
-    os << ";\n";
+    k << ";\n";
   }
-  fusedBody(op, loads, ins, outs, indent, os);
+  fusedBody(op, loads, ins, outs, indent, k);
   size_t loops = flat ? 1 : rank;
-  for (size_t k = 0; k < loops; ++k) {
+  for (size_t d = 0; d < loops; ++d) {
     indent.resize(indent.size() - 2);
-    os << indent << "}\n";
+    k << indent << "}\n";
   }
-  os << "  }\n";
+  k << "}\n\n";
+  std::string &kname = kernelNames[text];
+  if (kname.empty()) {
+    kname = "fused" + std::to_string(kernelCount++);
+    kernels += "// " + traceName(op) + "\nstatic void " + kname + text;
+  }
+  os << "  " << kname << "(B";
+  for (auto &a : args)
+    os << ", " << a;
+  os << ");\n";
 }
 
 void Emitter::emitFusedCuda(FusedOp op) {
@@ -1078,11 +1100,15 @@ LogicalResult Emitter::emit(Target programTarget) {
   std::string steps;
   {
     llvm::raw_string_ostream stepsStream(steps);
-    Emitter inner(module, stepsStream);
+    std::string cpuSteps;
+    llvm::raw_string_ostream cpuStream(cpuSteps);
+    Emitter inner(module, cpuStream);
     if (failed(inner.emitFunction(forward, "evalStep", Mode::Eval)) ||
         failed(inner.emitFunction(train, "trainStep", Mode::Update)) ||
         failed(inner.emitFunction(train, "gradStep", Mode::Grads)))
       return failure();
+    stepsStream << "// Fused elementwise kernels.\n" << inner.kernels
+                << cpuSteps;
     if (cuda) {
       std::string cudaSteps;
       llvm::raw_string_ostream cudaStream(cudaSteps);

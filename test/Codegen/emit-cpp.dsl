@@ -12,21 +12,27 @@ train {
   data = csv("evil\"); system(\"rm -rf /\"); //\n.csv", "t.csv")
   optimizer = sgd(lr=0.01, momentum=0.9)
 }
+# One function per distinct fused kernel, before the steps:
+# CHECK: // fused(add,relu)
+# CHECK-NEXT: static void [[K:fused[0-9]+]](int64_t B, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0) {
+# CHECK: for (int64_t i0 = 0; i0 < B; ++i0) {
+# CHECK-NEXT: for (int64_t i1 = 0; i1 < 500; ++i1) {
+# CHECK-NEXT: const int64_t l = i0 * 500 + i1;
+# CHECK-NEXT: const float x0 = in0[l];
+# CHECK-NEXT: const float x1 = in1[i1];
+# CHECK-NEXT: const float e0 = x0 + x1;
+# CHECK-NEXT: const float e1 = e0 > 0.0f ? e0 : 0.0f;
+# CHECK-NEXT: out0[l] = e1;
+# CHECK: // fused(relu_grad)
+# CHECK-NEXT: static void [[KG:fused[0-9]+]](
+# CHECK: const float e0 = x0 > 0.0f ? x1 : 0.0f;
 # CHECK-LABEL: static void evalStep(const dtc::rt::StepArgs &a) {
 # The fixed region first (gradients stay put whatever the batch), then the
 # per-sample region:
 # CHECK: char *const F = a.arena;
 # CHECK-NEXT: char *const S = a.arena + 128;
 # CHECK: dtc::kern::gemm(false, true, B, 500, 784, 1.0f, x, [[W1:v[0-9]+]], 0.0f, [[H:v[0-9]+]]);
-# One loop nest for bias + relu:
-# CHECK: for (int64_t i0 = 0; i0 < B; ++i0) {
-# CHECK-NEXT: for (int64_t i1 = 0; i1 < 500; ++i1) {
-# CHECK-NEXT: const int64_t l = i0 * 500 + i1;
-# CHECK-NEXT: const float x0 = [[H]][l];
-# CHECK-NEXT: const float x1 = v{{[0-9]+}}[i1];
-# CHECK-NEXT: const float e0 = x0 + x1;
-# CHECK-NEXT: const float e1 = e0 > 0.0f ? e0 : 0.0f;
-# CHECK-NEXT: v{{[0-9]+}}[l] = e1;
+# CHECK: [[K]](B, [[H]], v{{[0-9]+}}, v{{[0-9]+}});
 # CHECK: crossEntropy(
 # CHECK: a.outputs[0] =
 # CHECK: a.outputs[1] =
@@ -35,7 +41,7 @@ train {
 # CHECK: dtc::kern::sumTo(
 # CHECK: dtc::kern::gemm(false, false, B, 500, 10,
 # CHECK: dtc::kern::gemm(true, false, 10, 500, B,
-# CHECK: const float e0 = x0 > 0.0f ? x1 : 0.0f;
+# CHECK: [[KG]](B,
 # CHECK: if (a.trace) dtc::rt::traceBegin(a.trace, "matmul");
 # CHECK-NEXT: float *[[DW1:v[0-9]+]] = reinterpret_cast<float *>(F + 22240);
 # CHECK-NEXT: dtc::kern::gemm(true, false, 500, 784, B, 1.0f, {{v[0-9]+}}, x, 0.0f, [[DW1]]);
