@@ -7,17 +7,13 @@ memory. Prints 'epoch_seconds S'. usage: torch_ddp.py mlp|deep_mlp RANKS"""
 import gzip, os, socket, sys, time
 import numpy as np
 import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from idx import idx  # noqa: E402
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 F = torch.nn.functional
 
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 def model_for(name):
     if name == "mlp":

@@ -5,15 +5,12 @@ same data already in GPU memory for STEPS steps after a warm-up; prints
 'eager_steps_per_s X compile_steps_per_s Y' (compile: 0 when unavailable).
 usage: torch_gpu.py DATA_DIR [STEPS]"""
 import gzip, sys, time
+import os
 import numpy as np
 import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from idx import idx  # noqa: E402
 
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 def run(steps, compiled):
     torch.manual_seed(1)

@@ -6,13 +6,9 @@ covers the training loop only, after the data is decoded into memory."""
 import gzip, os, sys, time
 import numpy as np
 import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from idx import idx  # noqa: E402
 
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/datasets/fashion-mnist"

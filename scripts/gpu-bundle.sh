@@ -14,6 +14,6 @@ rm -rf "$out" && mkdir -p "$out/data"
 cp /usr/share/datasets/fashion-mnist/*.gz "$out/data/"
 # One initialization for both devices (written by the CPU path).
 "$out/train" --device cpu --epochs 0 --eval off --save "$out/init.safetensors" --quiet
-cp "$root/benchmarks/torch_gpu.py" "$root/scripts/gpu-check.sh" "$out/"
+cp "$root/benchmarks/torch_gpu.py" "$root/benchmarks/idx.py" "$root/scripts/gpu-check.sh" "$out/"
 echo "gpu-bundle: $(du -sh "$out" | cut -f1); missing shared libraries on a CUDA-only machine:"
 ldd "$out/train" | grep -v -E "cuda|cublas|nccl|libc\.|libm\.|libstdc|libgcc|ld-linux|linux-vdso|libpthread|libdl|librt" || true

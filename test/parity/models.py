@@ -19,17 +19,13 @@ import gzip, os, sys
 import numpy as np
 import torch
 from common import save_safetensors, load_safetensors, run, read_losses
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
+from idx import idx  # noqa: E402
 
 STEPS, BATCH = 120, 64
 F = torch.nn.functional
 torch.set_num_threads(1)
 
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 def fashion(n):
     root = "/usr/share/datasets/fashion-mnist"
