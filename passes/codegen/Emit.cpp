@@ -111,6 +111,12 @@ private:
   LogicalResult emitFunction(func::FuncOp f, llvm::StringRef name, Mode mode);
   LogicalResult emitOp(Operation *op, Mode mode);
   LogicalResult emitOpCuda(Operation *op, Mode mode);
+  /// A fused kernel's parameter names (inputs, then outputs), their C++
+  /// declarations, and the step's arguments for them (defining the outputs).
+  struct KernelSignature {
+    SmallVector<std::string> ins, outs, params, args;
+  };
+  KernelSignature kernelSignature(FusedOp op);
   void emitFused(FusedOp op);
   void emitFusedCuda(FusedOp op);
   /// One kernel launch for a run of consecutive updates (CUDA).
@@ -298,6 +304,21 @@ void fusedBody(FusedOp op, const FusedLoads &loads, ArrayRef<std::string> ins,
     os << indent << outs[i] << "[l] = " << scalars.lookup(v) << ";\n";
 }
 
+Emitter::KernelSignature Emitter::kernelSignature(FusedOp op) {
+  KernelSignature k;
+  for (auto [i, v] : llvm::enumerate(op.getInputs())) {
+    k.ins.push_back("in" + std::to_string(i));
+    k.params.push_back("const float *__restrict__ in" + std::to_string(i));
+    k.args.push_back(name(v));
+  }
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    k.outs.push_back("out" + std::to_string(i));
+    k.params.push_back("float *__restrict__ out" + std::to_string(i));
+    k.args.push_back(define(r, op, i));
+  }
+  return k;
+}
+
 void Emitter::emitFused(FusedOp op) {
   // Each fused kernel is a function of its own, emitted once however many
   // steps (or layers of the same shape) use it: the steps stay short, so the
@@ -305,17 +326,7 @@ void Emitter::emitFused(FusedOp op) {
   auto outType = cast<RankedTensorType>(op.getResult(0).getType());
   auto shape = outType.getShape();
   size_t rank = shape.size();
-  SmallVector<std::string> outs, ins, params, args;
-  for (auto [i, v] : llvm::enumerate(op.getInputs())) {
-    ins.push_back("in" + std::to_string(i));
-    params.push_back("const float *__restrict__ in" + std::to_string(i));
-    args.push_back(name(v));
-  }
-  for (auto [i, r] : llvm::enumerate(op.getResults())) {
-    outs.push_back("out" + std::to_string(i));
-    params.push_back("float *__restrict__ out" + std::to_string(i));
-    args.push_back(define(r, op, i));
-  }
+  auto [ins, outs, params, args] = kernelSignature(op);
   FusedLoads loads = fusedLoads(op);
   bool flat = loads.flat || rank == 0;
   std::string text;
@@ -365,19 +376,7 @@ void Emitter::emitFusedCuda(FusedOp op) {
   auto outType = cast<RankedTensorType>(op.getResult(0).getType());
   auto shape = outType.getShape();
   size_t rank = shape.size();
-  SmallVector<std::string> outs, ins, params, args;
-  for (auto [i, r] : llvm::enumerate(op.getResults())) {
-    outs.push_back("out" + std::to_string(i));
-    params.push_back("float *__restrict__ out" + std::to_string(i));
-    args.push_back(define(r, op, i));
-  }
-  SmallVector<std::string> inArgs;
-  for (auto [i, v] : llvm::enumerate(op.getInputs())) {
-    ins.push_back("in" + std::to_string(i));
-    params.insert(params.begin() + i,
-                  "const float *__restrict__ in" + std::to_string(i));
-    inArgs.push_back(name(v));
-  }
+  auto [ins, outs, params, args] = kernelSignature(op);
   FusedLoads loads = fusedLoads(op);
   // The kernel's text, under a placeholder name: identical kernels (the
   // forward of the eval, train and grad steps) are emitted once.
@@ -432,8 +431,6 @@ void Emitter::emitFusedCuda(FusedOp op) {
   }
   os << "  " << kname << "<<<dtcBlocks(" << numel(outType)
      << "), 256, 0, c.stream>>>(B";
-  for (auto &a : inArgs)
-    os << ", " << a;
   for (auto &a : args)
     os << ", " << a;
   os << ");\n";
