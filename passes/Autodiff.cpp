@@ -59,8 +59,7 @@ static LogicalResult differentiate(func::FuncOp step) {
     }
     it->second = AddOp::create(b, g.getLoc(), v.getType(), it->second, g);
   };
-  grads[loss] = ConstantOp::create(b, loss.getLoc(), lossType,
-                                   b.getF32FloatAttr(1.0f));
+  grads[loss] = GradSeedOp::create(b, loss.getLoc(), lossType);
 
   for (Operation *op : llvm::reverse(forwardOps)) {
     SmallVector<Value> resultGrads;

@@ -12,7 +12,9 @@ def Autodiff : Pass<"dtc-autodiff", "mlir::ModuleOp"> {
     signature: the forward ops, then the reverse-mode gradient of the loss
     (each op's vector-Jacobian product comes from its GradientOpInterface),
     then one `dtc.apply_gradient` per parameter that the loss depends on.
-    Gradients of values used several times are summed. `@forward` stays as the
+    Backward starts from `dtc.grad_seed` (1 on one rank, the rank's weight in
+    the average under data parallelism). Gradients of values used several
+    times are summed. `@forward` stays as the
     evaluation step.
   }];
   let dependentDialects = ["dtc::DtcDialect", "mlir::func::FuncDialect"];
@@ -59,9 +61,10 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
 def InsertGradAllReduce : Pass<"dtc-insert-grad-allreduce", "mlir::ModuleOp"> {
   let summary = "Averages every parameter gradient over the data-parallel ranks";
   let description = [{
-    In `@train_step`, puts a `dtc.all_reduce` (mean over ranks) on the
+    In `@train_step`, puts a `dtc.all_reduce` (sum over ranks) on the
     gradient of every `dtc.apply_gradient`, so the optimizer reads the
-    averaged gradient. All-reduces work in place; a gradient that is also
+    averaged gradient: each rank's gradient is already weighted by its
+    `dtc.grad_seed`. All-reduces work in place; a gradient that is also
     read elsewhere (or shared by two parameters) is first copied with
     `dtc.copy`, which fusion folds into the kernel that produces it.
   }];

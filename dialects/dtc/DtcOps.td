@@ -83,6 +83,21 @@ def Dtc_BatchSizeOp : Dtc_Op<"batch_size", [Pure]> {
   let assemblyFormat = "attr-dict `:` type($result)";
 }
 
+def Dtc_GradSeedOp : Dtc_Op<"grad_seed", [Pure]> {
+  let summary = "The loss gradient that seeds backward, supplied at run time";
+  let description = [{
+    `dtc-autodiff` starts backward from this value instead of a constant 1.
+    It is 1 when one process trains. Under data parallelism it is this
+    rank's weight in the gradient average: its share of the global batch
+    (1 / number of ranks when all ranks' batches are equal). Backward is
+    linear in its seed, so every gradient arrives already weighted, and the
+    all-reduces only sum: no pass over the gradients before or after the
+    collective (the prescaling of Horovod and DeepSpeed, without its pass).
+  }];
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise ops
 //===----------------------------------------------------------------------===//
@@ -360,9 +375,9 @@ def Dtc_CopyOp : Dtc_Op<"copy", [Pure, Dtc_Elementwise,
 
 def Dtc_AllReduceOp : Dtc_Op<"all_reduce", [SameOperandsAndResultType,
     MemoryEffects<[MemWrite]>]> {
-  let summary = "Averages a gradient over all data-parallel ranks";
+  let summary = "Sums a gradient over all data-parallel ranks";
   let description = [{
-    The result is the mean over the ranks of the operand (in place: it
+    The result is the sum over the ranks of the operand (in place: it
     reuses the operand's buffer, which has no other use). Inserted by
     `dtc-insert-grad-allreduce` before each parameter update; grouped into
     buckets by `dtc-bucket-allreduce`.
@@ -375,11 +390,11 @@ def Dtc_AllReduceOp : Dtc_Op<"all_reduce", [SameOperandsAndResultType,
 
 def Dtc_AllReduceBucketOp : Dtc_Op<"all_reduce_bucket", [
     MemoryEffects<[MemWrite]>]> {
-  let summary = "Averages a bucket of gradients with one all-reduce";
+  let summary = "Sums a bucket of gradients over the ranks with one all-reduce";
   let description = [{
     The gradients live contiguously in one buffer (the memory plan places
     them there when they are produced, so nothing is copied in or out) that
-    one collective averages over the ranks. `bucket` numbers the buckets in
+    one collective sums over the ranks. `bucket` numbers the buckets in
     the order their communication starts. Split into start and wait by
     `dtc-overlap-allreduce`.
   }];
@@ -404,10 +419,10 @@ def Dtc_AllReduceStartOp : Dtc_Op<"all_reduce_start", [
 
 def Dtc_AllReduceWaitOp : Dtc_Op<"all_reduce_wait", [
     MemoryEffects<[MemWrite]>]> {
-  let summary = "Waits for a bucket's all-reduce; its results are the averages";
+  let summary = "Waits for a bucket's all-reduce; its results are the sums";
   let description = [{
-    Takes the request and the bucket's gradients; result i is the average
-    of gradient i, in the same buffer. Placed as late as possible: just
+    Takes the request and the bucket's gradients; result i is the sum over
+    the ranks of gradient i, in the same buffer. Placed as late as possible: just
     before the bucket's parameter updates, which follow it directly so that
     the update of bucket k overlaps the communication of bucket k+1.
   }];

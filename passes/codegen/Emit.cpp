@@ -78,7 +78,8 @@ enum class Target { Cpu, Cuda };
 
 /// Ops that compute (and so appear in --trace timelines).
 bool isTraced(Operation *op) {
-  return !isa<ParamRefOp, ReshapeOp, ConstantOp, BatchSizeOp, func::ReturnOp,
+  return !isa<ParamRefOp, ReshapeOp, ConstantOp, BatchSizeOp, GradSeedOp,
+              func::ReturnOp,
               AllReduceOp, AllReduceBucketOp, AllReduceStartOp,
               AllReduceWaitOp>(op);
 }
@@ -458,7 +459,13 @@ LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
         return success();
       })
       .Case([&](BatchSizeOp) {
-        os << "  " << result() << "[0] = static_cast<float>(B);\n";
+        std::string n = result();
+        os << "  " << n << "[0] = static_cast<float>(B);\n";
+        return success();
+      })
+      .Case([&](GradSeedOp) {
+        std::string n = result();
+        os << "  " << n << "[0] = a.gradSeed;\n";
         return success();
       })
       .Case([&](FusedOp f) {
@@ -586,7 +593,7 @@ LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
             os << "  a.comm->allreduceStart(" << id
                << ", reinterpret_cast<float *>(F + "
                << attr("dtc.bucket_offset") << "), "
-               << attr("dtc.bucket_count") << ", a.gradScale);\n";
+               << attr("dtc.bucket_count") << ");\n";
             if (!isa<AllReduceStartOp>(o))
               os << "  a.comm->wait(" << id << ");\n";
             return success();
@@ -627,6 +634,11 @@ LogicalResult Emitter::emitOpCuda(Operation *op, Mode mode) {
       .Case([&](BatchSizeOp) {
         std::string n = result();
         call("fill") << n << ", 1, static_cast<float>(B));\n";
+        return success();
+      })
+      .Case([&](GradSeedOp) {
+        std::string n = result();
+        call("fill") << n << ", 1, a.gradSeed);\n";
         return success();
       })
       .Case([&](FusedOp f) {

@@ -68,14 +68,14 @@ public:
   void setComputeStream(cudaStream_t stream) override { compute_ = stream; }
   int device() const override { return device_; }
 
-  void allreduceStart(int bucket, float *data, int64_t count, float scale) override {
+  void allreduceStart(int bucket, float *data, int64_t count) override {
+    (void)data;
     char &pending = pending_.at(bucket);
     if (pending)
       throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
                               bucketName(bucket)));
     pending = 1;
     const auto start = Clock::now();
-    cuda::detail::scale(compute_, data, count, scale);
     if (tracer_)
       tracer_->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", bucket), start,
                     Clock::now(), count * int64_t(sizeof(float)));
@@ -198,7 +198,7 @@ public:
   int device() const override { return device_; }
   bool canHang() const override { return size_ > 1; }
 
-  void allreduceStart(int bucket, float *data, int64_t count, float scale) override {
+  void allreduceStart(int bucket, float *data, int64_t count) override {
     if (!compute_)
       throw Error("internal error: an all-reduce started before the compute stream was set");
     Bucket &b = buckets_[bucket];
@@ -210,9 +210,8 @@ public:
     const auto start = Clock::now();
     cudaCheck(cudaEventRecord(ready_, compute_), "cudaEventRecord");
     cudaCheck(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
-    cuda::detail::scale(stream_, data, count, scale);
     const ncclResult_t r =
-        ncclAllReduce(data, data, size_t(count), ncclFloat, ncclAvg, comm_, stream_);
+        ncclAllReduce(data, data, size_t(count), ncclFloat, ncclSum, comm_, stream_);
     if (r != ncclSuccess) {
       broken_ = true;
       throw Error(fmt::format("all-reduce of {} failed: {}", bucketName(bucket),

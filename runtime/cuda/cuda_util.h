@@ -6,13 +6,6 @@
 #include <cstdint>
 #include <string>
 
-namespace dtc::cuda::detail {
-
-// x[0..n) *= factor on `stream` (the communicators' gradient scaling).
-void scale(cudaStream_t stream, float *x, int64_t n, float factor);
-
-} // namespace dtc::cuda::detail
-
 namespace dtc::rt {
 
 // "what: <CUDA's message>" as an Error unless e is cudaSuccess.

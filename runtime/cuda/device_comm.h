@@ -3,12 +3,12 @@
 // Under CUDA, StepArgs::comm is a DeviceComm: allreduceStart and wait take
 // device pointers and order work on CUDA streams instead of blocking the
 // host (see dtc/cuda.h). Two of them:
-//   local  one rank: allreduceStart scales the bucket on the compute stream
-//          when scale != 1; wait does nothing.
+//   local  one rank: allreduceStart and wait do nothing.
 //   nccl   allreduceStart records an event on the compute stream, makes the
-//          communication stream wait for it, scales there, runs
-//          ncclAllReduce(ncclAvg) in place and records the bucket's done
-//          event; wait makes the compute stream wait for that event.
+//          communication stream wait for it, runs ncclAllReduce(ncclSum) in
+//          place (the gradients come weighted by StepArgs::gradSeed) and
+//          records the bucket's done event; wait makes the compute stream
+//          wait for that event.
 // The driver's blocking collectives (host memory) go through the MPI
 // communicator NCCL was bootstrapped with, else through NCCL (staged through
 // device memory).

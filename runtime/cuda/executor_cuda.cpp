@@ -158,7 +158,7 @@ public:
     args_.hyper = &s.hyper;
     args_.paramGrads = nullptr;
     args_.comm = &s.comm;
-    args_.gradScale = 1.0f;
+    args_.gradSeed = 1.0f;
     args_.trace = nullptr;
     args_.device = &ctx_;
     // The uploads (legacy stream) and memsets are done before any step: the
@@ -225,8 +225,8 @@ public:
     return handle;
   }
 
-  void train(int batch, int64_t outSlot, float gradScale) override {
-    run(s_.spec.trainStepCuda, batch, outSlot, gradScale, nullptr);
+  void train(int batch, int64_t outSlot, float gradSeed) override {
+    run(s_.spec.trainStepCuda, batch, outSlot, gradSeed, nullptr);
   }
   void eval(int batch, int64_t outSlot) override {
     run(s_.spec.evalStepCuda, batch, outSlot, 1.0f, nullptr);
@@ -288,7 +288,7 @@ private:
     cudaEvent_t copied = nullptr, consumed = nullptr;
   };
 
-  void run(StepFn step, int batch, int64_t outSlot, float gradScale, float *paramGrads) {
+  void run(StepFn step, int batch, int64_t outSlot, float gradSeed, float *paramGrads) {
     if (batch < 0 || batch > 1 || outSlot < 0 || outSlot >= slots_)
       throw Error("internal error: bad batch or output slot");
     Slot &sl = batches_[batch];
@@ -298,7 +298,7 @@ private:
     args_.yClass = classLabels_ ? static_cast<const int32_t *>(sl.y) : nullptr;
     args_.yValue = classLabels_ ? nullptr : static_cast<const float *>(sl.y);
     args_.outputs = outputs_ + outSlot * numOutputs_;
-    args_.gradScale = gradScale;
+    args_.gradSeed = gradSeed;
     args_.paramGrads = paramGrads;
     step(args_);
     args_.paramGrads = nullptr;

@@ -789,14 +789,4 @@ void adamUpdate(const rt::DeviceContext &c, const UpdateItem *items, int32_t cou
   launchUpdates(c, items, count, p, adamKernel, "adamUpdate");
 }
 
-namespace detail {
-
-void scale(cudaStream_t stream, float *x, int64_t n, float factor) {
-  if (n <= 0 || factor == 1.0f)
-    return;
-  scaleKernel<<<gridFor(n), kThreads, 0, stream>>>(x, n, factor);
-  checkLaunch("scale");
-}
-
-} // namespace detail
 } // namespace dtc::cuda

@@ -38,17 +38,15 @@ public:
   int localSize() const override { return 1; }
   const char *backend() const override { return "local"; }
 
-  void allreduceStart(int bucket, float *data, int64_t count, float scale) override {
+  void allreduceStart(int bucket, float *data, int64_t count) override {
     char &pending = slot(bucket, pending_, char(0));
     if (pending)
       throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
                               bucketName(bucket)));
     pending = 1;
+    (void)data;
     const auto start = Clock::now();
-    if (scale != 1.0f)
-      for (int64_t i = 0; i < count; ++i)
-        data[i] *= scale;
-    const auto end = Clock::now();
+    const auto end = start;
     slot(bucket, finished_, Clock::time_point()) = end;
     if (tracer_)
       tracer_->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", bucket), start, end,

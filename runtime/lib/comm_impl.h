@@ -2,7 +2,7 @@
 //
 // The driver's side of dtc/comm.h: how a process finds out whether (and by
 // whom) it was launched as one of several ranks, and the two backends:
-//   local  one rank; allreduceStart scales in place, wait returns at once.
+//   local  one rank; allreduceStart and wait return at once.
 //   mpi    libdtcrt_mpi.so (dlopen'ed; libdtcrt.a never links libmpi) driven
 //          by a dedicated communication thread that owns every MPI call
 //          (comm_mpi.cpp).

@@ -89,7 +89,7 @@ public:
   std::string libraryVersion() const override { return version_; }
   bool broken() const override { return broken_; }
 
-  void allreduceStart(int bucket, float *data, int64_t count, float scale) override {
+  void allreduceStart(int bucket, float *data, int64_t count) override {
     {
       std::lock_guard<std::mutex> lock(m_);
       std::unique_ptr<Op> &slot = buckets_[bucket];
@@ -103,7 +103,6 @@ public:
       op.bucket = bucket;
       op.data = data;
       op.count = count;
-      op.scale = scale;
       op.tracer = tracer_;
       op.pending = true;
       op.done = false;
@@ -163,7 +162,6 @@ private:
     void *data = nullptr;
     const void *send = nullptr;
     int64_t count = 0; // floats/doubles, or bytes
-    float scale = 1;
     int root = 0;
     Tracer *tracer = nullptr;
     bool pending = false; // a bucket between allreduceStart and wait
@@ -239,20 +237,8 @@ private:
 
   int execute(Op &op, char *err) {
     switch (op.kind) {
-    case Kind::AllreduceFloat: {
-      float *x = static_cast<float *>(op.data);
-      if (op.scale != 1.0f)
-        for (int64_t i = 0; i < op.count; ++i)
-          x[i] *= op.scale;
-      if (int rc = api_->allreduceFloatSum(x, op.count, err, kErrLen))
-        return rc;
-      if (size_ > 1) {
-        const float n = float(size_);
-        for (int64_t i = 0; i < op.count; ++i)
-          x[i] /= n;
-      }
-      return 0;
-    }
+    case Kind::AllreduceFloat:
+      return api_->allreduceFloatSum(static_cast<float *>(op.data), op.count, err, kErrLen);
     case Kind::AllreduceDouble:
       return api_->allreduceDoubleSum(static_cast<double *>(op.data), op.count, err, kErrLen);
     case Kind::Broadcast:

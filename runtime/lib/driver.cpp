@@ -452,7 +452,7 @@ void train(Session &s, Executor &exec) {
         stepName = fmt::format("step {}", step);
         tracer->begin(stepName.c_str());
       }
-      exec.train(staged, int64_t(pending.size()), sampler.gradScale(b));
+      exec.train(staged, int64_t(pending.size()), sampler.gradSeed(b));
       if (traced) {
         tracer->end();
         if (step == o.traceSteps)

@@ -26,12 +26,13 @@ public:
     s_.loadBatch(ds, idx, n);
     return 0;
   }
-  void train(int, int64_t, float gradScale) override {
-    s_.args.gradScale = gradScale;
+  void train(int, int64_t, float gradSeed) override {
+    s_.args.gradSeed = gradSeed;
     s_.spec.trainStep(s_.args);
   }
   void eval(int, int64_t) override { s_.spec.evalStep(s_.args); }
   void grad(int, float *grads) override {
+    s_.args.gradSeed = 1.0f; // this process's own gradient
     s_.args.paramGrads = grads;
     s_.spec.gradStep(s_.args);
     s_.args.paramGrads = nullptr;

@@ -44,7 +44,7 @@ public:
   // step on a device; a handle is valid until the second stage after it.
   virtual int stage(const Dataset &ds, const int64_t *idx, int64_t n) = 0;
   // trainStep on staged batch `batch`, outputs to slot `outSlot`.
-  virtual void train(int batch, int64_t outSlot, float gradScale) = 0;
+  virtual void train(int batch, int64_t outSlot, float gradSeed) = 0;
   // evalStep on staged batch `batch`, outputs to slot `outSlot`.
   virtual void eval(int batch, int64_t outSlot) = 0;
   // gradStep on staged batch `batch` (outputs to slot 0); the gradients,

@@ -3,7 +3,7 @@
 // libdtcrt.a never links libmpi: a program launched by mpirun/srun (or run
 // with --comm mpi) dlopens libdtcrt_mpi.so, which links libmpi, and calls its
 // one exported factory for this table of plain MPI operations. Everything
-// else (the communication thread, queueing, scaling, timeouts, tracing) lives
+// else (the communication thread, queueing, timeouts, tracing) lives
 // in libdtcrt (comm_mpi.cpp). Every function must be called from the thread that
 // called init (MPI_THREAD_FUNNELED).
 //

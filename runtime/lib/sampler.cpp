@@ -55,10 +55,10 @@ int64_t Sampler::globalBatch(int64_t b) const {
   return std::min(step, used_ - b * step);
 }
 
-float Sampler::gradScale(int64_t b) const {
+float Sampler::gradSeed(int64_t b) const {
   int64_t n;
   batch(b, &n);
-  return static_cast<float>(double(n) * worldSize_ / double(globalBatch(b)));
+  return static_cast<float>(double(n) / double(globalBatch(b)));
 }
 
 BatchBuffer::BatchBuffer(int64_t capacity, const Dataset &like)

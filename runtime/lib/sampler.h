@@ -8,9 +8,10 @@
 // within it, so the ranks' step k together is exactly the step k of one
 // process with batch W*b. Every rank runs the same ceil(N / (W*b)) steps; a
 // last step with R < W samples left (some rank would get none) is dropped on
-// all ranks. In a last step with R >= W samples rank r gets n_r of them and
-// weighs its gradient by gradScale = n_r * W / R, so that the average over
-// ranks is the mean over the R samples (1 on full steps).
+// all ranks. Rank r weighs its gradient (the mean over its n_r samples) by
+// gradSeed = n_r / R, its share of the step's R samples, so that the sum over
+// ranks is the mean over the R samples: 1 / W on full steps, and exact in a
+// last step with W <= R < W*b samples.
 // BatchBuffer copies one batch into buffers allocated once.
 //
 //===----------------------------------------------------------------------===//
@@ -45,9 +46,9 @@ public:
   const int64_t *batch(int64_t b, int64_t *count) const;
   // Samples of step b over all ranks.
   int64_t globalBatch(int64_t b) const;
-  // This rank's weight in the gradient average of step b:
-  // count * worldSize / globalBatch(b).
-  float gradScale(int64_t b) const;
+  // This rank's weight in the gradient sum of step b (the loss gradient its
+  // backward starts from): count / globalBatch(b).
+  float gradSeed(int64_t b) const;
 
 private:
   int64_t size_, batch_;

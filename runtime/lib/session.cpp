@@ -26,7 +26,7 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
   args.outputs = outputs.data();
   args.paramGrads = nullptr;
   args.comm = &comm;
-  args.gradScale = 1.0f;
+  args.gradSeed = 1.0f;
   args.trace = nullptr;
   args.device = nullptr;
 }

@@ -53,18 +53,19 @@ TEST(LocalComm, IsOneRank) {
   EXPECT_FALSE(comm->broken());
 }
 
-TEST(LocalComm, AllreduceScalesOnlyWhenScaleIsNotOne) {
+TEST(LocalComm, AllreduceOverOneRankLeavesTheDataAlone) {
   auto comm = createLocalCommunicator();
-  std::vector<float> a = {1.5f, -2.0f, 0.1f}, b = a;
-  comm->allreduceStart(0, a.data(), 3, 1.0f);
+  const std::vector<float> want = {1.5f, -2.0f, 0.1f};
+  std::vector<float> a = want, b = want;
+  comm->allreduceStart(0, a.data(), 3);
   comm->wait(0);
-  EXPECT_EQ(a, b); // bit-identical
-  comm->allreduceStart(1, a.data(), 3, 0.5f);
-  comm->allreduceStart(2, b.data(), 2, 4.0f); // several outstanding
+  EXPECT_EQ(a, want); // bit-identical: the sum over one rank
+  comm->allreduceStart(1, a.data(), 3);
+  comm->allreduceStart(2, b.data(), 2); // several outstanding
   comm->wait(2);
   comm->wait(1);
-  EXPECT_EQ(a, std::vector<float>({0.75f, -1.0f, 0.05f}));
-  EXPECT_EQ(b, std::vector<float>({6.0f, -8.0f, 0.1f})); // only count elements
+  EXPECT_EQ(a, want);
+  EXPECT_EQ(b, want);
   EXPECT_NE(comm->finishedAt(1), CommBase::Clock::time_point());
   EXPECT_EQ(comm->finishedAt(9), CommBase::Clock::time_point());
 }
@@ -76,8 +77,8 @@ TEST(LocalComm, MisuseIsAnInternalError) {
   EXPECT_EQ(errorOf([&] { comm->wait(0); }),
             "internal error: wait for bucket 0 (fc.weight, fc.bias), which was not started");
   float x = 1;
-  comm->allreduceStart(0, &x, 1, 1.0f);
-  EXPECT_EQ(errorOf([&] { comm->allreduceStart(0, &x, 1, 1.0f); }),
+  comm->allreduceStart(0, &x, 1);
+  EXPECT_EQ(errorOf([&] { comm->allreduceStart(0, &x, 1); }),
             "internal error: all-reduce of bucket 0 (fc.weight, fc.bias) started again before "
             "its wait");
   comm->wait(0);

@@ -370,17 +370,17 @@ protected:
   cudaStream_t stream_ = nullptr;
 };
 
-TEST_F(DeviceComms, LocalScalesOnTheDevice) {
+TEST_F(DeviceComms, LocalLeavesTheDataAlone) {
   auto comm = make(false);
   EXPECT_STREQ(comm->backend(), "local");
   DevVec<float> g(std::vector<float>{1, 2, 3});
-  comm->allreduceStart(0, g.get(), 3, 0.5f);
+  comm->allreduceStart(0, g.get(), 3);
   comm->wait(0);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  expectClose(g.host(), {0.5f, 1, 1.5f}, 0, 0, "scaled");
+  expectClose(g.host(), {1, 2, 3}, 0, 0, "the sum over one rank");
   EXPECT_THROW(comm->wait(0), rt::Error);
-  comm->allreduceStart(1, g.get(), 3, 1.0f);
-  EXPECT_THROW(comm->allreduceStart(1, g.get(), 3, 1.0f), rt::Error);
+  comm->allreduceStart(1, g.get(), 3);
+  EXPECT_THROW(comm->allreduceStart(1, g.get(), 3), rt::Error);
 }
 
 TEST_F(DeviceComms, NcclWithOneRank) {
@@ -388,13 +388,13 @@ TEST_F(DeviceComms, NcclWithOneRank) {
   EXPECT_STREQ(comm->backend(), "nccl");
   EXPECT_EQ(comm->size(), 1);
   DevVec<float> g(std::vector<float>{1, 2, 3}), h(std::vector<float>{4, 5});
-  comm->allreduceStart(0, g.get(), 3, 2.0f);
-  comm->allreduceStart(1, h.get(), 2, 1.0f);
+  comm->allreduceStart(0, g.get(), 3);
+  comm->allreduceStart(1, h.get(), 2);
   comm->wait(1);
   comm->wait(0);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  expectClose(g.host(), {2, 4, 6}, 0, 0, "scaled average over one rank");
-  expectClose(h.host(), {4, 5}, 0, 0, "average over one rank");
+  expectClose(g.host(), {1, 2, 3}, 0, 0, "sum over one rank");
+  expectClose(h.host(), {4, 5}, 0, 0, "sum over one rank");
   // The driver's collectives, through NCCL (no MPI underneath).
   double sums[3] = {1.5, 2.5, -1};
   comm->allreduceSum(sums, 3);

@@ -316,15 +316,15 @@ TEST(Sampler, RanksTogetherSeeWhatOneProcessWithTheGlobalBatchSees) {
   }
 }
 
-TEST(Sampler, UnevenLastStepAndGradScale) {
+TEST(Sampler, UnevenLastStepAndGradSeed) {
   // N = 101, W = 2, b = 8: 6 full steps of 16, then R = 5: rank 0 gets 3
   // samples (positions 96, 98, 100), rank 1 gets 2 (97, 99).
   Sampler r0(101, 8, 0, false, 0, 2), r1(101, 8, 0, false, 1, 2);
   ASSERT_EQ(r0.numBatches(), 7);
   ASSERT_EQ(r1.numBatches(), 7);
   for (int64_t k = 0; k < 6; ++k) {
-    EXPECT_EQ(r0.gradScale(k), 1.0f);
-    EXPECT_EQ(r1.gradScale(k), 1.0f);
+    EXPECT_EQ(r0.gradSeed(k), 0.5f);
+    EXPECT_EQ(r1.gradSeed(k), 0.5f);
     EXPECT_EQ(r0.globalBatch(k), 16);
   }
   int64_t n0, n1;
@@ -332,12 +332,12 @@ TEST(Sampler, UnevenLastStepAndGradScale) {
   EXPECT_EQ(std::vector<int64_t>(i0, i0 + n0), std::vector<int64_t>({96, 98, 100}));
   EXPECT_EQ(std::vector<int64_t>(i1, i1 + n1), std::vector<int64_t>({97, 99}));
   EXPECT_EQ(r0.globalBatch(6), 5);
-  EXPECT_FLOAT_EQ(r0.gradScale(6), 3.0f * 2 / 5);
-  EXPECT_FLOAT_EQ(r1.gradScale(6), 2.0f * 2 / 5);
+  EXPECT_FLOAT_EQ(r0.gradSeed(6), 3.0f / 5);
+  EXPECT_FLOAT_EQ(r1.gradSeed(6), 2.0f / 5);
   EXPECT_EQ(r0.droppedSamples(), 0);
 
-  // The communicator averages scale_r * mean_r over the W ranks: that must
-  // be the mean over the R samples, whatever the per-sample values.
+  // The all-reduce sums seed_r * mean_r over the W ranks: that must be the
+  // mean over the R samples, whatever the per-sample values.
   auto value = [](int64_t i) { return std::sin(double(i)) * 10 + double(i); };
   for (int64_t N : {101, 99, 37}) {
     for (int W : {2, 3, 5}) {
@@ -357,7 +357,7 @@ TEST(Sampler, UnevenLastStepAndGradScale) {
             globalSum += value(idx[j]);
           }
           globalCount += n;
-          average += double(ranks[size_t(r)].gradScale(k)) * mean / W;
+          average += double(ranks[size_t(r)].gradSeed(k)) * mean;
         }
         EXPECT_NEAR(average, globalSum / double(globalCount), 1e-5)
             << "N " << N << " W " << W << " step " << k;
@@ -376,12 +376,13 @@ TEST(Sampler, LastStepWithFewerSamplesThanRanksIsDroppedEverywhere) {
     int64_t n;
     s.batch(1, &n);
     EXPECT_EQ(n, 4);
-    EXPECT_EQ(s.gradScale(1), 1.0f);
+    EXPECT_EQ(s.gradSeed(1), 0.25f);
   }
   // One rank never drops anything.
   Sampler single(33, 4, 0, false);
   EXPECT_EQ(single.numBatches(), 9);
   EXPECT_EQ(single.droppedSamples(), 0);
+  EXPECT_EQ(single.gradSeed(8), 1.0f); // the short last batch (1 sample)
 }
 
 TEST(Batch, GathersRowsAndLabels) {

@@ -501,8 +501,8 @@ public:
     batches_[h].gather(ds, idx, n);
     return h;
   }
-  void train(int b, int64_t slot, float gradScale) override {
-    run(s_.spec.trainStepCuda, b, slot, gradScale, nullptr);
+  void train(int b, int64_t slot, float gradSeed) override {
+    run(s_.spec.trainStepCuda, b, slot, gradSeed, nullptr);
   }
   void eval(int b, int64_t slot) override { run(s_.spec.evalStepCuda, b, slot, 1, nullptr); }
   void grad(int b, float *grads) override { run(s_.spec.gradStepCuda, b, 0, 1, grads); }
@@ -523,12 +523,12 @@ public:
   static inline int reads = 0;
 
 private:
-  void run(StepFn step, int b, int64_t slot, float gradScale, float *grads) {
+  void run(StepFn step, int b, int64_t slot, float gradSeed, float *grads) {
     ASSERT_TRUE(b == 0 || b == 1);
     ASSERT_LT(slot, slots_);
     batches_[b].bind(args_);
     args_.outputs = outputs_.data() + slot * s_.spec.numOutputs;
-    args_.gradScale = gradScale;
+    args_.gradSeed = gradSeed;
     args_.paramGrads = grads;
     step(args_);
   }

@@ -82,9 +82,9 @@ std::vector<Epoch> epochs(const std::string &out) {
 
 // 2 ranks x batch 8 train exactly what 1 rank x batch 16 trains: N = 101
 // makes every epoch end with an uneven step (5 samples: 3 on rank 0, 2 on
-// rank 1, gradScale 1.2 and 0.8). The parameters after 3 epochs (21 SGD
+// rank 1, gradSeed 0.6 and 0.4). The parameters after 3 epochs (21 SGD
 // steps with momentum) agree to float rounding: 2e-5 absolute, while
-// ignoring gradScale changes them by about 1e-3 (see the report).
+// ignoring gradSeed changes them by about 1e-3 (see the report).
 TEST(Launch, TwoRanksTrainLikeOneRankWithTheGlobalBatch) {
   TempDir dir;
   for (const char *shuffle : {"off", "on"}) {

@@ -44,26 +44,25 @@ TEST(MpiAllreduce, IdentifiesItself) {
   EXPECT_NE(c.libraryVersion(), "");
 }
 
-TEST(MpiAllreduce, AveragesScaledContributions) {
+TEST(MpiAllreduce, SumsTheRanksContributions) {
   CommBase &c = *gComm;
-  const int r = c.rank();
+  const int r = c.rank(), W = c.size();
   const int64_t n = 1000;
   std::vector<float> x(n);
   for (int64_t i = 0; i < n; ++i)
     x[size_t(i)] = float((r + 1) * i) * 0.25f;
-  // Rank 0 weighs 3/5 * 2, rank 1 2/5 * 2 (an uneven last step of 5 samples).
-  const float scale = r == 0 ? 1.2f : 0.8f;
-  c.allreduceStart(0, x.data(), n, scale);
+  c.allreduceStart(0, x.data(), n);
   c.wait(0);
+  const float ranks = float(W * (W + 1) / 2); // sum of r + 1
   for (int64_t i = 0; i < n; ++i) {
-    const float want = (1.2f * float(i) * 0.25f + 0.8f * float(2 * i) * 0.25f) / 2;
-    EXPECT_NEAR(x[size_t(i)], want, 1e-5f * std::max(1.0f, std::fabs(want))) << i;
+    const float want = ranks * float(i) * 0.25f;
+    EXPECT_NEAR(x[size_t(i)], want, 1e-6f * std::max(1.0f, std::fabs(want))) << i;
   }
-  // Scale 1 and equal contributions: the average is exact.
+  // Equal contributions that are exact in float: the sum is exact.
   std::vector<float> y(n, 0.375f);
-  c.allreduceStart(0, y.data(), n, 1.0f);
+  c.allreduceStart(0, y.data(), n);
   c.wait(0);
-  EXPECT_EQ(std::count(y.begin(), y.end(), 0.375f), n);
+  EXPECT_EQ(std::count(y.begin(), y.end(), 0.375f * float(W)), n);
 }
 
 TEST(MpiAllreduce, SeveralOutstandingBucketsWaitedInAnyOrder) {
@@ -76,12 +75,12 @@ TEST(MpiAllreduce, SeveralOutstandingBucketsWaitedInAnyOrder) {
   for (int round = 0; round < 2; ++round) { // buckets are reused step after step
     for (size_t b = 0; b < sizes.size(); ++b) {
       std::fill(bufs[b].begin(), bufs[b].end(), float(r * 10 + int(b) + round));
-      c.allreduceStart(int(b) + 10, bufs[b].data(), sizes[b], 1.0f);
+      c.allreduceStart(int(b) + 10, bufs[b].data(), sizes[b]);
     }
     for (size_t b = sizes.size(); b-- > 0;)
       c.wait(int(b) + 10);
     for (size_t b = 0; b < sizes.size(); ++b) {
-      const float want = (float(b + round) + float(10 + b + round)) / 2;
+      const float want = float(b + round) + float(10 + b + round); // 2 ranks
       EXPECT_EQ(std::count(bufs[b].begin(), bufs[b].end(), want), sizes[b])
           << "bucket " << b << " round " << round;
     }
@@ -116,15 +115,15 @@ TEST(MpiCollectives, BroadcastAllgatherAllreduceSumBarrier) {
 TEST(MpiCollectives, DriverCollectivesQueueBehindPendingAllreduces) {
   CommBase &c = *gComm;
   std::vector<float> big(4 << 20, 1.0f);
-  c.allreduceStart(30, big.data(), int64_t(big.size()), 1.0f);
+  c.allreduceStart(30, big.data(), int64_t(big.size()));
   double x = 1;
-  c.allreduceSum(&x, 1); // runs after bucket 30 on the communication thread
+  c.allreduceSum(&x, 1); // runs after bucket 30, in the FIFO's order
   const auto returned = Clock::now();
   EXPECT_EQ(x, 2.0);
   EXPECT_NE(c.finishedAt(30), Clock::time_point());
   EXPECT_LE(c.finishedAt(30), returned);
   c.wait(30);
-  EXPECT_EQ(big[123], 1.0f);
+  EXPECT_EQ(big[123], 2.0f);
 }
 
 TEST(MpiErrors, MisuseIsAnInternalError) {
@@ -132,11 +131,11 @@ TEST(MpiErrors, MisuseIsAnInternalError) {
   EXPECT_EQ(errorOf([&] { c.wait(99); }),
             "internal error: wait for bucket 99, which was not started");
   float x = 1;
-  c.allreduceStart(98, &x, 1, 1.0f);
-  EXPECT_EQ(errorOf([&] { c.allreduceStart(98, &x, 1, 1.0f); }),
+  c.allreduceStart(98, &x, 1);
+  EXPECT_EQ(errorOf([&] { c.allreduceStart(98, &x, 1); }),
             "internal error: all-reduce of bucket 98 started again before its wait");
   c.wait(98);
-  EXPECT_EQ(x, 1.0f);
+  EXPECT_EQ(x, float(c.size())); // the sum of 1 over the ranks
   EXPECT_FALSE(c.broken());
 }
 
@@ -154,7 +153,7 @@ TEST(MpiProgress, AllreduceCompletesWhileTheCallerComputes) {
     std::fill(buf.begin(), buf.end(), float(r));
     c.barrier();
     const auto t0 = Clock::now();
-    c.allreduceStart(40, buf.data(), n, 1.0f);
+    c.allreduceStart(40, buf.data(), n);
     c.wait(40);
     times.push_back(seconds(Clock::now() - t0));
   }
@@ -163,7 +162,7 @@ TEST(MpiProgress, AllreduceCompletesWhileTheCallerComputes) {
   standalone[r] = times[3];
   c.allreduceSum(standalone, 2);
   const double t = std::max(standalone[0], standalone[1]); // the same on both ranks
-  EXPECT_EQ(buf[0], 0.5f);
+  EXPECT_EQ(buf[0], float(c.size() * (c.size() - 1) / 2)); // the sum of the ranks
 
   std::vector<float> work(4096, 1.0f);
   volatile float sink = 0; // keeps the computation
@@ -173,7 +172,7 @@ TEST(MpiProgress, AllreduceCompletesWhileTheCallerComputes) {
     std::fill(buf.begin(), buf.end(), float(r));
     c.barrier();
     const auto t0 = Clock::now();
-    c.allreduceStart(41, buf.data(), n, 1.0f);
+    c.allreduceStart(41, buf.data(), n);
     // "Computation": 5x the standalone all-reduce time of arithmetic.
     float acc = 0;
     while (seconds(Clock::now() - t0) < 5 * t)
@@ -189,7 +188,7 @@ TEST(MpiProgress, AllreduceCompletesWhileTheCallerComputes) {
                 "all-reduce finished at %.2f ms, %s wait was called\n",
                 r, trial, double(n) * 4 / (1 << 20), t * 1e3, seconds(waitCalled - t0) * 1e3,
                 seconds(finished - t0) * 1e3, before ? "before" : "AFTER");
-    EXPECT_EQ(buf[n - 1], 0.5f);
+    EXPECT_EQ(buf[n - 1], float(c.size() * (c.size() - 1) / 2));
   }
   // Without a progressing thread the all-reduce could only finish inside
   // wait, never before it. (2 ranks x 2 busy threads on a 2-core test

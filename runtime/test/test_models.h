@@ -74,14 +74,14 @@ struct Linear {
 
   // Writes dW then db (packed) to grads; with comm, starts the buckets.
   static void backward(const StepArgs &a, float *grads, Communicator *comm) {
-    const float one = 1.0f;
+    const float seed = a.gradSeed;
     float *dout = out(a) + a.batch * C;
     {
       Span s(a, Regression ? "mse grad" : "cross_entropy grad");
       if (Regression)
-        kern::mseGrad(out(a), a.yValue, a.batch * C, &one, dout);
+        kern::mseGrad(out(a), a.yValue, a.batch * C, &seed, dout);
       else
-        kern::crossEntropyGrad(out(a), a.yClass, a.batch, C, &one, dout);
+        kern::crossEntropyGrad(out(a), a.yClass, a.batch, C, &seed, dout);
     }
     {
       Span s(a, "bias grad");
@@ -91,15 +91,15 @@ struct Linear {
         grads[F * C + c] *= 1.0f + 0.5f * BiasGradBug;
     }
     if (comm && SplitBuckets)
-      comm->allreduceStart(0, grads + F * C, C, a.gradScale);
+      comm->allreduceStart(0, grads + F * C, C);
     {
       Span s(a, "weight grad");
       kern::gemm(true, false, C, F, a.batch, 1.0f, dout, a.x, 0.0f, grads);
     }
     if (comm && SplitBuckets)
-      comm->allreduceStart(1, grads, F * C, a.gradScale);
+      comm->allreduceStart(1, grads, F * C);
     if (comm && !SplitBuckets)
-      comm->allreduceStart(0, grads, numel, a.gradScale);
+      comm->allreduceStart(0, grads, numel);
   }
 
   static void evalStep(const StepArgs &a) { forward(a); }

@@ -57,7 +57,7 @@ struct LinearCuda {
 
   static void backward(const StepArgs &a, float *grads, Communicator *comm) {
     const DeviceContext &c = *a.device;
-    cuda::fill(c, one(a), 1, 1.0f);
+    cuda::fill(c, one(a), 1, a.gradSeed);
     if (Regression)
       cuda::mseGrad(c, out(a), a.yValue, a.batch * C, one(a), dout(a));
     else
@@ -65,12 +65,12 @@ struct LinearCuda {
     const int64_t shape[2] = {a.batch, C}, bshape[1] = {C};
     cuda::sumTo(c, dout(a), 2, shape, grads + F * C, 1, bshape);
     if (comm && SplitBuckets)
-      comm->allreduceStart(0, grads + F * C, C, a.gradScale);
+      comm->allreduceStart(0, grads + F * C, C);
     cuda::gemm(c, true, false, C, F, a.batch, 1.0f, dout(a), a.x, 0.0f, grads);
     if (comm && SplitBuckets)
-      comm->allreduceStart(1, grads, F * C, a.gradScale);
+      comm->allreduceStart(1, grads, F * C);
     if (comm && !SplitBuckets)
-      comm->allreduceStart(0, grads, numel, a.gradScale);
+      comm->allreduceStart(0, grads, numel);
   }
 
   static void evalStep(const StepArgs &a) { forward(a); }

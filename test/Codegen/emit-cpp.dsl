@@ -43,11 +43,11 @@ train {
 # CHECK: dtc::kern::gemm(true, false, 10, 500, B,
 # CHECK: [[KG]](B,
 # CHECK: if (a.trace) dtc::rt::traceBegin(a.trace, "matmul");
-# CHECK-NEXT: float *[[DW1:v[0-9]+]] = reinterpret_cast<float *>(F + 22240);
+# CHECK-NEXT: float *[[DW1:v[0-9]+]] = reinterpret_cast<float *>(F + 22176);
 # CHECK-NEXT: dtc::kern::gemm(true, false, 500, 784, B, 1.0f, {{v[0-9]+}}, x, 0.0f, [[DW1]]);
 # CHECK-NEXT: if (a.trace) dtc::rt::traceEnd(a.trace);
 # The one gradient bucket starts right after the last gradient, in place:
-# CHECK-NEXT: a.comm->allreduceStart(0, reinterpret_cast<float *>(F + 192), 397512, a.gradScale);
+# CHECK-NEXT: a.comm->allreduceStart(0, reinterpret_cast<float *>(F + 128), 397512);
 # CHECK-NEXT: a.comm->wait(0);
 # CHECK: dtc::kern::sgdUpdate(reinterpret_cast<float *>(P + 1590080), {{v[0-9]+}}, reinterpret_cast<float *>(P + 3180224 + 0 * 10 * 4), 10, *a.hyper);
 # CHECK: dtc::kern::sgdUpdate(reinterpret_cast<float *>(P + 0), [[DW1]], reinterpret_cast<float *>(P + 1590144 + 0 * 392000 * 4), 392000, *a.hyper);

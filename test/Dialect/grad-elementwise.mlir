@@ -5,7 +5,7 @@
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[W:.*]] = dtc.param_ref @w
 // CHECK: %[[Y:.*]] = dtc.tanh %[[W]]
-// CHECK: %[[ONE:.*]] = dtc.constant {value = 1.000000e+00 : f32} : tensor<f32>
+// CHECK: %[[SEED:.*]] = dtc.grad_seed : tensor<f32>
 // CHECK: %[[YY:.*]] = dtc.mul %[[Y]], %[[Y]]
 // CHECK: %[[D:.*]] = dtc.sub %{{.*}}, %[[YY]]
 // CHECK: %[[G:.*]] = dtc.mul %{{.*}}, %[[D]]

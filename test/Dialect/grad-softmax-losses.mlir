@@ -27,8 +27,8 @@ module {
 // CHECK: %[[LOGITS:.*]] = dtc.matmul
 // CHECK: %[[CE:.*]] = dtc.cross_entropy %[[LOGITS]], %arg1
 // CHECK: %[[ACC:.*]] = dtc.accuracy %[[LOGITS]], %arg1
-// CHECK: %[[ONE:.*]] = dtc.constant {value = 1.000000e+00 : f32} : tensor<f32>
-// CHECK: %[[DL:.*]] = dtc.cross_entropy_grad %[[LOGITS]], %arg1, %[[ONE]]
+// CHECK: %[[SEED:.*]] = dtc.grad_seed : tensor<f32>
+// CHECK: %[[DL:.*]] = dtc.cross_entropy_grad %[[LOGITS]], %arg1, %[[SEED]]
 // CHECK-NOT: dtc.accuracy
 // CHECK: dtc.apply_gradient @w
 // CHECK: return %[[CE]], %[[ACC]]

@@ -18,7 +18,7 @@
 // CHECK: %[[L:.*]] = dtc.add %[[O]], %[[B2]]
 // CHECK: %[[LOSS:.*]] = dtc.cross_entropy %[[L]], %arg1
 // CHECK: %[[ACC:.*]] = dtc.accuracy %[[L]], %arg1
-// CHECK: %[[SEED:.*]] = dtc.constant {value = 1.000000e+00 : f32} : tensor<f32>
+// CHECK: %[[SEED:.*]] = dtc.grad_seed : tensor<f32>
 // CHECK: %[[DL:.*]] = dtc.cross_entropy_grad %[[L]], %arg1, %[[SEED]]
 // CHECK: %[[DB2:.*]] = dtc.sum_to %[[DL]] : tensor<?x10xf32> -> tensor<10xf32>
 // CHECK: %[[DR:.*]] = dtc.matmul %[[DL]], %[[W2]] : tensor<?x10xf32>, tensor<10x500xf32> -> tensor<?x500xf32>

@@ -23,12 +23,11 @@ public:
   virtual int localRank() const = 0;
   virtual const char *backend() const = 0; // "local", "mpi", "nccl"
 
-  // Starts averaging data[0..count) in place over all ranks; the local
-  // contribution is first multiplied by `scale` (1 in all but uneven steps),
-  // so the result is sum_r(scale_r * data_r) / size(). Non-blocking: it
-  // progresses while the caller computes. `bucket` names the request.
-  virtual void allreduceStart(int bucket, float *data, int64_t count,
-                              float scale) = 0;
+  // Starts summing data[0..count) in place over all ranks. (Compiled steps
+  // weight each rank's gradients by StepArgs::gradSeed in backward, so the
+  // sum is the average.) Non-blocking: it progresses while the caller
+  // computes. `bucket` names the request.
+  virtual void allreduceStart(int bucket, float *data, int64_t count) = 0;
   // Blocks until the all-reduce of `bucket` has completed; throws Error
   // naming the bucket if it does not complete within the timeout. CUDA:
   // makes the compute stream wait for it and returns at once (the runtime

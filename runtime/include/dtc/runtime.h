@@ -86,9 +86,12 @@ struct StepArgs {
   float *paramGrads;        // gradStep only: all parameter gradients, packed in parameter order
   // data parallelism (trainStep)
   Communicator *comm;       // never null: a single-rank communicator without MPI
-  float gradScale;          // this rank's weight in the gradient average:
-                            // batch * worldSize / (global batch); 1 unless the
-                            // ranks' batches differ in size (last step of an epoch)
+  float gradSeed;           // the loss gradient backward starts from
+                            // (dtc.grad_seed): 1 for one process; this rank's
+                            // share of the global batch under data parallelism
+                            // (1 / ranks unless the ranks' batches differ in
+                            // size, in the last step of an epoch), so that the
+                            // all-reduced sum of gradients is their average
   Tracer *trace;            // null unless --trace records this step
   const DeviceContext *device; // CUDA steps only (dtc/cuda.h); null for CPU steps
 };
