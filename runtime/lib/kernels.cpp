@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"
 
+#include "parallel.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -405,8 +407,10 @@ float accuracy(const float *logits, const int32_t *labels, int64_t B, int64_t C)
   return static_cast<float>(double(correct) / double(B));
 }
 
+namespace {
+
 __attribute__((target_clones("avx2", "default")))
-void sgdUpdate(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h) {
+void sgdRange(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h) {
   // The branches are hoisted out of the loops so that each variant is one
   // vectorizable pass over memory (this runs over every parameter each step).
   const float lr = h.lr, mom = h.momentum, wd = h.weightDecay;
@@ -449,8 +453,8 @@ void sgdUpdate(float *w, const float *g, float *buf, int64_t n, const rt::Hyper 
 }
 
 __attribute__((target_clones("avx2", "default")))
-void adamUpdate(float *w, const float *g, float *m, float *v, int64_t n,
-                const rt::Hyper &h, bool decoupled) {
+void adamRange(float *w, const float *g, float *m, float *v, int64_t n, const rt::Hyper &h,
+               bool decoupled) {
   const float lr = h.lr, b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weightDecay;
   const double step = static_cast<double>(std::max<int64_t>(h.step, 1));
   const float stepSize = static_cast<float>(lr / (1.0 - std::pow(double(b1), step)));
@@ -472,6 +476,26 @@ void adamUpdate(float *w, const float *g, float *m, float *v, int64_t n,
     V[i] = vi;
     W[i] = w0 * decay - stepSize * mi / (std::sqrt(vi) / bc2Sqrt + eps);
   }
+}
+
+// Below this many parameters a thread hand-over costs more than it saves.
+constexpr int64_t kMinPerThread = 32768;
+
+} // namespace
+
+// The updates are single passes over parameters, gradients and state,
+// limited by memory bandwidth: split over the --threads cores (parallel.h).
+void sgdUpdate(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h) {
+  rt::parallelFor(n, kMinPerThread, [&](int64_t b, int64_t e) {
+    sgdRange(w + b, g + b, buf ? buf + b : nullptr, e - b, h);
+  });
+}
+
+void adamUpdate(float *w, const float *g, float *m, float *v, int64_t n, const rt::Hyper &h,
+                bool decoupled) {
+  rt::parallelFor(n, kMinPerThread, [&](int64_t b, int64_t e) {
+    adamRange(w + b, g + b, m + b, v + b, e - b, h, decoupled);
+  });
 }
 
 } // namespace dtc::kern

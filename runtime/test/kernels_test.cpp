@@ -1,7 +1,10 @@
 //===- kernels_test.cpp - dtc/kernels.h against naive references ---------===//
 #include "dtc/kernels.h"
+#include "parallel.h"
 
 #include <gtest/gtest.h>
+
+#include <atomic>
 
 #include <cmath>
 #include <functional>
@@ -397,3 +400,76 @@ TEST(Optimizers, AdamBetasAndEps) {
 }
 
 } // namespace
+
+//===--- parallelFor and the threaded updates ---------------------------------===//
+
+namespace {
+
+// Restores one thread when a test ends (the pool is process-wide).
+struct KernelThreads {
+  explicit KernelThreads(int n, bool pin = false) { rt::setKernelThreads(n, pin); }
+  ~KernelThreads() { rt::setKernelThreads(1, false); }
+};
+
+} // namespace
+
+TEST(ParallelFor, CoversEveryIndexOnceInAlignedRanges) {
+  for (int threads : {1, 2, 3, 4}) {
+    KernelThreads pool(threads);
+    EXPECT_EQ(rt::kernelThreads(), threads);
+    // Many jobs in a row, of changing sizes: a helper that fell behind one
+    // job must not run a range of the next twice or miss one.
+    for (int64_t n : {int64_t(1), int64_t(15), int64_t(16), int64_t(1000), int64_t(4097),
+                      int64_t(100003)}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      for (int job = 0; job < 50; ++job) {
+        rt::parallelFor(n, 64, [&](int64_t b, int64_t e) {
+          EXPECT_EQ(b % 16, 0) << "range starts mid cache line";
+          for (int64_t i = b; i < e; ++i)
+            hits[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+        });
+      }
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[size_t(i)].load(), 50) << "threads " << threads << " n " << n << " i " << i;
+    }
+  }
+}
+
+TEST(ParallelFor, SplitsLargeJobsAndRunsSmallOnesInline) {
+  KernelThreads pool(2);
+  std::atomic<int> ranges{0};
+  rt::parallelFor(1 << 20, 1 << 15, [&](int64_t, int64_t) { ranges.fetch_add(1); });
+  EXPECT_GT(ranges.load(), 1); // cut into chunks the threads claim
+  ranges = 0;
+  rt::parallelFor(1000, 1 << 15, [&](int64_t b, int64_t e) {
+    ranges.fetch_add(1);
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(e, 1000);
+  });
+  EXPECT_EQ(ranges.load(), 1); // below the minimum: one call, no hand-over
+}
+
+// The updates are elementwise: any split gives bit-identical results.
+TEST(ParallelFor, ThreadedUpdatesMatchOneThreadBitForBit) {
+  const size_t n = 300007; // several chunks, and a ragged end
+  const std::vector<float> w0 = randomVec(n, 1), g = randomVec(n, 2), s0 = randomVec(n, 3, 0, 1);
+  rt::Hyper h{};
+  h.lr = 0.01f;
+  h.momentum = 0.9f;
+  h.weightDecay = 1e-4f;
+  h.beta1 = 0.9f;
+  h.beta2 = 0.999f;
+  h.eps = 1e-8f;
+  h.step = 3;
+  auto run = [&](int threads) {
+    KernelThreads pool(threads, /*pin=*/threads > 1);
+    std::vector<float> w = w0, buf = s0, m = s0, v = s0, w2 = w0;
+    kern::sgdUpdate(w.data(), g.data(), buf.data(), int64_t(n), h);
+    kern::adamUpdate(w2.data(), g.data(), m.data(), v.data(), int64_t(n), h, true);
+    return std::vector<std::vector<float>>{w, buf, w2, m, v};
+  };
+  const auto one = run(1), two = run(2), three = run(3);
+  EXPECT_NE(one[0], w0); // the update did something
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(one, three);
+}
