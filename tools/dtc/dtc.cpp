@@ -88,8 +88,16 @@ cl::opt<std::string> cxx("cxx", cl::desc("Host C++ compiler"),
 // trained programs (docs/performance.md).
 cl::opt<std::string> cxxFlags("cxx-flags",
                               cl::desc("Optimization flags for the host "
-                                       "compiler"),
+                                       "compiler (nvcc passes them on with "
+                                       "-Xcompiler)"),
                               cl::init("-O2 -march=native"), cl::cat(category));
+cl::opt<bool> staticLibs(
+    "static-libs",
+    cl::desc("Link OpenBLAS (with libgfortran and libquadmath), zlib and "
+             "the C++ runtime statically, so that train runs where none of "
+             "them is installed (CUDA's libraries and the C library stay "
+             "shared)"),
+    cl::cat(category));
 
 struct StageTimer {
   using Clock = std::chrono::steady_clock;
@@ -245,15 +253,13 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
                 " compiler '" + compiler + "'");
   std::vector<std::string> args = {*path, "-std=c++17"};
   SmallVector<StringRef> flags;
+  StringRef(cxxFlags).split(flags, ' ', -1, false);
   if (cuda) {
-    args.push_back("-O3");
+    args.push_back("-O3"); // device code; the host's level is in cxxFlags
     args.push_back("-arch=" + cudaArch);
-    args.push_back("-Xcompiler=-march=native");
-  } else {
-    StringRef(cxxFlags).split(flags, ' ', -1, false);
   }
   for (StringRef f : flags)
-    args.push_back(f.str());
+    args.push_back(cuda ? "-Xcompiler=" + f.str() : f.str());
   args.push_back("-I" DTC_RUNTIME_INCLUDE_DIR);
   args.push_back(source.str());
   args.push_back("-o");
@@ -266,8 +272,22 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   if (cuda)
     StringRef(DTC_RUNTIME_CUDA_LINK_LIBS).split(libs, ' ', -1, false);
   StringRef(DTC_RUNTIME_LINK_LIBS).split(libs, ' ', -1, false);
-  for (StringRef l : libs)
-    args.push_back(l.str());
+  // With --static-libs, the archives (in Debian's -dev packages; OpenBLAS's
+  // Fortran runtime comes with GCC) by file name: nvcc does not keep
+  // -Bstatic/-Bdynamic around the libraries they should apply to.
+  for (StringRef l : libs) {
+    if (staticLibs && l == "-lopenblas") {
+      for (const char *a : {"-l:libopenblas.a", "-l:libgfortran.a", "-l:libquadmath.a"})
+        args.push_back(a);
+    } else if (staticLibs && l == "-lz") {
+      args.push_back("-l:libz.a");
+    } else {
+      args.push_back(l.str());
+    }
+  }
+  if (staticLibs)
+    for (const char *a : {"-static-libstdc++", "-static-libgcc"})
+      args.push_back(cuda ? std::string("-Xcompiler=") + a : std::string(a));
   SmallVector<StringRef> argRefs(args.begin(), args.end());
   if (verbose) {
     for (auto [i, a] : llvm::enumerate(args))
