@@ -435,6 +435,7 @@ void Emitter::emitFusedCuda(FusedOp op) {
   for (auto &a : args)
     os << ", " << a;
   os << ");\n";
+  os << "  dtc::cuda::launched(\"" << kname << "\");\n";
 }
 
 LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
@@ -697,7 +698,8 @@ LogicalResult Emitter::emitOpCuda(Operation *op, Mode mode) {
           os << "  dtcScaleKernel<<<dtcBlocks(" << numel(r.getType())
              << "), 256, 0, c.stream>>>(" << y << ", " << numel(r.getType())
              << ", 1.0f / static_cast<float>("
-             << dim(r.getX().getType().getDimSize(r.getAxis())) << "));\n";
+             << dim(r.getX().getType().getDimSize(r.getAxis())) << "));\n"
+             << "  dtc::cuda::launched(\"dtcScaleKernel\");\n";
         return success();
       })
       .Case([&](ReduceMaxGradOp g) {

@@ -238,11 +238,17 @@ public:
                     Clock::now());
   }
 
-  std::string stalled() override {
+  std::string asyncError() override {
     ncclResult_t async = ncclSuccess;
     if (comm_ && ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess &&
         async != ncclInProgress)
       return "NCCL error: " + ncclMessage(async, comm_);
+    return {};
+  }
+
+  std::string stalled() override {
+    if (std::string error = asyncError(); !error.empty())
+      return error;
     int oldest = -1;
     uint64_t oldestSeq = 0;
     for (auto &[id, b] : buckets_)
@@ -440,7 +446,9 @@ std::unique_ptr<CommBase> createDeviceCommunicator(std::unique_ptr<CommBase> bas
     localRank = std::max(launch.torchLocalRank, 0);
     localSize = envInt("LOCAL_WORLD_SIZE", std::min(size, count));
   }
-  if (size > 1 && localSize > count)
+  // Fewer visible devices than ranks on the node is fine when the launcher
+  // gives each rank its own (CUDA_VISIBLE_DEVICES, Slurm's --gpus-per-task).
+  if (size > 1 && localSize > count && !std::getenv("CUDA_VISIBLE_DEVICES"))
     throw Error(fmt::format("{} ranks run on this node but it has {} CUDA device{}; NCCL needs a "
                             "device per rank: start at most {} rank{} per node",
                             localSize, count, count == 1 ? "" : "s", count,

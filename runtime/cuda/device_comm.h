@@ -41,6 +41,9 @@ public:
   // complete on the device; empty when none, or "NCCL error: ..." when NCCL
   // reported an asynchronous error.
   virtual std::string stalled() { return {}; }
+  // "NCCL error: ..." when NCCL reported an asynchronous error (a peer's
+  // connection lost, ...); empty otherwise. Cheap: polled while waiting.
+  virtual std::string asyncError() { return {}; }
   // Prints "train: error: [rank R: ]message", aborts NCCL and ends the
   // process (a rank stuck in a collective cannot shut down cleanly).
   [[noreturn]] void abortJob(const std::string &message);

@@ -319,7 +319,7 @@ private:
     }
     const auto timeout = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(comm_.timeoutSeconds()));
-    auto lastProgress = Clock::now();
+    auto lastProgress = Clock::now(), lastErrorCheck = lastProgress;
     int64_t finished = finishedSteps();
     auto pause = std::chrono::microseconds(20);
     for (;;) {
@@ -332,6 +332,12 @@ private:
       if (now != finished) {
         finished = now;
         lastProgress = Clock::now();
+      }
+      // A peer's failure shows as an NCCL error long before the timeout.
+      if (Clock::now() - lastErrorCheck > std::chrono::milliseconds(100)) {
+        lastErrorCheck = Clock::now();
+        if (std::string error = comm_.asyncError(); !error.empty())
+          comm_.abortJob(error);
       }
       if (Clock::now() - lastProgress > timeout) {
         std::string stalled = comm_.stalled();

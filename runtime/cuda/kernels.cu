@@ -395,7 +395,8 @@ __device__ double blockSumOfWarps(double v, double *sm) {
   return total;
 }
 
-__global__ void crossEntropyKernel(const float *logits, const int32_t *labels, int64_t B,
+__global__ void __launch_bounds__(kLossThreads)
+crossEntropyKernel(const float *logits, const int32_t *labels, int64_t B,
                                    int64_t C, float *out) {
   __shared__ double sm[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -444,7 +445,8 @@ __global__ void crossEntropyGradKernel(const float *logits, const int32_t *label
   }
 }
 
-__global__ void mseKernel(const float *p, const float *t, int64_t n, float *out) {
+__global__ void __launch_bounds__(kLossThreads)
+mseKernel(const float *p, const float *t, int64_t n, float *out) {
   __shared__ double sm[32];
   double acc = 0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
@@ -464,7 +466,8 @@ __global__ void mseGradKernel(const float *p, const float *t, int64_t n, const f
     dp[i] = k * (p[i] - t[i]);
 }
 
-__global__ void accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
+__global__ void __launch_bounds__(kLossThreads)
+accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
                                float *out) {
   __shared__ double sm[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -565,6 +568,8 @@ void launchUpdates(const rt::DeviceContext &c, const UpdateItem *items, int32_t 
 }
 
 } // namespace
+
+void launched(const char *kernel) { checkLaunch(kernel); }
 
 //===--- the API --------------------------------------------------------------===//
 

@@ -76,7 +76,7 @@ public:
   // Selects this rank's device (local rank modulo the device count) and
   // makes the device communicator from `base` (local, or mpi when started
   // by an MPI launcher): with nccl false, a one-rank communicator whose
-  // all-reduces scale device memory; with nccl true, NCCL, bootstrapped
+  // all-reduces do nothing; with nccl true, NCCL, bootstrapped
   // through `base` when it is mpi, else through torchrun's variables
   // (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), else one rank.
   virtual std::unique_ptr<CommBase> createCommunicator(std::unique_ptr<CommBase> base, bool nccl,

@@ -78,6 +78,9 @@ public:
   explicit DevVec(const std::vector<T> &host) : n_(host.size()) {
     EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(n_, 1) * sizeof(T)), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    // From pageable memory cudaMemcpy may return before the copy is done,
+    // and the kernels under test run on a non-blocking stream.
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   explicit DevVec(size_t n) : DevVec(std::vector<T>(n, T(-7))) {}
   ~DevVec() { cudaFree(p_); }

@@ -41,7 +41,9 @@ train {
 # CHECK-LABEL: static void trainStepCuda(const dtc::rt::StepArgs &a) {
 # CHECK: const dtc::rt::DeviceContext &c = *a.device;
 # CHECK: dtc::cuda::gemm(c, false, true, B, 1024, 784, 1.0f, x, {{v[0-9]+}}, 0.0f, {{v[0-9]+}});
-# CHECK: fusedKernel{{[0-9]+}}<<<dtcBlocks(B*1024), 256, 0, c.stream>>>(B,
+# CHECK: [[K:fusedKernel[0-9]+]]<<<dtcBlocks(B*1024), 256, 0, c.stream>>>(B,
+# A failed launch is reported under the kernel's own name:
+# CHECK-NEXT: dtc::cuda::launched("[[K]]");
 # CHECK: dtc::cuda::crossEntropyGrad(c,
 # Bucket 0 (fc3, fc2) starts before fc1's gradients are computed:
 # CHECK: a.comm->allreduceStart(0, reinterpret_cast<float *>(F + {{[0-9]+}}), 1059852);

@@ -90,6 +90,9 @@ void mseGrad(const rt::DeviceContext &c, const float *p, const float *t,
              int64_t n, const float *dloss, float *dp);
 void accuracy(const rt::DeviceContext &c, const float *logits,
               const int32_t *labels, int64_t B, int64_t C, float *out);
+// Ends the program with the CUDA error (naming `kernel`) if the last launch
+// on this thread failed; generated code calls it after its own kernels.
+void launched(const char *kernel);
 // Fills n floats with v; copies n floats (device to device).
 void fill(const rt::DeviceContext &c, float *x, int64_t n, float v);
 void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
