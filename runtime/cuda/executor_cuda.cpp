@@ -406,6 +406,13 @@ public:
     return n;
   }
 
+  void preselectDevice(int localRank) override {
+    int n = 0;
+    if (localRank >= 0 && cudaGetDeviceCount(&n) == cudaSuccess && n > 0)
+      cudaSetDevice(localRank % n); // best effort: createCommunicator checks
+    cudaGetLastError();
+  }
+
   std::unique_ptr<CommBase> createCommunicator(std::unique_ptr<CommBase> base, bool nccl,
                                                const LaunchInfo &launch,
                                                const Options &opts) override {

@@ -540,6 +540,9 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
       return *exitCode;
     const DeviceChoice device = chooseDevice(spec, opts.device);
     const LaunchInfo launch = detectLaunch();
+    if (device.cuda)
+      deviceBackend()->preselectDevice(launch.localRank >= 0 ? launch.localRank
+                                                             : launch.torchLocalRank);
     comm = createCommunicator(opts.comm, opts.commTimeout, launch,
                               argc > 0 && argv[0] ? argv[0] : "train", device.cuda);
     comm->setBuckets(spec);

@@ -73,6 +73,10 @@ public:
   // Devices this process can use; 0 with *why set, e.g.
   // "cudaGetDeviceCount: no CUDA-capable device is detected".
   virtual int deviceCount(std::string *why) = 0;
+  // Makes device (localRank modulo the device count) current before MPI
+  // starts: a CUDA-aware MPI would otherwise create a context on device 0
+  // in every rank.
+  virtual void preselectDevice(int localRank) { (void)localRank; }
   // Selects this rank's device (local rank modulo the device count) and
   // makes the device communicator from `base` (local, or mpi when started
   // by an MPI launcher): with nccl false, a one-rank communicator whose
