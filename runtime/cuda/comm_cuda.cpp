@@ -446,9 +446,9 @@ std::unique_ptr<CommBase> createDeviceCommunicator(std::unique_ptr<CommBase> bas
     localRank = std::max(launch.torchLocalRank, 0);
     localSize = envInt("LOCAL_WORLD_SIZE", std::min(size, count));
   }
-  // Fewer visible devices than ranks on the node is fine when the launcher
-  // gives each rank its own (CUDA_VISIBLE_DEVICES, Slurm's --gpus-per-task).
-  if (size > 1 && localSize > count && !std::getenv("CUDA_VISIBLE_DEVICES"))
+  // One visible device per rank is fine when the launcher gives each rank
+  // its own (a per-rank CUDA_VISIBLE_DEVICES, Slurm's --gpus-per-task).
+  if (size > 1 && localSize > count && !(count == 1 && std::getenv("CUDA_VISIBLE_DEVICES")))
     throw Error(fmt::format("{} ranks run on this node but it has {} CUDA device{}; NCCL needs a "
                             "device per rank: start at most {} rank{} per node",
                             localSize, count, count == 1 ? "" : "s", count,

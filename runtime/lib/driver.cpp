@@ -510,14 +510,6 @@ int defaultThreads(const CommBase &comm) {
   return std::max(1, hw / std::max(1, comm.localSize()));
 }
 
-// Whether the launcher bound this process to some of the machine's cores
-// (then no other rank shares them).
-bool boundByLauncher() {
-  cpu_set_t set;
-  return ::sched_getaffinity(0, sizeof set, &set) == 0 &&
-         CPU_COUNT(&set) < int(std::thread::hardware_concurrency());
-}
-
 void reportError(const char *what, const CommBase *comm) {
   std::fflush(stdout);
   if (comm && comm->size() > 1)
@@ -562,7 +554,7 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
                                         comm->size()));
     const int threads = opts.threadsGiven ? opts.threads : defaultThreads(*comm);
     openblas_set_num_threads(threads);
-    setKernelThreads(device.cuda ? 1 : threads, comm->localSize() == 1 || boundByLauncher());
+    setKernelThreads(device.cuda ? 1 : threads, comm->localSize() == 1);
     DataSplits data = loadData(opts.data, spec);
     checkSameData(*comm, data);
     Session session(spec, opts, std::move(data), *comm, /*hostSteps=*/!device.cuda);

@@ -2,12 +2,12 @@
 #include "parallel.h"
 
 #include <algorithm>
-#include <pthread.h>
-#include <sched.h>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <pthread.h>
+#include <sched.h>
 #include <thread>
 #include <vector>
 
@@ -32,8 +32,6 @@ constexpr int64_t kChunksPerThread = 8;
 
 class Pool {
 public:
-  ~Pool() { resize(1, false); }
-
   int threads() const { return int(helpers_.size()) + 1; }
 
   void resize(int threads, bool pin) {
@@ -49,14 +47,12 @@ public:
       t.join();
     helpers_.clear();
     stop_.store(false, std::memory_order_relaxed);
-    const std::vector<int> cpus = pin ? placement(threads) : std::vector<int>();
+    const std::vector<int> cpus = pin ? helperCpus(threads - 1) : std::vector<int>();
     for (int i = 1; i < threads; ++i) {
       helpers_.emplace_back([this] { helper(); });
       if (!cpus.empty())
-        pinTo(helpers_.back().native_handle(), cpus[size_t(i)]);
+        pinTo(helpers_.back().native_handle(), cpus[size_t(i - 1)]);
     }
-    if (!cpus.empty())
-      pinTo(pthread_self(), cpus[0]);
   }
 
   // The job is cut into chunks that the caller and the helpers claim from a
@@ -68,25 +64,26 @@ public:
       fn(ctx, 0, n);
       return;
     }
-    const int64_t chunks = std::min<int64_t>(most, int64_t(threads()) * kChunksPerThread);
-    const int64_t chunk = ((n + chunks - 1) / chunks + 15) / 16 * 16;
-    fn_ = fn;
-    ctx_ = ctx;
-    n_ = n;
-    chunk_ = chunk;
-    chunks_ = (n + chunk - 1) / chunk;
+    const int64_t parts = std::min<int64_t>(most, int64_t(threads()) * kChunksPerThread);
+    const int64_t chunk = ((n + parts - 1) / parts + 15) / 16 * 16;
+    const int64_t count = (n + chunk - 1) / chunk;
+    fn_.store(fn, std::memory_order_relaxed);
+    ctx_.store(ctx, std::memory_order_relaxed);
+    n_.store(n, std::memory_order_relaxed);
+    chunk_.store(chunk, std::memory_order_relaxed);
+    chunks_.store(count, std::memory_order_relaxed);
     completed_.store(0, std::memory_order_relaxed);
-    const uint64_t gen = job_.load(std::memory_order_relaxed) >> 32;
+    const uint64_t gen = (job_.load(std::memory_order_relaxed) >> 32) + 1;
     {
       std::lock_guard<std::mutex> lock(m_);
-      job_.store((gen + 1) << 32, std::memory_order_release); // chunk 0 of the next job
+      job_.store(gen << 32, std::memory_order_release); // chunk 0 of job gen
     }
     wake_.notify_all();
-    work(gen + 1);
+    work(gen);
     // A helper is finishing a chunk. It may share this core (the scheduler
     // likes to wake a thread where its waker runs): after a short spin, give
     // it the core.
-    for (int i = 0; completed_.load(std::memory_order_acquire) < chunks_; ++i) {
+    for (int i = 0; completed_.load(std::memory_order_acquire) < count; ++i) {
       if (i < 256)
         DTC_PAUSE();
       else
@@ -95,24 +92,24 @@ public:
   }
 
 private:
-  // One CPU per thread, the caller's current one first, when the process
-  // may run on at least `threads` CPUs; else none (no pinning). Left to
-  // itself the scheduler often wakes a helper on its waker's CPU, where the
-  // two then take turns (measured: the update twice as slow as with the
-  // helper on the other core, in about one run of three).
-  static std::vector<int> placement(int threads) {
+  // A CPU for each helper, other than the caller's current one, when the
+  // process may run on more CPUs than there are helpers; else none (no
+  // pinning). Left to itself the scheduler often wakes a helper on its
+  // waker's CPU, where the two then take turns (measured: the update twice
+  // as slow as with the helper on the other core, in about one run of
+  // three). The caller is not pinned: the scheduler moves it off a CPU it
+  // would share with a pinned helper.
+  static std::vector<int> helperCpus(int helpers) {
     cpu_set_t allowed;
-    if (threads <= 1 || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0 ||
-        CPU_COUNT(&allowed) < threads)
+    if (helpers < 1 || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0 ||
+        CPU_COUNT(&allowed) <= helpers)
       return {};
     const int self = ::sched_getcpu();
-    if (self < 0 || !CPU_ISSET(self, &allowed))
-      return {};
-    std::vector<int> cpus = {self};
-    for (int c = 0; c < CPU_SETSIZE && int(cpus.size()) < threads; ++c)
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE && int(cpus.size()) < helpers; ++c)
       if (c != self && CPU_ISSET(c, &allowed))
         cpus.push_back(c);
-    return cpus;
+    return int(cpus.size()) == helpers ? cpus : std::vector<int>();
   }
   static void pinTo(pthread_t t, int cpu) {
     cpu_set_t one;
@@ -128,14 +125,16 @@ private:
       if (claim >> 32 != gen)
         return; // another job by now
       const int64_t k = int64_t(claim & 0xffffffffu);
-      if (k >= chunks_)
+      if (k >= chunks_.load(std::memory_order_relaxed))
         return;
       if (!job_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel))
         continue;
       // The claim succeeded for this job: its fields stay put until every
       // chunk has completed.
-      const int64_t begin = k * chunk_;
-      fn_(ctx_, begin, std::min(n_, begin + chunk_));
+      const int64_t chunk = chunk_.load(std::memory_order_relaxed);
+      const int64_t begin = k * chunk;
+      const int64_t end = std::min(n_.load(std::memory_order_relaxed), begin + chunk);
+      fn_.load(std::memory_order_relaxed)(ctx_.load(std::memory_order_relaxed), begin, end);
       completed_.fetch_add(1, std::memory_order_release);
       claim = job_.load(std::memory_order_acquire);
     }
@@ -167,17 +166,21 @@ private:
   std::condition_variable wake_;
   std::atomic<bool> stop_{false}; // set under m_
   // Job number (high 32 bits) and next unclaimed chunk (low 32 bits).
-  std::atomic<uint64_t> job_{0};
-  std::atomic<int64_t> completed_{0};
-  // The job, published by the release store of job_.
-  void (*fn_)(void *, int64_t, int64_t) = nullptr;
-  void *ctx_ = nullptr;
-  int64_t n_ = 0, chunk_ = 0, chunks_ = 0;
+  alignas(64) std::atomic<uint64_t> job_{0};
+  alignas(64) std::atomic<int64_t> completed_{0};
+  // The job, published by the release store of job_. Atomic (relaxed)
+  // because a helper still holding an old job's claim value may read them
+  // while the next job is written; its claim then fails and it ignores them.
+  alignas(64) std::atomic<void (*)(void *, int64_t, int64_t)> fn_{nullptr};
+  std::atomic<void *> ctx_{nullptr};
+  std::atomic<int64_t> n_{0}, chunk_{0}, chunks_{0};
 };
 
+// Never destroyed: helpers asleep at exit need no join, and an exit from
+// another thread cannot race with a destructor.
 Pool &pool() {
-  static Pool p;
-  return p;
+  static Pool *p = new Pool;
+  return *p;
 }
 
 } // namespace

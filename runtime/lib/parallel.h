@@ -18,16 +18,17 @@ namespace dtc::rt {
 
 // Threads parallelFor uses, the caller included (1: run everything inline).
 // Starts or stops helpers; call between kernels, from the thread that calls
-// the kernels. With `pin`, and when the process may run on that many CPUs,
-// the caller stays on its current CPU and each helper gets another one; pin
-// only when no other process shares these CPUs (one rank per node, or a
-// launcher that bound each rank to cores of its own).
+// the kernels. With `pin`, and when the process may run on more CPUs than
+// there are helpers, each helper is pinned to a CPU other than the caller's
+// current one (the caller is not pinned); pin only when no other rank of
+// the job runs on the node.
 void setKernelThreads(int threads, bool pin);
 int kernelThreads();
 
-// Calls fn(ctx, begin, end) over [0, n) split into at most kernelThreads()
-// ranges of at least minPerThread elements, each begin a multiple of 16 (so
-// that ranges do not share cache lines); returns when all have run.
+// Calls fn(ctx, begin, end) over [0, n), split (when n is at least
+// 2 * minPerThread and there are helpers) into chunks of at least
+// minPerThread elements that the threads claim, each begin a multiple of 16
+// (so that chunks do not share cache lines); returns when all have run.
 void parallelFor(int64_t n, int64_t minPerThread, void (*fn)(void *, int64_t, int64_t),
                  void *ctx);
 

@@ -246,20 +246,34 @@ void printReport(mlir::ModuleOp module) {
 int compileAndLink(StringRef source, StringRef output, bool cuda) {
   SmallString<256> tmpOut(output);
   tmpOut += ".dtc-tmp";
+  SmallVector<StringRef> flags;
+  StringRef(cxxFlags).split(flags, ' ', -1, false);
+  for (StringRef f : flags)
+    if (cuda && f.contains(',') && !f.starts_with("-Wl,"))
+      return fail("nvcc cannot pass '" + f + "' to the host compiler (it splits "
+                  "-Xcompiler arguments at commas); give it without commas");
   std::string compiler = cuda ? std::string(DTC_NVCC) : cxx.getValue();
   auto path = sys::findProgramByName(compiler);
   if (!path)
     return fail("cannot find the " + Twine(cuda ? "CUDA" : "C++") +
                 " compiler '" + compiler + "'");
   std::vector<std::string> args = {*path, "-std=c++17"};
-  SmallVector<StringRef> flags;
-  StringRef(cxxFlags).split(flags, ' ', -1, false);
-  if (cuda) {
-    args.push_back("-O3"); // device code; the host's level is in cxxFlags
-    args.push_back("-arch=" + cudaArch);
+  if (cuda)
+    args.push_back("-arch=" + cudaArch); // ptxas optimizes device code at -O3
+  for (StringRef f : flags) {
+    if (!cuda) {
+      args.push_back(f.str());
+    } else if (f.starts_with("-Wl,")) { // linker options: nvcc's own channel
+      SmallVector<StringRef> parts;
+      f.drop_front(4).split(parts, ',', -1, false);
+      for (StringRef p : parts) {
+        args.push_back("-Xlinker");
+        args.push_back(p.str());
+      }
+    } else {
+      args.push_back("-Xcompiler=" + f.str()); // the host compile; -O2 by default
+    }
   }
-  for (StringRef f : flags)
-    args.push_back(cuda ? "-Xcompiler=" + f.str() : f.str());
   args.push_back("-I" DTC_RUNTIME_INCLUDE_DIR);
   args.push_back(source.str());
   args.push_back("-o");
