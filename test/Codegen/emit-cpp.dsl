@@ -37,7 +37,9 @@ train {
 # CHECK: a.outputs[0] =
 # CHECK: a.outputs[1] =
 # CHECK-LABEL: static void trainStep(const dtc::rt::StepArgs &a) {
-# CHECK: dtc::kern::crossEntropyGrad(
+# Backward starts from the run-time gradient seed (dtc.grad_seed):
+# CHECK: [[SEED:v[0-9]+]][0] = a.gradSeed;
+# CHECK: dtc::kern::crossEntropyGrad({{v[0-9]+}}, y, B, 10, [[SEED]],
 # CHECK: dtc::kern::sumTo(
 # CHECK: dtc::kern::gemm(false, false, B, 500, 10,
 # CHECK: dtc::kern::gemm(true, false, 10, 500, B,

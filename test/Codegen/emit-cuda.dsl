@@ -44,7 +44,8 @@ train {
 # CHECK: [[K:fusedKernel[0-9]+]]<<<dtcBlocks(B*1024), 256, 0, c.stream>>>(B,
 # A failed launch is reported under the kernel's own name:
 # CHECK-NEXT: dtc::cuda::launched("[[K]]");
-# CHECK: dtc::cuda::crossEntropyGrad(c,
+# CHECK: dtc::cuda::fill(c, [[SEED:v[0-9]+]], 1, a.gradSeed);
+# CHECK: dtc::cuda::crossEntropyGrad(c, {{.*}}, [[SEED]],
 # Bucket 0 (fc3, fc2) starts before fc1's gradients are computed:
 # CHECK: a.comm->allreduceStart(0, reinterpret_cast<float *>(F + {{[0-9]+}}), 1059852);
 # CHECK: dtc::cuda::gemm(c, true, false, 1024, 784, B,
