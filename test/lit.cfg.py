@@ -15,4 +15,7 @@ llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.dtc_obj_root, "bin"), config.llvm_tools_dir]
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["dtc-opt", "dtc"], tool_dirs)
+# The CPU GEMM engines dtc can link (runtime/lib/gemm): features gemm-onednn, gemm-openblas.
+for engine in config.dtc_gemm_engines:
+    config.available_features.add("gemm-" + engine)
 config.substitutions.append(("%examples", os.path.join(config.dtc_src_root, "examples")))

@@ -15,6 +15,7 @@
 #include "comm_impl.h"
 #include "error.h"
 #include "executor.h"
+#include "gemm/engine.h"
 #include "gradcheck.h"
 #include "parallel.h"
 #include "params.h"
@@ -37,7 +38,6 @@
 #include <thread>
 #include <unistd.h>
 
-extern "C" void openblas_set_num_threads(int);
 
 namespace dtc::rt {
 namespace {
@@ -553,8 +553,8 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
                                         "were started; run it without a launcher",
                                         comm->size()));
     const int threads = opts.threadsGiven ? opts.threads : defaultThreads(*comm);
-    openblas_set_num_threads(threads);
     setKernelThreads(device.cuda ? 1 : threads, comm->localSize() == 1);
+    gemm_engine::setThreads(threads);
     DataSplits data = loadData(opts.data, spec);
     checkSameData(*comm, data);
     Session session(spec, opts, std::move(data), *comm, /*hostSteps=*/!device.cuda);

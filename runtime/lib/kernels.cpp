@@ -9,9 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"
 
+#include "gemm/engine.h"
 #include "parallel.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -214,11 +213,8 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
       C[i] = beta == 0.0f ? 0.0f : beta * C[i];
     return;
   }
-  const int64_t lda = transA ? M : K;
-  const int64_t ldb = transB ? K : N;
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb,
-              beta, C, N);
+  rt::gemm_engine::gemm(transA, transB, M, N, K, alpha, A, transA ? M : K, B,
+                        transB ? K : N, beta, C, N);
 }
 
 void permute(const float *x, float *y, int32_t rank, const int64_t *xShape,

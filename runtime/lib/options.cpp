@@ -1,5 +1,7 @@
 //===- options.cpp - The train program's command line (CLI11) ------------===//
 #include "options.h"
+
+#include "gemm/engine.h"
 #include "error.h"
 
 #include <CLI/CLI.hpp>
@@ -159,9 +161,10 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   CLI::App app(fmt::format("Trains model '{}' (compiled by dtc from {}).", spec.name,
                            spec.source ? spec.source : "?"),
                "train");
-  app.set_version_flag("--version", fmt::format("train: model {} from {} (dtc runtime {})",
-                                                spec.name, spec.source ? spec.source : "?",
-                                                kRuntimeVersion));
+  app.set_version_flag("--version",
+                       fmt::format("train: model {} from {} (dtc runtime {}, gemm {})", spec.name,
+                                   spec.source ? spec.source : "?", kRuntimeVersion,
+                                   gemm_engine::name()));
   std::string data, shuffle = "on", progress = "auto", eval = "on", comm = "auto",
                     device = "auto", tf32 = "off";
   app.add_option("--data", data,

@@ -46,39 +46,6 @@ std::vector<float> numericGrad(std::vector<float> &x, const std::function<double
   return g;
 }
 
-//===--- gemm -------------------------------------------------------------===//
-
-class GemmTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
-
-TEST_P(GemmTest, MatchesNaive) {
-  auto [ta, tb] = GetParam();
-  const int64_t M = 5, N = 7, K = 3;
-  auto A = randomVec(M * K, 1), B = randomVec(K * N, 2), C = randomVec(M * N, 3);
-  const float alpha = 1.5f, beta = -0.5f;
-  std::vector<float> want(C);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double acc = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        float a = ta ? A[k * M + i] : A[i * K + k];
-        float b = tb ? B[j * K + k] : B[k * N + j];
-        acc += double(a) * b;
-      }
-      want[i * N + j] = float(alpha * acc + beta * C[i * N + j]);
-    }
-  kern::gemm(ta, tb, M, N, K, alpha, A.data(), B.data(), beta, C.data());
-  expectNear(C, want, 1e-5f);
-}
-
-INSTANTIATE_TEST_SUITE_P(Kernels, GemmTest,
-                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
-
-TEST(Kernels, GemmEmptyKScalesC) {
-  std::vector<float> C = {1, 2, 3, 4};
-  kern::gemm(false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.5f, C.data());
-  expectNear(C, {0.5f, 1, 1.5f, 2}, 0);
-}
-
 //===--- permute ----------------------------------------------------------===//
 
 void checkPermute(std::vector<int64_t> shape, std::vector<int32_t> perm) {

@@ -9,6 +9,6 @@ mkdir -p "$work"
 "$dtc" "$model" -o "$work/train"
 rm -f "$work"/trace*.json
 timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$work/train" \
-  --data synthetic:2048,0 --threads 1 --max-steps 12 --trace "$work/trace.json" --trace-steps 10 --quiet
+  --data synthetic:2048,0 --threads 1 --epochs 3 --max-steps 42 --trace "$work/trace.json" --trace-steps 40 --quiet
 /usr/bin/python3 "$(dirname "$0")/trace_overlap.py" "$work/trace.json" 2
 /usr/bin/python3 "$(dirname "$0")/trace_overlap.py" "$work/trace.rank1.json" 2

@@ -96,8 +96,14 @@ cl::opt<bool> staticLibs(
     cl::desc("Link OpenBLAS (with libgfortran and libquadmath), zlib and "
              "the C++ runtime statically, so that train runs where none of "
              "them is installed (CUDA's libraries and the C library stay "
-             "shared)"),
+             "shared); implies --gemm=openblas"),
     cl::cat(category));
+cl::opt<std::string> gemmEngine(
+    "gemm",
+    cl::desc("CPU GEMM engine: onednn (oneDNN's JIT kernels, the default "
+             "where dtc was built with it), openblas, or auto (onednn if "
+             "available, openblas with --static-libs)"),
+    cl::init("auto"), cl::cat(category));
 
 struct StageTimer {
   using Clock = std::chrono::steady_clock;
@@ -282,7 +288,12 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   if (cuda)
     args.push_back(DTC_RUNTIME_CUDA_LIBRARY);
   args.push_back(DTC_RUNTIME_LIBRARY);
+  // The GEMM engine after the runtime that calls it (runtime/lib/gemm).
+  const bool onednn = gemmEngine == "onednn";
+  args.push_back(onednn ? DTC_GEMM_ONEDNN_LIBRARY : DTC_GEMM_OPENBLAS_LIBRARY);
   SmallVector<StringRef> libs;
+  StringRef(onednn ? DTC_GEMM_ONEDNN_LINK_LIBS : DTC_GEMM_OPENBLAS_LINK_LIBS)
+      .split(libs, ' ', -1, false);
   if (cuda)
     StringRef(DTC_RUNTIME_CUDA_LINK_LIBS).split(libs, ' ', -1, false);
   StringRef(DTC_RUNTIME_LINK_LIBS).split(libs, ' ', -1, false);
@@ -340,6 +351,18 @@ int main(int argc, char **argv) {
   if (cuda && !cudaBuilt && emitKind == Emit::Exe)
     return fail("--target=cuda: this dtc was built without the CUDA runtime "
                 "(no CUDA toolkit found when it was configured)");
+  const bool onednnBuilt = StringRef(DTC_GEMM_ONEDNN_LIBRARY).size() > 0;
+  if (gemmEngine == "auto")
+    gemmEngine = staticLibs ? "openblas" : DTC_GEMM_DEFAULT;
+  if (gemmEngine != "onednn" && gemmEngine != "openblas")
+    return fail("unknown GEMM engine '" + gemmEngine +
+                "' (expected onednn, openblas, auto)");
+  if (gemmEngine == "onednn" && staticLibs)
+    return fail("--gemm=onednn cannot be linked with --static-libs (Debian "
+                "ships no static oneDNN); use --gemm=openblas");
+  if (gemmEngine == "onednn" && !onednnBuilt && emitKind == Emit::Exe)
+    return fail("--gemm=onednn: this dtc was built without oneDNN "
+                "(libdnnl-dev was not installed when it was configured)");
 
   StageTimer timer;
   auto file = MemoryBuffer::getFile(inputFile, /*IsText=*/true);

@@ -1,0 +1,33 @@
+//===- engine.h - The CPU GEMM engine a program is linked with -----------===//
+//
+// kern::gemm (kernels.cpp) handles the degenerate shapes and hands every
+// real product to the engine. Exactly one engine is linked into a program,
+// as an object file placed before libdtcrt.a (dtc --gemm):
+//   gemm/onednn.cpp    oneDNN's JIT sgemm (the default; ~15% faster than
+//                      OpenBLAS on the seed MLP's batch-64 shapes), split
+//                      over the --threads cores by rt::parallelFor
+//   gemm/openblas.cpp  OpenBLAS's cblas_sgemm with its own threads; the
+//                      engine of --static-libs (Debian ships no static oneDNN)
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace dtc::rt::gemm_engine {
+
+// "onednn 2.6.3", "openblas 0.3.21": for train --version.
+const char *name();
+
+// The cores GEMMs may use (the caller included). Called once before the
+// first step, from the thread that runs the steps; an engine that generates
+// its kernels at first use generates them here, outside the timed steps.
+void setThreads(int threads);
+
+// C[M,N] = alpha * op(A) * op(B) + beta * C, row-major with leading
+// dimensions lda, ldb, ldc; M, N, K >= 1. beta == 0 never reads C.
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
+          const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+          int64_t ldc);
+
+} // namespace dtc::rt::gemm_engine

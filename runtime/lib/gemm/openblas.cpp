@@ -1,0 +1,33 @@
+//===- openblas.cpp - GEMM engine: OpenBLAS (dtc --gemm=openblas) --------===//
+//
+// cblas_sgemm, threaded by OpenBLAS itself. The engine of --static-libs:
+// Debian ships libopenblas.a, but no static oneDNN.
+//
+//===----------------------------------------------------------------------===//
+#include "gemm/engine.h"
+
+#include <cblas.h>
+
+#include <string>
+
+extern "C" void openblas_set_num_threads(int);
+extern "C" char *openblas_get_config(void);
+
+namespace dtc::rt::gemm_engine {
+
+const char *name() {
+  static const std::string n = std::string("openblas (") + openblas_get_config() + ")";
+  return n.c_str();
+}
+
+void setThreads(int threads) { openblas_set_num_threads(threads); }
+
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
+          const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+          int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
+              ldc);
+}
+
+} // namespace dtc::rt::gemm_engine

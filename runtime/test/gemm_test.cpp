@@ -1,0 +1,128 @@
+//===- gemm_test.cpp - kern::gemm on each GEMM engine against a naive one ===//
+//
+// Built once per engine (dtcrt_gemm_<engine>_test, runtime.gemm.<engine>.*):
+// every transposition, shapes small and large enough to be split over
+// threads, 1 to 3 threads, beta 0 with NaN in C, and the same bits whatever
+// the thread count.
+#include "dtc/kernels.h"
+#include "gemm/engine.h"
+#include "parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace dtc;
+
+namespace {
+
+std::vector<float> randomVec(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (auto &x : v)
+    x = d(gen);
+  return v;
+}
+
+struct Threads {
+  explicit Threads(int n) {
+    rt::setKernelThreads(n, false);
+    rt::gemm_engine::setThreads(n);
+  }
+  ~Threads() {
+    rt::setKernelThreads(1, false);
+    rt::gemm_engine::setThreads(1);
+  }
+};
+
+// C = alpha op(A) op(B) + beta C in double.
+std::vector<float> naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const std::vector<float> &A, const std::vector<float> &B, float beta,
+                         const std::vector<float> &C) {
+  std::vector<float> want(C);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += double(ta ? A[k * M + i] : A[i * K + k]) * (tb ? B[j * K + k] : B[k * N + j]);
+      want[i * N + j] = float(alpha * acc + (beta == 0 ? 0.0 : beta * double(C[i * N + j])));
+    }
+  return want;
+}
+
+// (transA, transB, shape index, threads)
+class GemmTest : public ::testing::TestWithParam<std::tuple<bool, bool, int, int>> {};
+
+// {M, N, K}: tiny; more rows than columns and more columns than rows, each
+// over the size at which the oneDNN engine splits C between threads, with
+// sizes that are not multiples of the block sizes.
+constexpr int64_t kShapes[][3] = {{5, 7, 3}, {300, 70, 130}, {33, 517, 150}, {64, 500, 784}};
+
+TEST_P(GemmTest, MatchesNaive) {
+  auto [ta, tb, shape, threads] = GetParam();
+  const int64_t M = kShapes[shape][0], N = kShapes[shape][1], K = kShapes[shape][2];
+  Threads t(threads);
+  auto A = randomVec(M * K, 1), B = randomVec(K * N, 2), C = randomVec(M * N, 3);
+  for (float beta : {-0.5f, 0.0f}) {
+    const float alpha = 1.5f;
+    std::vector<float> got(C);
+    if (beta == 0)
+      std::fill(got.begin(), got.end(), std::numeric_limits<float>::quiet_NaN());
+    kern::gemm(ta, tb, M, N, K, alpha, A.data(), B.data(), beta, got.data());
+    std::vector<float> want = naive(ta, tb, M, N, K, alpha, A, B, beta, C);
+    // fp32 sums of K products of magnitude <= 1.5, in another order.
+    const float tol = 1e-6f * float(K) + 1e-5f;
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], tol) << "beta " << beta << " at row " << i / N << " col "
+                                        << i % N << " (" << rt::gemm_engine::name() << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, GemmTest,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool(),
+                                            ::testing::Range(0, 4), ::testing::Values(1, 2, 3)));
+
+// Data-parallel ranks may run with different --threads: a step's result must
+// not depend on it.
+TEST(GemmEngine, SameBitsWhateverTheThreads) {
+  if (std::string(DTCRT_GEMM_ENGINE) == "openblas")
+    GTEST_SKIP() << "OpenBLAS's threads may split the sums over K (measured: they do)";
+  const int64_t M = 64, N = 500, K = 784;
+  auto A = randomVec(M * K, 4), B = randomVec(N * K, 5);
+  std::vector<float> one(M * N), two(M * N), three(M * N);
+  {
+    Threads t(1);
+    kern::gemm(false, true, M, N, K, 1.0f, A.data(), B.data(), 0.0f, one.data());
+  }
+  {
+    Threads t(2);
+    kern::gemm(false, true, M, N, K, 1.0f, A.data(), B.data(), 0.0f, two.data());
+  }
+  {
+    Threads t(3);
+    kern::gemm(false, true, M, N, K, 1.0f, A.data(), B.data(), 0.0f, three.data());
+  }
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(one, three);
+}
+
+TEST(GemmEngine, EmptyKScalesC) {
+  std::vector<float> C = {1, 2, 3, 4};
+  kern::gemm(false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.5f, C.data());
+  EXPECT_EQ(C, (std::vector<float>{0.5f, 1, 1.5f, 2}));
+  kern::gemm(false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.0f, C.data());
+  EXPECT_EQ(C, (std::vector<float>{0, 0, 0, 0}));
+}
+
+TEST(GemmEngine, Named) {
+  const std::string n = rt::gemm_engine::name();
+  EXPECT_EQ(n.rfind(DTCRT_GEMM_ENGINE " ", 0), 0u) << n;
+}
+
+} // namespace
