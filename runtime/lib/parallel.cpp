@@ -25,7 +25,8 @@ using Clock = std::chrono::steady_clock;
 
 // How long a helper keeps polling for the next job before it sleeps: long
 // enough to catch the next parameter's update of the same step, short
-// enough not to hold a core OpenBLAS wants for the next GEMM.
+// enough not to hold a core the compute thread (or OpenBLAS's threads)
+// wants between bursts.
 constexpr auto kSpin = std::chrono::microseconds(20);
 // Chunks per thread: small enough that the threads finish together.
 constexpr int64_t kChunksPerThread = 8;

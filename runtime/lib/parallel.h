@@ -1,13 +1,15 @@
-//===- parallel.h - Splitting memory-bound kernels over the --threads cores ===//
+//===- parallel.h - Splitting kernels over the --threads cores ------------===//
 //
-// OpenBLAS spreads the GEMMs over --threads cores, but the optimizer updates
-// are single passes over every parameter and its state: memory-bound, and
-// one core alone does not saturate the memory system (the seed MLP's SGD
-// momentum update runs ~1.8x faster on 2 cores of the development machine).
-// parallelFor splits such a loop into contiguous ranges, one per thread: the
-// caller takes the first, helper threads the others. Helpers spin for a few
-// microseconds after each job (the updates come in bursts, one per parameter)
-// and then sleep, so that between bursts they leave the cores to OpenBLAS.
+// The oneDNN GEMM engine (gemm/onednn.cpp) splits large products over the
+// --threads cores with parallelFor, and so do the optimizer updates: single
+// passes over every parameter and its state, memory-bound, where one core
+// alone does not saturate the memory system (the seed MLP's SGD momentum
+// update runs ~1.8x faster on 2 cores of the development machine).
+// parallelFor splits such a loop into contiguous ranges: the caller and
+// helper threads claim them. Helpers spin for a few microseconds after each
+// job (the work comes in bursts: the GEMMs of a step, one update per
+// parameter) and then sleep, so that between bursts they leave the cores to
+// the compute thread (and to OpenBLAS's threads, with that engine).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
