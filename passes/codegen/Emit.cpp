@@ -2,7 +2,7 @@
 //
 // The last step of the pipeline, the only one that differs between targets.
 // One emitter walks the planned IR; per op it prints either a CPU statement
-// (OpenBLAS GEMM, a fused loop nest, a call into dtc/kernels.h) or a CUDA one
+// (a GEMM through the runtime's engine, a fused loop nest, a call into dtc/kernels.h) or a CUDA one
 // (cuBLAS GEMM, a launch of a generated fused __global__ kernel, a call into
 // dtc/cuda.h). Buffers, their offsets and the order of everything come from
 // the IR, identically for both.

@@ -12,7 +12,7 @@
 namespace dtc {
 
 /// Prints the planned module (after dtc-plan-memory) as one C++ translation
-/// unit for the CPU runtime: one function per step, GEMMs through OpenBLAS,
+/// unit for the CPU runtime: one function per step, GEMMs through the runtime's engine,
 /// fused elementwise kernels as loop nests, and the ModelSpec + main() that
 /// hand them to the runtime (runtime/include/dtc/runtime.h).
 mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os);

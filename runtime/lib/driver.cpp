@@ -554,7 +554,8 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
                                         comm->size()));
     const int threads = opts.threadsGiven ? opts.threads : defaultThreads(*comm);
     setKernelThreads(device.cuda ? 1 : threads, comm->localSize() == 1);
-    gemm_engine::setThreads(threads);
+    if (!device.cuda) // on a device the steps' GEMMs are cuBLAS's
+      gemm_engine::setThreads(threads);
     DataSplits data = loadData(opts.data, spec);
     checkSameData(*comm, data);
     Session session(spec, opts, std::move(data), *comm, /*hostSteps=*/!device.cuda);

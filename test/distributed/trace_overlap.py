@@ -2,9 +2,9 @@
 """Checks a --trace file of a model with several gradient buckets: every
 bucket's all-reduce appears in every traced step, and in most steps the
 all-reduce of bucket 0 starts before the step's backward computation ends,
-i.e. communication overlaps backward. Most: at least half. On 2
+i.e. communication overlaps backward. Most: at least 60%. On 2
 oversubscribed cores the communication thread is sometimes not scheduled in
-time; over 40 steps of examples/deep_mlp.dsl 71-86% overlap (both GEMM
+time; over 40 steps of examples/deep_mlp.dsl 71-90% overlap (both GEMM
 engines), and without overlap none would. (The IR
 places the start there in every step: test/Passes/dtc-overlap-allreduce.mlir.)
 usage: trace_overlap.py TRACE.json NUM_BUCKETS"""
@@ -29,7 +29,7 @@ def main():
         if first["ts"] < last_compute_end:
             overlapped += 1
     print(f"{overlapped} of {len(steps)} steps start bucket 0's all-reduce before backward ends")
-    if overlapped < 0.5 * len(steps):
+    if overlapped < 0.6 * len(steps):
         print("FAIL"); return 1
     print("PASS"); return 0
 

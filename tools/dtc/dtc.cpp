@@ -49,7 +49,7 @@ cl::opt<Emit> emitKind(
     cl::cat(category));
 cl::opt<std::string> target(
     "target",
-    cl::desc("Code generation target: cpu (C++, OpenBLAS), cuda (CUDA C++ "
+    cl::desc("Code generation target: cpu (C++, oneDNN or OpenBLAS), cuda (CUDA C++ "
              "for nvcc, holding the CPU steps too: train picks the device at "
              "run time), or auto (cuda when this machine has a GPU and dtc "
              "was built with the CUDA runtime, else cpu)"),
@@ -284,13 +284,13 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   args.push_back(source.str());
   args.push_back("-o");
   args.push_back(tmpOut.str().str());
+  // The GEMM engine: an object file, linked whole (runtime/lib/gemm).
+  const bool onednn = gemmEngine == "onednn";
+  args.push_back(onednn ? DTC_GEMM_ONEDNN_LIBRARY : DTC_GEMM_OPENBLAS_LIBRARY);
   // The CUDA runtime uses the CPU runtime: it goes first.
   if (cuda)
     args.push_back(DTC_RUNTIME_CUDA_LIBRARY);
   args.push_back(DTC_RUNTIME_LIBRARY);
-  // The GEMM engine after the runtime that calls it (runtime/lib/gemm).
-  const bool onednn = gemmEngine == "onednn";
-  args.push_back(onednn ? DTC_GEMM_ONEDNN_LIBRARY : DTC_GEMM_OPENBLAS_LIBRARY);
   SmallVector<StringRef> libs;
   StringRef(onednn ? DTC_GEMM_ONEDNN_LINK_LIBS : DTC_GEMM_OPENBLAS_LINK_LIBS)
       .split(libs, ' ', -1, false);

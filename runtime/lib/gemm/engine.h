@@ -2,10 +2,12 @@
 //
 // kern::gemm (kernels.cpp) handles the degenerate shapes and hands every
 // real product to the engine. Exactly one engine is linked into a program,
-// as an object file placed before libdtcrt.a (dtc --gemm):
-//   gemm/onednn.cpp    oneDNN's JIT sgemm (the default; ~15% faster than
-//                      OpenBLAS on the seed MLP's batch-64 shapes), split
-//                      over the --threads cores by rt::parallelFor
+// as an object file placed before libdtcrt.a, so always linked whole (dtc
+// --gemm):
+//   gemm/onednn.cpp    oneDNN's JIT sgemm (the default where Debian's
+//                      libdnnl-dev was found; its GEMMs of the seed MLP
+//                      take 14% less time than OpenBLAS's), split over the
+//                      --threads cores by rt::parallelFor
 //   gemm/openblas.cpp  OpenBLAS's cblas_sgemm with its own threads; the
 //                      engine of --static-libs (Debian ships no static oneDNN)
 //
@@ -16,7 +18,7 @@
 
 namespace dtc::rt::gemm_engine {
 
-// "onednn 2.6.3", "openblas 0.3.21": for train --version.
+// "onednn 2.6.3", "openblas (OpenBLAS 0.3.21 ...)": for train --version.
 const char *name();
 
 // The cores GEMMs may use (the caller included). Called once before the

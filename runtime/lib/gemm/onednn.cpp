@@ -1,14 +1,14 @@
 //===- onednn.cpp - GEMM engine: oneDNN (dtc --gemm=onednn, the default) -===//
 //
-// oneDNN's dnnl_sgemm: JIT-generated AVX2/AVX-512 kernels that reach ~90% of
-// the core's peak on the batch-64 shapes of the examples, where OpenBLAS
-// reaches 70-80% (docs/performance.md). Each call runs on one thread:
-// Debian's oneDNN threads with OpenMP, whose idle threads spin and would
-// take the cores from the rank's communication thread. This engine splits a
-// large product over the --threads cores itself (rt::parallelFor): the
-// rows of C when it has at least as many rows as columns, else its columns,
-// one contiguous block per thread, so every element of C is summed over K
-// by one kernel call in the same order whatever the thread count.
+// oneDNN's dnnl_sgemm: JIT-generated AVX2/AVX-512 kernels that reach 84-95%
+// of the core's peak on the seed MLP's large batch-64 GEMMs, where OpenBLAS
+// reaches 70-80% (benchmarks/gemm_engines.sh, docs/performance.md). Each
+// call runs on one thread: Debian's oneDNN threads with OpenMP, whose idle
+// threads spin and would take the cores from the rank's communication
+// thread. This engine splits a large product over the --threads cores
+// itself (rt::parallelFor): the rows of C when it has at least as many rows
+// as columns, else its columns, in contiguous blocks, at most one per
+// thread.
 //
 //===----------------------------------------------------------------------===//
 #include "gemm/engine.h"
@@ -16,13 +16,16 @@
 #include "parallel.h"
 
 #include <dnnl.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+// libgomp's (libdnnl's OpenMP runtime; declared here rather than through
+// <omp.h>, which only an OpenMP compiler is sure to have).
+extern "C" void omp_set_num_threads(int);
 
 namespace dtc::rt::gemm_engine {
 namespace {
@@ -65,8 +68,8 @@ const char *name() {
 }
 
 void setThreads(int) {
-  // oneDNN generates a kernel the first time a call needs it: ~30 ms in all
-  // for the examples, once per process. Generate them now, before the first
+  // oneDNN generates a kernel the first time a call needs it: 4-22 ms each,
+  // 30-50 ms in all for the examples, once per process. Generate them now, before the first
   // (timed) step: every transposition, beta 0 and 1, at the shapes that
   // select its blocked, small-matrix and matrix-vector paths.
   static bool done = false;
@@ -93,7 +96,8 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
     sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  // One block per thread (parallelFor aligns block starts to 16).
+  // Contiguous blocks of at least n / threads rows (columns), at most one
+  // per thread (parallelFor starts blocks at multiples of 16).
   if (M >= N) {
     parallelFor(M, std::max<int64_t>(16, M / threads), [&](int64_t b, int64_t e) {
       sgemm(transA, transB, e - b, N, K, alpha, transA ? A + b : A + b * lda, lda, B, ldb,
