@@ -1,5 +1,6 @@
 # lit configuration of the dtc tests.
 import os
+import platform
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -18,4 +19,8 @@ llvm_config.add_tool_substitutions(["dtc-opt", "dtc"], tool_dirs)
 # The CPU GEMM engines dtc can link (runtime/lib/gemm): features gemm-onednn, gemm-openblas.
 for engine in config.dtc_gemm_engines:
     config.available_features.add("gemm-" + engine)
+# glibc's libmvec found, and this is x86-64 (dtc/vector_math.h's condition;
+# Debian 12's glibc is 2.36).
+if config.dtc_vector_math and platform.machine() == "x86_64":
+    config.available_features.add("vector-math")
 config.substitutions.append(("%examples", os.path.join(config.dtc_src_root, "examples")))

@@ -1099,6 +1099,8 @@ LogicalResult Emitter::emit(Target programTarget) {
      << "#include \"dtc/trace.h\"\n";
   if (cuda)
     os << "#include \"dtc/cuda.h\"\n#include <cuda_runtime.h>\n";
+  else // SIMD erff, expf, ... for the fused loops (glibc's libmvec)
+    os << "#include \"dtc/vector_math.h\"\n";
   os << "#include <cmath>\n#include <cstdint>\n#include <cstring>\n\n"
      << "namespace {\n\n";
   if (cuda)

@@ -11,18 +11,18 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   exit 77
 fi
 mkdir -p "$work"
-exe="$work/$(basename "$model" .dsl)-cuda"
+exe="$work/$(basename "$model" .dsl)-cuda" # per model: ctest runs them in parallel
 "$dtc" "$model" --target=cuda --cuda-arch=sm_90 -o "$exe"
 echo "built $exe with nvcc (sm_90)"
 if [ -e /proc/driver/nvidia/gpus ] && [ -n "$(ls /proc/driver/nvidia/gpus 2>/dev/null)" ]; then
   "$exe" --device cuda --data synthetic:256,64 --max-steps 5 --progress off
   exit 0
 fi
-"$exe" --device auto --data synthetic:256,64 --max-steps 5 --progress off | tee "$work/auto.log"
-grep -q "device cpu" "$work/auto.log" || { echo "FAIL: --device auto did not report the CPU"; exit 1; }
-if "$exe" --device cuda --data synthetic:64,0 --max-steps 1 2>"$work/cuda.err"; then
+"$exe" --device auto --data synthetic:256,64 --max-steps 5 --progress off | tee "$exe.auto.log"
+grep -q "device cpu" "$exe.auto.log" || { echo "FAIL: --device auto did not report the CPU"; exit 1; }
+if "$exe" --device cuda --data synthetic:64,0 --max-steps 1 2>"$exe.cuda.err"; then
   echo "FAIL: --device cuda ran without a GPU"; exit 1
 fi
-cat "$work/cuda.err"
-grep -q "no CUDA device" "$work/cuda.err" || { echo "FAIL: unclear error without a GPU"; exit 1; }
+cat "$exe.cuda.err"
+grep -q "no CUDA device" "$exe.cuda.err" || { echo "FAIL: unclear error without a GPU"; exit 1; }
 echo PASS

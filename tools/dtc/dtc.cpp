@@ -85,12 +85,15 @@ cl::opt<std::string> cxx("cxx", cl::desc("Host C++ compiler"),
                          cl::init(DTC_DEFAULT_CXX), cl::cat(category));
 // -O2, not -O3: g++ -O3 grows faster than linearly in the size of the step
 // functions (4.5x slower at 200 layers) for no measured speed-up of the
-// trained programs (docs/performance.md).
+// trained programs (docs/performance.md). -fvect-cost-model=dynamic: at -O2
+// GCC vectorizes only loops that need no scalar remainder, and a fused loop
+// over B * N elements does (deep_mlp's GELU gradient stayed scalar).
 cl::opt<std::string> cxxFlags("cxx-flags",
                               cl::desc("Optimization flags for the host "
                                        "compiler (nvcc passes them on with "
                                        "-Xcompiler)"),
-                              cl::init("-O2 -march=native"), cl::cat(category));
+                              cl::init("-O2 -march=native -fvect-cost-model=dynamic"),
+                              cl::cat(category));
 cl::opt<bool> staticLibs(
     "static-libs",
     cl::desc("Link OpenBLAS (with libgfortran and libquadmath), zlib and "
@@ -266,6 +269,14 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   std::vector<std::string> args = {*path, "-std=c++17"};
   if (cuda)
     args.push_back("-arch=" + cudaArch); // ptxas optimizes device code at -O3
+  // Generated code never reads errno: math calls are then free of side
+  // effects, and loops that call them can be vectorized.
+  args.push_back(cuda ? "-Xcompiler=-fno-math-errno" : "-fno-math-errno");
+  // glibc's vector math (dtc/vector_math.h) where the program is for this
+  // machine; --static-libs programs are for others.
+  const bool vectorMath = !cuda && !staticLibs && *DTC_VECTOR_MATH_LINK_LIBS;
+  if (!cuda && !vectorMath)
+    args.push_back("-DDTC_NO_VECTOR_MATH");
   for (StringRef f : flags) {
     if (!cuda) {
       args.push_back(f.str());
@@ -296,6 +307,8 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
       .split(libs, ' ', -1, false);
   if (cuda)
     StringRef(DTC_RUNTIME_CUDA_LINK_LIBS).split(libs, ' ', -1, false);
+  if (vectorMath)
+    StringRef(DTC_VECTOR_MATH_LINK_LIBS).split(libs, ' ', -1, false);
   StringRef(DTC_RUNTIME_LINK_LIBS).split(libs, ' ', -1, false);
   // With --static-libs, the archives (in Debian's -dev packages; OpenBLAS's
   // Fortran runtime comes with GCC) by file name: nvcc does not keep
