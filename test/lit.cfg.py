@@ -1,6 +1,7 @@
 # lit configuration of the dtc tests.
 import os
 import platform
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -23,4 +24,7 @@ for engine in config.dtc_gemm_engines:
 # Debian 12's glibc is 2.36).
 if config.dtc_vector_math and platform.machine() == "x86_64":
     config.available_features.add("vector-math")
+# Another host compiler than the one dtc was built with, where installed.
+if shutil.which("clang++"):
+    config.available_features.add("clang")
 config.substitutions.append(("%examples", os.path.join(config.dtc_src_root, "examples")))

@@ -85,15 +85,17 @@ cl::opt<std::string> cxx("cxx", cl::desc("Host C++ compiler"),
                          cl::init(DTC_DEFAULT_CXX), cl::cat(category));
 // -O2, not -O3: g++ -O3 grows faster than linearly in the size of the step
 // functions (4.5x slower at 200 layers) for no measured speed-up of the
-// trained programs (docs/performance.md). -fvect-cost-model=dynamic: at -O2
-// GCC vectorizes only loops that need no scalar remainder, and a fused loop
-// over B * N elements does (deep_mlp's GELU gradient stayed scalar).
+// trained programs (docs/performance.md). -fvect-cost-model=dynamic (GCC's,
+// added when dtc was built with GCC): at -O2 GCC vectorizes only loops that
+// need no scalar remainder, and a fused loop over B * N elements does
+// (deep_mlp's GELU gradient stayed scalar). Another compiler given with
+// --cxx and no --cxx-flags gets the portable -O2 -march=native.
+constexpr const char *kPortableCxxFlags = "-O2 -march=native";
 cl::opt<std::string> cxxFlags("cxx-flags",
                               cl::desc("Optimization flags for the host "
                                        "compiler (nvcc passes them on with "
                                        "-Xcompiler)"),
-                              cl::init("-O2 -march=native -fvect-cost-model=dynamic"),
-                              cl::cat(category));
+                              cl::init(DTC_DEFAULT_CXX_FLAGS), cl::cat(category));
 cl::opt<bool> staticLibs(
     "static-libs",
     cl::desc("Link OpenBLAS (with libgfortran and libquadmath), zlib and "
@@ -256,7 +258,10 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   SmallString<256> tmpOut(output);
   tmpOut += ".dtc-tmp";
   SmallVector<StringRef> flags;
-  StringRef(cxxFlags).split(flags, ' ', -1, false);
+  const bool otherCxx = !cuda && cxx.getNumOccurrences() && cxx != DTC_DEFAULT_CXX;
+  const std::string flagText =
+      otherCxx && !cxxFlags.getNumOccurrences() ? kPortableCxxFlags : cxxFlags.getValue();
+  StringRef(flagText).split(flags, ' ', -1, false);
   for (StringRef f : flags)
     if (cuda && f.contains(',') && !f.starts_with("-Wl,"))
       return fail("nvcc cannot pass '" + f + "' to the host compiler (it splits "
