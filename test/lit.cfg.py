@@ -20,11 +20,17 @@ llvm_config.add_tool_substitutions(["dtc-opt", "dtc"], tool_dirs)
 # The CPU GEMM engines dtc can link (runtime/lib/gemm): features gemm-onednn, gemm-openblas.
 for engine in config.dtc_gemm_engines:
     config.available_features.add("gemm-" + engine)
-# glibc's libmvec found, and this is x86-64 (dtc/vector_math.h's condition;
-# Debian 12's glibc is 2.36).
-if config.dtc_vector_math and platform.machine() == "x86_64":
-    config.available_features.add("vector-math")
-# Another host compiler than the one dtc was built with, where installed.
+# Host compilers: g++ and clang++ where installed (the driver passes GCC-only
+# flags to GCC alone).
+if shutil.which("g++"):
+    config.available_features.add("gcc")
 if shutil.which("clang++"):
     config.available_features.add("clang")
+# Generated code uses glibc's vector math: libmvec found, x86-64, glibc >=
+# 2.35, and dtc's default compiler is GCC (dtc/vector_math.h's condition).
+libc, libc_version = platform.libc_ver()
+if (config.dtc_vector_math and platform.machine() == "x86_64" and libc == "glibc"
+        and tuple(int(v) for v in libc_version.split(".")[:2]) >= (2, 35)
+        and config.dtc_cxx_id == "GNU"):
+    config.available_features.add("vector-math")
 config.substitutions.append(("%examples", os.path.join(config.dtc_src_root, "examples")))

@@ -85,17 +85,12 @@ cl::opt<std::string> cxx("cxx", cl::desc("Host C++ compiler"),
                          cl::init(DTC_DEFAULT_CXX), cl::cat(category));
 // -O2, not -O3: g++ -O3 grows faster than linearly in the size of the step
 // functions (4.5x slower at 200 layers) for no measured speed-up of the
-// trained programs (docs/performance.md). -fvect-cost-model=dynamic (GCC's,
-// added when dtc was built with GCC): at -O2 GCC vectorizes only loops that
-// need no scalar remainder, and a fused loop over B * N elements does
-// (deep_mlp's GELU gradient stayed scalar). Another compiler given with
-// --cxx and no --cxx-flags gets the portable -O2 -march=native.
-constexpr const char *kPortableCxxFlags = "-O2 -march=native";
+// trained programs (docs/performance.md).
 cl::opt<std::string> cxxFlags("cxx-flags",
                               cl::desc("Optimization flags for the host "
                                        "compiler (nvcc passes them on with "
                                        "-Xcompiler)"),
-                              cl::init(DTC_DEFAULT_CXX_FLAGS), cl::cat(category));
+                              cl::init("-O2 -march=native"), cl::cat(category));
 cl::opt<bool> staticLibs(
     "static-libs",
     cl::desc("Link OpenBLAS (with libgfortran and libquadmath), zlib and "
@@ -135,6 +130,23 @@ bool hasGpu() {
 int fail(const Twine &msg) {
   llvm::errs() << "dtc: error: " << msg << "\n";
   return 1;
+}
+
+/// Whether `compiler` is GCC (not clang, which defines __GNUC__ too): asks
+/// its preprocessor, whatever the compiler is called (c++, g++-12, ...).
+bool isGcc(StringRef compiler) {
+  SmallString<128> out;
+  if (sys::fs::createTemporaryFile("dtc-cxx-macros", "txt", out))
+    return false;
+  std::optional<StringRef> redirects[] = {StringRef(""), StringRef(out), StringRef("")};
+  StringRef args[] = {compiler, "-dM", "-E", "-x", "c++", "/dev/null"};
+  int rc = sys::ExecuteAndWait(compiler, args, std::nullopt, redirects);
+  auto text = MemoryBuffer::getFile(out);
+  sys::fs::remove(out);
+  if (rc != 0 || !text)
+    return false;
+  StringRef macros = (*text)->getBuffer();
+  return macros.contains("#define __GNUC__ ") && !macros.contains("#define __clang__ ");
 }
 
 /// Writes `text` to `path` (or stdout for "-"); nothing is left on failure.
@@ -258,10 +270,7 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   SmallString<256> tmpOut(output);
   tmpOut += ".dtc-tmp";
   SmallVector<StringRef> flags;
-  const bool otherCxx = !cuda && cxx.getNumOccurrences() && cxx != DTC_DEFAULT_CXX;
-  const std::string flagText =
-      otherCxx && !cxxFlags.getNumOccurrences() ? kPortableCxxFlags : cxxFlags.getValue();
-  StringRef(flagText).split(flags, ' ', -1, false);
+  StringRef(cxxFlags).split(flags, ' ', -1, false);
   for (StringRef f : flags)
     if (cuda && f.contains(',') && !f.starts_with("-Wl,"))
       return fail("nvcc cannot pass '" + f + "' to the host compiler (it splits "
@@ -277,11 +286,14 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   // Generated code never reads errno: math calls are then free of side
   // effects, and loops that call them can be vectorized.
   args.push_back(cuda ? "-Xcompiler=-fno-math-errno" : "-fno-math-errno");
+  // GCC at -O2 vectorizes only loops that need no scalar remainder, and a
+  // fused loop over B * N elements does (deep_mlp's GELU gradient stayed
+  // scalar): its dynamic cost model (before --cxx-flags, which may undo it).
+  if (!cuda && isGcc(*path))
+    args.push_back("-fvect-cost-model=dynamic");
   // glibc's vector math (dtc/vector_math.h) where the program is for this
   // machine; --static-libs programs are for others.
   const bool vectorMath = !cuda && !staticLibs && *DTC_VECTOR_MATH_LINK_LIBS;
-  if (!cuda && !vectorMath)
-    args.push_back("-DDTC_NO_VECTOR_MATH");
   for (StringRef f : flags) {
     if (!cuda) {
       args.push_back(f.str());
@@ -296,6 +308,8 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
       args.push_back("-Xcompiler=" + f.str()); // the host compile; -O2 by default
     }
   }
+  if (!cuda && !vectorMath)
+    args.push_back("-DDTC_NO_VECTOR_MATH");
   args.push_back("-I" DTC_RUNTIME_INCLUDE_DIR);
   args.push_back(source.str());
   args.push_back("-o");
