@@ -29,6 +29,7 @@ echo "sgemm peak (2048^3): $peak1 GFLOP/s on 1 core, $peakN on $cores"
 
 for model in $models; do
   "$build/bin/dtc" "$root/examples/$model.dsl" -o "$work/train-$model"
+  "$work/train-$model" --version | sed 's/^train:/dtc program:/'
   report=$("$build/bin/dtc" "$root/examples/$model.dsl" --report --emit=mlir-opt -o /dev/null)
   flops=$(sed -n 's/^GEMM FLOPs per training step (batch [0-9]*): \([0-9]*\)/\1/p' <<<"$report")
   floats=$(sed -n 's/^all-reduce per step: \([0-9]*\) bytes.*/\1/p' <<<"$report" | awk '{print int($1/4)}')
