@@ -8,11 +8,11 @@
 # the step's GEMM FLOPs (dtc --report) over the OpenBLAS sgemm peak measured
 # now (per rank: its share of the cores), plus at 2 ranks the all-reduce of
 # the gradients at the MPI_Allreduce time measured now.
-# usage: benchmarks/vs_pytorch.sh [rounds=3] [models="mlp deep_mlp"]
+# usage: benchmarks/vs_pytorch.sh [rounds=5] [models="mlp deep_mlp"]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DTC_BUILD_DIR:-$root/build}
-rounds=${1:-3}
+rounds=${1:-5}
 models=${2:-mlp deep_mlp}
 cores=$(nproc)
 work=$(mktemp -d)
