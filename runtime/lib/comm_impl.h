@@ -66,6 +66,13 @@ public:
   // True once an operation timed out: the communication thread may be stuck
   // inside MPI, so the process must end with _exit, not a clean shutdown.
   virtual bool broken() const { return false; }
+  // With `defer`, a bucket's all-reduce starts at its wait rather than at
+  // allreduceStart (train --overlap off, or auto without a core for the
+  // communication thread): overlap then cannot take the compute thread's
+  // core. Collectives still run in the order the step starts them, so ranks
+  // may differ in this. Backends whose communication needs no CPU (NCCL)
+  // ignore it.
+  virtual void setDeferredStarts(bool defer) { (void)defer; }
 
   // Records all-reduce and wait spans into t (null: stop recording). Called by
   // the compute thread between steps.

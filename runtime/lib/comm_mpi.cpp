@@ -8,7 +8,8 @@
 // allreduceStart, and the driver's blocking collectives, which queue behind
 // pending all-reduces) with blocking MPI calls, and finally MPI_Finalize.
 // The compute thread only enqueues and waits on a condition variable, with
-// the --comm-timeout deadline; a wait that times out marks the communicator
+// the --comm-timeout deadline (with deferred starts, a bucket is enqueued
+// at its wait, after every bucket started before it); a wait that times out marks the communicator
 // broken (its thread may be stuck inside MPI forever), and the driver then
 // ends the process with _exit after printing the error.
 //
@@ -20,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -51,6 +53,7 @@ public:
     }
     Op &op = blocking_;
     std::unique_lock<std::mutex> lock(m_);
+    pushDeferred(nullptr);
     op = Op{};
     op.kind = Kind::Shutdown;
     push(&op);
@@ -107,9 +110,19 @@ public:
       op.pending = true;
       op.done = false;
       op.error.clear();
+      if (defer_) { // enqueued by its wait, or by a later collective
+        deferred_.push_back(&op);
+        return;
+      }
       push(&op);
     }
     work_.notify_one();
+  }
+
+  void setDeferredStarts(bool defer) override {
+    std::lock_guard<std::mutex> lock(m_);
+    pushDeferred(nullptr);
+    defer_ = defer;
   }
 
   void wait(int bucket) override {
@@ -120,6 +133,8 @@ public:
       throw Error(
           fmt::format("internal error: wait for {}, which was not started", bucketName(bucket)));
     Op &op = *it->second;
+    if (pushDeferred(&op))
+      work_.notify_one();
     if (!done_.wait_until(lock, deadline(start), [&] { return op.done; })) {
       broken_ = true;
       throw Error(fmt::format("all-reduce of {} did not complete within {:g} s; another rank "
@@ -198,11 +213,28 @@ private:
     --count_;
     return op;
   }
+  // Enqueues the deferred all-reduces in the order they were started: up to
+  // and including `upTo` when it is deferred, else (null) all of them; m_
+  // held. Returns whether it enqueued any.
+  bool pushDeferred(const Op *upTo) {
+    size_t n = deferred_.size();
+    if (upTo) {
+      auto it = std::find(deferred_.begin(), deferred_.end(), upTo);
+      if (it == deferred_.end())
+        return false;
+      n = size_t(it - deferred_.begin()) + 1;
+    }
+    for (size_t i = 0; i < n; ++i)
+      push(deferred_[i]);
+    deferred_.erase(deferred_.begin(), deferred_.begin() + ptrdiff_t(n));
+    return n > 0;
+  }
 
   void blocking(Kind kind, void *data, const void *send, int64_t count, int root) {
     const auto start = Clock::now();
     Op &op = blocking_;
     std::unique_lock<std::mutex> lock(m_);
+    pushDeferred(nullptr); // started before this collective: they run first
     op = Op{};
     op.kind = kind;
     op.data = data;
@@ -313,6 +345,8 @@ private:
   std::vector<Op *> ring_;
   size_t head_ = 0, count_ = 0;
   std::unordered_map<int, std::unique_ptr<Op>> buckets_;
+  bool defer_ = false;
+  std::vector<Op *> deferred_; // started, not yet enqueued (start order)
   Op blocking_; // the driver's collectives, one at a time
   bool initDone_ = false, exited_ = false;
   std::string initError_;

@@ -166,7 +166,7 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                                    spec.source ? spec.source : "?", kRuntimeVersion,
                                    gemm_engine::name()));
   std::string data, shuffle = "on", progress = "auto", eval = "on", comm = "auto",
-                    device = "auto", tf32 = "off";
+                    device = "auto", tf32 = "off", overlap = "auto";
   app.add_option("--data", data,
                  "Data set: an IDX directory, train.csv[,test.csv], or synthetic[:TRAIN[,TEST]]")
       ->type_name("PATH")
@@ -244,6 +244,14 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("SECONDS")
       ->capture_default_str()
       ->check(above(0.0, "a positive number of seconds"));
+  app.add_option("--overlap", overlap,
+                 "CPU: start each gradient bucket's all-reduce while backward still runs (on), "
+                 "only when the step waits for it (off), or on only when each rank has a core "
+                 "for its communication thread besides its --threads (auto; without one, "
+                 "overlap takes time from the computation)")
+      ->type_name("auto|on|off")
+      ->capture_default_str()
+      ->check(oneOf({"auto", "on", "off"}));
   app.add_option("--trace", out.tracePath,
                  "Write a Chrome trace (chrome://tracing, Perfetto) of the first training "
                  "steps to FILE (rank N > 0: FILE with .rankN before the extension)")
@@ -292,6 +300,9 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   out.device = device == "cpu" ? DeviceKind::Cpu : device == "cuda" ? DeviceKind::Cuda
                                                                     : DeviceKind::Auto;
   out.tf32 = tf32 == "on";
+  out.overlap = overlap == "on"    ? Options::Overlap::On
+                : overlap == "off" ? Options::Overlap::Off
+                                   : Options::Overlap::Auto;
   out.eval = eval == "on";
   out.progress = progress == "on"    ? ProgressMode::On
                  : progress == "off" ? ProgressMode::Off

@@ -33,6 +33,10 @@ struct Options {
   double gradcheckEps = 1e-2, gradcheckAtol = 1e-3, gradcheckRtol = 2e-2;
   CommKind comm = CommKind::Auto;
   double commTimeout = 120; // seconds
+  // --overlap: start bucket all-reduces where the step does (on), at their
+  // waits (off), or on only when each rank has a core for its communication
+  // thread (auto). CPU (MPI) runs; NCCL overlaps on its own stream.
+  enum class Overlap { Auto, On, Off } overlap = Overlap::Auto;
   std::string tracePath;
   int64_t traceSteps = 20;
   DeviceKind device = DeviceKind::Auto;

@@ -278,6 +278,7 @@ TEST(Launch, TraceOfTwoRanksShowsAllreducesDuringBackward) {
   Job job = runJob(mpirun(2) + std::vector<std::string>{"env", "DTCRT_TEST_MODEL=wide", kTrain,
                                                         "--data", "synthetic:2048,64", "--batch",
                                                         "128", "--epochs", "2", "--threads", "1",
+                                                        "--overlap", "on", // 2 ranks x 1 thread
                                                         "--trace", path, "--trace-steps", "10"},
                    {}, 120);
   EXPECT_JOB_CLEAN(job);

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 using namespace dtc::rt;
@@ -87,6 +88,31 @@ TEST(MpiAllreduce, SeveralOutstandingBucketsWaitedInAnyOrder) {
   }
 }
 
+// train --overlap off (or auto without a spare core): a bucket's all-reduce
+// starts at its wait, after those started before it. Only rank 0 defers
+// here: the collectives' order is the start order either way, so ranks may
+// differ.
+TEST(MpiAllreduce, DeferredStartsRunAtTheWaitInStartOrder) {
+  CommBase &c = *gComm;
+  const int r = c.rank();
+  c.setDeferredStarts(r == 0);
+  std::vector<float> a(1 << 20, float(r + 1)), b(1000, float(r + 2));
+  c.allreduceStart(60, a.data(), int64_t(a.size()));
+  c.allreduceStart(61, b.data(), int64_t(b.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (r == 0) {
+    EXPECT_EQ(c.finishedAt(60), Clock::time_point()) << "started before its wait";
+    EXPECT_EQ(c.finishedAt(61), Clock::time_point()) << "started before its wait";
+  }
+  c.wait(61); // runs 60, then 61
+  ASSERT_NE(c.finishedAt(60), Clock::time_point());
+  EXPECT_LE(c.finishedAt(60), c.finishedAt(61));
+  c.wait(60);
+  EXPECT_EQ(std::count(a.begin(), a.end(), 3.0f), int64_t(a.size()));
+  EXPECT_EQ(std::count(b.begin(), b.end(), 5.0f), int64_t(b.size()));
+  c.setDeferredStarts(false);
+}
+
 TEST(MpiCollectives, BroadcastAllgatherAllreduceSumBarrier) {
   CommBase &c = *gComm;
   const int r = c.rank();
@@ -124,6 +150,22 @@ TEST(MpiCollectives, DriverCollectivesQueueBehindPendingAllreduces) {
   EXPECT_LE(c.finishedAt(30), returned);
   c.wait(30);
   EXPECT_EQ(big[123], 2.0f);
+}
+
+TEST(MpiCollectives, DeferredAllreducesRunBeforeALaterCollective) {
+  CommBase &c = *gComm;
+  c.setDeferredStarts(true);
+  std::vector<float> big(1 << 20, 1.0f);
+  c.allreduceStart(62, big.data(), int64_t(big.size()));
+  double x = 1;
+  c.allreduceSum(&x, 1); // bucket 62 was started first: it runs first
+  const auto returned = Clock::now();
+  EXPECT_EQ(x, 2.0);
+  ASSERT_NE(c.finishedAt(62), Clock::time_point());
+  EXPECT_LE(c.finishedAt(62), returned);
+  c.wait(62);
+  EXPECT_EQ(big[123], 2.0f);
+  c.setDeferredStarts(false);
 }
 
 TEST(MpiErrors, MisuseIsAnInternalError) {

@@ -25,7 +25,8 @@ common=(--shuffle off --eval off --threads 1 --data synthetic:1001,0 --epochs 1 
 "$work/train" "${common[@]}" --batch 64 --save "$work/one.safetensors"
 for n in 2 4; do
   b=$((64 / n))
-  timeout 300 $mpirun -np $n "$work/train" "${common[@]}" --batch $b --save "$work/ranks$n.safetensors"
+  timeout 300 $mpirun -np $n "$work/train" "${common[@]}" --overlap on --batch $b \
+    --save "$work/ranks$n.safetensors"
   echo "== $n ranks x batch $b vs 1 rank x batch 64"
   $cmp "$work/ranks$n.safetensors" "$work/one.safetensors" --atol 1e-6 --rtol 1e-5
 done
