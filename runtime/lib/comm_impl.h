@@ -61,7 +61,8 @@ public:
   // "Open MPI v4.1.4, ..." for the mpi backend; empty otherwise.
   virtual std::string libraryVersion() const { return {}; }
   // When the communication thread finished the latest all-reduce of bucket
-  // (for tests and measurements); the epoch if it never ran.
+  // (for tests and measurements); the epoch if it never ran, or was started
+  // again and has not finished since.
   virtual Clock::time_point finishedAt(int bucket) const = 0;
   // True once an operation timed out: the communication thread may be stuck
   // inside MPI, so the process must end with _exit, not a clean shutdown.
@@ -73,6 +74,7 @@ public:
   // may differ in this. Backends whose communication needs no CPU (NCCL)
   // ignore it.
   virtual void setDeferredStarts(bool defer) { (void)defer; }
+  virtual bool deferredStarts() const { return false; }
 
   // Records all-reduce and wait spans into t (null: stop recording). Called by
   // the compute thread between steps.

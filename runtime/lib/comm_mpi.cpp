@@ -53,7 +53,7 @@ public:
     }
     Op &op = blocking_;
     std::unique_lock<std::mutex> lock(m_);
-    pushDeferred(nullptr);
+    deferred_.clear(); // never waited for (a step that threw): their buffers are gone
     op = Op{};
     op.kind = Kind::Shutdown;
     push(&op);
@@ -110,6 +110,7 @@ public:
       op.pending = true;
       op.done = false;
       op.error.clear();
+      op.finished = Clock::time_point();
       if (defer_) { // enqueued by its wait, or by a later collective
         deferred_.push_back(&op);
         return;
@@ -120,9 +121,18 @@ public:
   }
 
   void setDeferredStarts(bool defer) override {
+    bool pushed;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      pushed = pushDeferred(nullptr);
+      defer_ = defer;
+    }
+    if (pushed)
+      work_.notify_one();
+  }
+  bool deferredStarts() const override {
     std::lock_guard<std::mutex> lock(m_);
-    pushDeferred(nullptr);
-    defer_ = defer;
+    return defer_;
   }
 
   void wait(int bucket) override {

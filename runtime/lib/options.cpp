@@ -155,6 +155,11 @@ Options defaultOptions(const ModelSpec &spec) {
   return o;
 }
 
+bool overlapAllreduces(Options::Overlap overlap, int coresPerRank, int threads) {
+  return overlap == Options::Overlap::On ||
+         (overlap == Options::Overlap::Auto && coresPerRank > threads);
+}
+
 std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                                 Options &out) {
   out = defaultOptions(spec);

@@ -44,6 +44,11 @@ struct Options {
   bool tf32 = false;        // device runs: TF32 tensor cores in GEMMs
 };
 
+// Whether bucket all-reduces start where the step starts them (true) or at
+// their waits: --overlap on/off, or for auto whether each rank has a core
+// for its communication thread besides its compute threads.
+bool overlapAllreduces(Options::Overlap overlap, int coresPerRank, int threads);
+
 // "sgd(lr=0.1, momentum=0.9, ...)" etc., for the header line.
 std::string optimizerDescription(const ModelSpec &spec, float lr);
 

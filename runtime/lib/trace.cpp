@@ -46,6 +46,11 @@ void Tracer::span(int tid, std::string name, Clock::time_point start, Clock::tim
   events_.push_back({std::move(name), tid, ts, dur, bytes});
 }
 
+void Tracer::setMetadata(const std::string &key, const std::string &value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  metadata_.emplace_back(key, value);
+}
+
 size_t Tracer::numEvents() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return events_.size();
@@ -54,9 +59,11 @@ size_t Tracer::numEvents() const {
 std::string Tracer::json() const {
   using nlohmann::json;
   std::vector<Event> events;
+  std::vector<std::pair<std::string, std::string>> metadata;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     events = events_;
+    metadata = metadata_;
   }
   std::stable_sort(events.begin(), events.end(),
                    [](const Event &a, const Event &b) { return a.ts < b.ts; });
@@ -78,6 +85,12 @@ std::string Tracer::json() const {
     list.push_back(std::move(e));
   }
   json doc = {{"traceEvents", std::move(list)}, {"displayTimeUnit", "ms"}};
+  if (!metadata.empty()) {
+    json other = json::object();
+    for (const auto &[key, value] : metadata)
+      other[key] = value;
+    doc["otherData"] = std::move(other);
+  }
   return doc.dump(1) + "\n";
 }
 

@@ -35,6 +35,9 @@ public:
   void span(int tid, std::string name, Clock::time_point start, Clock::time_point end,
             int64_t bytes = -1);
 
+  // A string in the trace's "otherData" (Chrome's place for metadata).
+  void setMetadata(const std::string &key, const std::string &value);
+
   size_t numEvents() const;
   std::string json() const;
   // Writes json() to path atomically (path.tmp, then rename).
@@ -58,6 +61,7 @@ private:
   std::vector<std::pair<const char *, Clock::time_point>> open_; // compute thread only
   mutable std::mutex mutex_;
   std::vector<Event> events_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
 };
 
 } // namespace dtc::rt

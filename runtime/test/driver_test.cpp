@@ -724,3 +724,26 @@ TEST(Device, GradcheckRunsTheDeviceSteps) {
   EXPECT_TRUE(std::regex_search(bad.out, std::regex(R"(gradcheck fc\.bias .* FAIL\n)")))
       << bad.out;
 }
+
+namespace {
+
+// --overlap: on and off as given; auto overlaps only with a core for the
+// communication thread besides the compute threads.
+TEST(Options, OverlapAutoNeedsACoreForTheCommunicationThread) {
+  using O = rt::Options::Overlap;
+  EXPECT_TRUE(rt::overlapAllreduces(O::On, 1, 1));
+  EXPECT_FALSE(rt::overlapAllreduces(O::Off, 8, 1));
+  EXPECT_FALSE(rt::overlapAllreduces(O::Auto, 1, 1)); // 2 ranks x 1 thread on 2 cores
+  EXPECT_FALSE(rt::overlapAllreduces(O::Auto, 4, 4)); // the default --threads: every core
+  EXPECT_TRUE(rt::overlapAllreduces(O::Auto, 2, 1));  // 2 ranks x 1 thread on 4 cores
+}
+
+// The trace records where the all-reduces start.
+TEST(Tracer, RecordsMetadataInOtherData) {
+  rt::Tracer t(0);
+  t.setMetadata("overlap", "off");
+  nlohmann::json doc = nlohmann::json::parse(t.json());
+  EXPECT_EQ(doc.at("otherData").at("overlap"), "off");
+}
+
+} // namespace

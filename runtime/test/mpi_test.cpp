@@ -113,6 +113,19 @@ TEST(MpiAllreduce, DeferredStartsRunAtTheWaitInStartOrder) {
   c.setDeferredStarts(false);
 }
 
+// Switching deferral off enqueues (and wakes the thread for) what waits.
+TEST(MpiAllreduce, SwitchingDeferralOffRunsTheDeferred) {
+  CommBase &c = *gComm;
+  c.setDeferredStarts(true);
+  EXPECT_TRUE(c.deferredStarts());
+  std::vector<float> a(1000, 1.0f);
+  c.allreduceStart(63, a.data(), int64_t(a.size()));
+  c.setDeferredStarts(false);
+  EXPECT_FALSE(c.deferredStarts());
+  c.wait(63);
+  EXPECT_EQ(a[999], 2.0f);
+}
+
 TEST(MpiCollectives, BroadcastAllgatherAllreduceSumBarrier) {
   CommBase &c = *gComm;
   const int r = c.rank();

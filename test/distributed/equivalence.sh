@@ -37,6 +37,11 @@ done
 echo "== control: lr 0.0101 instead of 0.01 must be told apart"
 $cmp "$work/control.safetensors" "$work/one.safetensors" --atol 1e-6 --rtol 1e-5 --differ
 
+echo "== --overlap off (all-reduces start at their waits) vs on, 2 ranks: bit-identical"
+timeout 300 $mpirun -np 2 "$work/train" "${common[@]}" --overlap off --batch 32 \
+  --save "$work/deferred.safetensors"
+$cmp "$work/deferred.safetensors" "$work/ranks2.safetensors" --exact
+
 echo "== bucketed+overlapped vs unbucketed, 2 ranks: bit-identical"
 timeout 300 $mpirun -np 2 "$work/train-unbucketed" "${common[@]}" --batch 32 --save "$work/unbucketed.safetensors"
 $cmp "$work/ranks2.safetensors" "$work/unbucketed.safetensors" --exact

@@ -8,15 +8,26 @@ bucket's all-reduce appears in every traced step, and
     71-90% overlap (both GEMM engines), and without overlap none would.
   deferred: in every step it starts only after backward ends (train
     --overlap off: at its wait).
+  auto: what the trace's otherData.overlap says train chose (on:
+    overlapped, off: deferred).
 (The IR places the start before backward ends in every step:
 test/Passes/dtc-overlap-allreduce.mlir.)
-usage: trace_overlap.py TRACE.json NUM_BUCKETS overlapped|deferred"""
+usage: trace_overlap.py TRACE.json NUM_BUCKETS overlapped|deferred|auto"""
 import json, sys
 
 def main():
-    events = json.load(open(sys.argv[1]))["traceEvents"]
+    doc = json.load(open(sys.argv[1]))
+    events = doc["traceEvents"]
     buckets = int(sys.argv[2])
     expect = sys.argv[3]
+    chosen = doc.get("otherData", {}).get("overlap")
+    if expect == "auto":
+        expect = {"on": "overlapped", "off": "deferred"}.get(chosen)
+        print(f"train chose --overlap {chosen}")
+        if expect is None:
+            print("FAIL: the trace does not say where the all-reduces start"); return 1
+    elif chosen != {"overlapped": "on", "deferred": "off"}[expect]:
+        print(f"FAIL: the trace says overlap {chosen}, expected {expect}"); return 1
     steps = [e for e in events if e.get("name", "").startswith("step ")]
     if not steps:
         print("FAIL: no steps traced"); return 1
