@@ -5,6 +5,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/ADT/SmallVector.h"
+#include <optional>
 
 namespace dtc {
 
@@ -45,5 +47,24 @@ void registerAllPasses();
 /// Number of optimizer state buffers per parameter for the module's
 /// `dtc.optimizer` attribute (SGD with momentum: 1, Adam/AdamW: 2, else 0).
 int optimizerStateBuffers(mlir::ModuleOp module);
+
+/// Whether the momentum of the module's optimizer can be folded into its
+/// gradient buckets: SGD with momentum, no dampening, Nesterov or weight
+/// decay (m = mu m + g; w -= lr m). Then each rank writes
+/// g_r + (mu / W) m into the momentum buffer and the all-reduce sums it to
+/// the new m (docs/passes.md, dtc-plan-memory).
+bool momentumFoldable(mlir::ModuleOp module);
+
+/// A gradient bucket of @train_step (after dtc-plan-memory's arena plan):
+/// its all-reduce op, its size, and each parameter with its gradient's byte
+/// offset within the bucket.
+struct MomentumBucket {
+  mlir::Operation *op;
+  int64_t bytes;
+  llvm::SmallVector<std::pair<llvm::StringRef, int64_t>> members;
+};
+/// The buckets, when every all-reduce of @train_step is a planned bucket
+/// whose sums feed one parameter update each; else none.
+std::optional<llvm::SmallVector<MomentumBucket>> momentumBuckets(mlir::ModuleOp module);
 
 } // namespace dtc

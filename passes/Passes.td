@@ -53,7 +53,11 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Byte alignment of every buffer (per-sample offsets use alignment/4)">,
     Option<"report", "report", "bool", /*default=*/"false",
-           "Emit a remark with the planned and naive sizes of each function">
+           "Emit a remark with the planned and naive sizes of each function">,
+    Option<"foldMomentum", "fold-momentum", "bool", /*default=*/"true",
+           "Lay SGD momentum buffers out like the gradient buckets, so that "
+           "code generation can fold the momentum into them "
+           "(dtc.fold_momentum)">
   ];
 }
 

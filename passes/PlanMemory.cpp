@@ -2,7 +2,9 @@
 #include "passes/Passes.h"
 
 #include "dialects/dtc/ShapeInference.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
 #include <map>
 
 namespace dtc {
@@ -22,6 +24,71 @@ int dtc::optimizerStateBuffers(ModuleOp module) {
     return 2;
   auto momentum = opt.getAs<FloatAttr>("momentum");
   return momentum && momentum.getValueAsDouble() != 0.0 ? 1 : 0;
+}
+
+bool dtc::momentumFoldable(ModuleOp module) {
+  auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
+  if (!opt)
+    return false;
+  auto num = [&](StringRef k) {
+    auto f = opt.getAs<FloatAttr>(k);
+    return f ? f.getValueAsDouble() : 0.0;
+  };
+  auto kind = opt.getAs<StringAttr>("kind");
+  auto nesterov = opt.getAs<BoolAttr>("nesterov");
+  return kind && kind.getValue() == "sgd" && num("momentum") != 0.0 &&
+         num("dampening") == 0.0 && num("weight_decay") == 0.0 &&
+         !(nesterov && nesterov.getValue());
+}
+
+std::optional<SmallVector<dtc::MomentumBucket>> dtc::momentumBuckets(ModuleOp module) {
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step || step.isExternal())
+    return std::nullopt;
+  SmallVector<MomentumBucket> buckets;
+  bool ok = true;
+  step.walk([&](Operation *op) {
+    if (isa<AllReduceOp>(op)) {
+      ok = false; // not bucketed: no planned bucket buffer
+      return;
+    }
+    if (!isa<AllReduceBucketOp, AllReduceStartOp>(op))
+      return;
+    auto base = op->getAttrOfType<IntegerAttr>("dtc.bucket_offset");
+    auto count = op->getAttrOfType<IntegerAttr>("dtc.bucket_count");
+    if (!base || !count) {
+      ok = false;
+      return;
+    }
+    // The sums: the bucket op's results, or its wait's.
+    ResultRange sums = op->getResults();
+    if (auto start = dyn_cast<AllReduceStartOp>(op)) {
+      auto users = start.getRequest().getUsers();
+      auto wait = users.empty() ? AllReduceWaitOp() : dyn_cast<AllReduceWaitOp>(*users.begin());
+      if (!wait || !start.getRequest().hasOneUse()) {
+        ok = false;
+        return;
+      }
+      sums = wait.getResults();
+    }
+    MomentumBucket bucket{op, count.getInt() * 4, {}};
+    for (auto [grad, sum] : llvm::zip(op->getOperands(), sums)) {
+      auto def = grad.getDefiningOp();
+      auto offsets = def ? def->getAttrOfType<DenseI64ArrayAttr>("dtc.offsets") : nullptr;
+      ApplyGradientOp update =
+          sum.hasOneUse() ? dyn_cast<ApplyGradientOp>(*sum.getUsers().begin()) : nullptr;
+      if (!offsets || !update) {
+        ok = false;
+        return;
+      }
+      int64_t at = offsets[cast<OpResult>(grad).getResultNumber()] - base.getInt();
+      bucket.members.push_back({update.getParam(), at});
+    }
+    buckets.push_back(std::move(bucket));
+  });
+  if (!ok || buckets.empty())
+    return std::nullopt;
+  return buckets;
 }
 
 namespace {
@@ -286,12 +353,6 @@ void PlanMemoryPass::runOnOperation() {
     offset = alignTo(offset + bytesOf(p.getType()), alignment);
   }
   module->setAttr("dtc.param_bytes", b.getI64IntegerAttr(offset));
-  int states = optimizerStateBuffers(module);
-  for (ParamOp p : params) {
-    p->setAttr("dtc.state_offset", b.getI64IntegerAttr(offset));
-    offset = alignTo(offset + states * bytesOf(p.getType()), alignment);
-  }
-  module->setAttr("dtc.persistent_bytes", b.getI64IntegerAttr(offset));
 
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
@@ -310,4 +371,32 @@ void PlanMemoryPass::runOnOperation() {
                         << plan.naivePerSample << " B/sample + "
                         << plan.naiveFixed << " B)";
   }
+
+  // Optimizer state after the parameters. With a foldable momentum, the
+  // momentum buffers of each gradient bucket mirror the bucket's layout in
+  // the arena, so that the bucket's all-reduce can work on them directly.
+  int states = optimizerStateBuffers(module);
+  llvm::StringMap<int64_t> stateOffset;
+  module->removeAttr("dtc.fold_momentum"); // from an earlier plan
+  module.walk([](Operation *op) { op->removeAttr("dtc.bucket_state_offset"); });
+  if (foldMomentum && momentumFoldable(module)) {
+    if (auto buckets = momentumBuckets(module)) {
+      for (const MomentumBucket &bucket : *buckets) {
+        bucket.op->setAttr("dtc.bucket_state_offset", b.getI64IntegerAttr(offset));
+        for (const auto &[param, within] : bucket.members)
+          stateOffset[param] = offset + within;
+        offset = alignTo(offset + bucket.bytes, alignment);
+      }
+      module->setAttr("dtc.fold_momentum", b.getUnitAttr());
+    }
+  }
+  for (ParamOp p : params) {
+    if (auto it = stateOffset.find(p.getSymName()); it != stateOffset.end()) {
+      p->setAttr("dtc.state_offset", b.getI64IntegerAttr(it->second));
+      continue;
+    }
+    p->setAttr("dtc.state_offset", b.getI64IntegerAttr(offset));
+    offset = alignTo(offset + states * bytesOf(p.getType()), alignment);
+  }
+  module->setAttr("dtc.persistent_bytes", b.getI64IntegerAttr(offset));
 }

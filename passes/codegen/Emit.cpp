@@ -14,6 +14,7 @@
 #include "dialects/dtc/ShapeInference.h"
 #include "passes/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -165,6 +166,12 @@ private:
   unsigned kernelCount = 0;
   llvm::StringMap<std::string> kernelNames; // kernel text -> its name
   DenseSet<Operation *> emittedUpdates; // updates already batched (CUDA)
+  // trainStep on the CPU with dtc.fold_momentum: each bucketed gradient's
+  // momentum buffer (byte offset in P), the parameters so updated, and the
+  // gradients whose GEMM accumulated into their buffer itself.
+  DenseMap<Value, int64_t> foldSlot;
+  llvm::StringSet<> foldedParams;
+  DenseSet<Value> foldedInPlace;
 };
 
 std::string Emitter::define(Value r, Operation *op, unsigned index) {
@@ -479,11 +486,22 @@ LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
         bool ta = m.getTransposeLhs(), tb = m.getTransposeRhs();
         std::string M = dim(ta ? a[1] : a[0]), K = dim(ta ? a[0] : a[1]);
         std::string N = dim(tb ? b[0] : b[1]);
-        std::string c = result();
+        std::string c, beta = "0.0f";
+        if (auto it = foldSlot.find(m.getResult()); it != foldSlot.end()) {
+          // A gradient accumulated straight into its momentum buffer.
+          c = "v" + std::to_string(counter++);
+          names[m.getResult()] = c;
+          os << "  float *" << c << " = reinterpret_cast<float *>(P + "
+             << it->second << ");\n";
+          beta = "share";
+          foldedInPlace.insert(m.getResult());
+        } else {
+          c = result();
+        }
         os << "  dtc::kern::gemm(" << (ta ? "true" : "false") << ", "
            << (tb ? "true" : "false") << ", " << M << ", " << N << ", " << K
            << ", 1.0f, " << name(m.getLhs()) << ", " << name(m.getRhs())
-           << ", 0.0f, " << c << ");\n";
+           << ", " << beta << ", " << c << ");\n";
         return success();
       })
       .Case([&](TransposeOp t) {
@@ -591,9 +609,11 @@ LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
             auto attr = [&](StringRef k) {
               return cast<IntegerAttr>(o->getAttr(k)).getInt();
             };
+            // With folded momentum, the bucket is its momentum buffers.
+            bool folded = !foldSlot.empty() && o->hasAttr("dtc.bucket_state_offset");
             os << "  a.comm->allreduceStart(" << id
-               << ", reinterpret_cast<float *>(F + "
-               << attr("dtc.bucket_offset") << "), "
+               << ", reinterpret_cast<float *>(" << (folded ? "P + " : "F + ")
+               << attr(folded ? "dtc.bucket_state_offset" : "dtc.bucket_offset") << "), "
                << attr("dtc.bucket_count") << ");\n";
             if (!isa<AllReduceStartOp>(o))
               os << "  a.comm->wait(" << id << ");\n";
@@ -855,7 +875,10 @@ LogicalResult Emitter::emitUpdate(ApplyGradientOp u, Mode mode) {
     return "reinterpret_cast<float *>(P + " + std::to_string(state) + " + " +
            std::to_string(i) + " * " + n + " * 4)";
   };
-  if (kind == "sgd") {
+  if (foldedParams.contains(param)) {
+    os << "  dtc::kern::sgdApplyMomentum(" << w << ", " << stateAt(0) << ", " << n
+       << ", *a.hyper);\n";
+  } else if (kind == "sgd") {
     os << "  dtc::kern::sgdUpdate(" << w << ", " << name(u.getGrad()) << ", "
        << (optimizerStateBuffers(module) ? stateAt(0) : "nullptr") << ", " << n
        << ", *a.hyper);\n";
@@ -898,6 +921,23 @@ LogicalResult Emitter::emitFunction(func::FuncOp f, StringRef fnName,
     os << "  float *y = const_cast<float *>(a.yValue);\n";
   }
   os << "  (void)x; (void)y;\n";
+  foldSlot.clear();
+  foldedParams.clear();
+  foldedInPlace.clear();
+  if (target == Target::Cpu && mode == Mode::Update &&
+      module->hasAttr("dtc.fold_momentum")) {
+    if (auto buckets = momentumBuckets(module)) {
+      for (const MomentumBucket &bucket : *buckets)
+        for (auto [grad, member] : llvm::zip(bucket.op->getOperands(), bucket.members)) {
+          foldSlot[grad] = paramAttr(member.first, "dtc.state_offset");
+          foldedParams.insert(member.first);
+        }
+      os << "  // SGD momentum folded into the gradient buckets "
+            "(dtc.fold_momentum)\n"
+         << "  const float share = dtc::kern::momentumShare(*a.hyper, "
+            "a.comm->size());\n";
+    }
+  }
   for (Operation &op : f.front()) {
     if (target == Target::Cuda) {
       if (failed(emitOpCuda(&op, mode)))
@@ -910,6 +950,11 @@ LogicalResult Emitter::emitFunction(func::FuncOp f, StringRef fnName,
          << cppStringLiteral(traceName(&op)) << ");\n";
     if (failed(emitOp(&op, mode)))
       return failure();
+    // A folded gradient made by anything but a GEMM: into its buffer now.
+    for (Value r : op.getResults())
+      if (auto it = foldSlot.find(r); it != foldSlot.end() && !foldedInPlace.contains(r))
+        os << "  dtc::kern::momentumAccumulate(reinterpret_cast<float *>(P + " << it->second
+           << "), " << name(r) << ", " << numel(r.getType()) << ", share);\n";
     if (traced)
       os << "  if (a.trace) dtc::rt::traceEnd(a.trace);\n";
   }

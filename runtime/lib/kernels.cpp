@@ -487,6 +487,27 @@ void sgdUpdate(float *w, const float *g, float *buf, int64_t n, const rt::Hyper 
   });
 }
 
+float momentumShare(const rt::Hyper &h, int worldSize) {
+  return h.step <= 1 ? 0.0f : h.momentum / float(worldSize < 1 ? 1 : worldSize);
+}
+
+void momentumAccumulate(float *buf, const float *g, int64_t n, float share) {
+  float *__restrict__ M = buf;
+  const float *__restrict__ G = g;
+  for (int64_t i = 0; i < n; ++i)
+    M[i] = G[i] + share * M[i];
+}
+
+void sgdApplyMomentum(float *w, const float *buf, int64_t n, const rt::Hyper &h) {
+  const float lr = h.lr;
+  rt::parallelFor(n, kMinPerThread, [&](int64_t b, int64_t e) {
+    float *__restrict__ W = w + b;
+    const float *__restrict__ M = buf + b;
+    for (int64_t i = 0; i < e - b; ++i)
+      W[i] -= lr * M[i];
+  });
+}
+
 void adamUpdate(float *w, const float *g, float *m, float *v, int64_t n, const rt::Hyper &h,
                 bool decoupled) {
   rt::parallelFor(n, kMinPerThread, [&](int64_t b, int64_t e) {

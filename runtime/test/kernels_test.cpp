@@ -440,3 +440,40 @@ TEST(ParallelFor, ThreadedUpdatesMatchOneThreadBitForBit) {
   EXPECT_EQ(one, two);
   EXPECT_EQ(one, three);
 }
+
+namespace {
+
+// Momentum folded into the buckets (dtc.fold_momentum) on W ranks: each rank
+// accumulates its gradient into its copy of the buffer with the share
+// mu / W, the all-reduce (here a sum) gives the new buffer, and
+// sgdApplyMomentum steps. Against sgdUpdate on the summed gradient, over
+// steps 1 (buffer = gradient) to 4, for W = 1, 2, 3.
+TEST(Kernels, FoldedMomentumMatchesSgdOnTheSummedGradient) {
+  const int64_t n = 1000;
+  for (int W = 1; W <= 3; ++W) {
+    rt::Hyper h = hyper(0.1f);
+    h.momentum = 0.9f;
+    std::vector<float> w = randomVec(n, 7), wRef = w, buf(n, 0.0f), bufRef(n, 0.0f);
+    for (int64_t step = 1; step <= 4; ++step) {
+      h.step = step;
+      const float share = kern::momentumShare(h, W);
+      EXPECT_EQ(share, step == 1 ? 0.0f : 0.9f / float(W));
+      std::vector<float> sum(n, 0.0f), gSum(n, 0.0f);
+      for (int r = 0; r < W; ++r) {
+        std::vector<float> g = randomVec(n, unsigned(100 * step + r)), mine = buf;
+        kern::momentumAccumulate(mine.data(), g.data(), n, share);
+        for (int64_t i = 0; i < n; ++i) {
+          sum[i] += mine[i];
+          gSum[i] += g[i];
+        }
+      }
+      buf = sum; // the all-reduce
+      kern::sgdApplyMomentum(w.data(), buf.data(), n, h);
+      kern::sgdUpdate(wRef.data(), gSum.data(), bufRef.data(), n, h);
+      expectNear(buf, bufRef, 1e-5f);
+      expectNear(w, wRef, 1e-6f);
+    }
+  }
+}
+
+} // namespace

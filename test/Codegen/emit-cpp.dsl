@@ -37,25 +37,34 @@ train {
 # CHECK: a.outputs[0] =
 # CHECK: a.outputs[1] =
 # CHECK-LABEL: static void trainStep(const dtc::rt::StepArgs &a) {
+# SGD momentum is folded into the gradient bucket (dtc.fold_momentum): the
+# momentum buffers (from P + 1590144) are laid out like the bucket, and each
+# rank accumulates its gradients into them with the share mu / W of the
+# momentum (0 on step 1); the all-reduce sums them to the new momentum.
+# CHECK: const float share = dtc::kern::momentumShare(*a.hyper, a.comm->size());
 # Backward starts from the run-time gradient seed (dtc.grad_seed):
 # CHECK: [[SEED:v[0-9]+]][0] = a.gradSeed;
 # CHECK: dtc::kern::crossEntropyGrad({{v[0-9]+}}, y, B, 10, [[SEED]],
+# A gradient made by another kernel is accumulated after it:
 # CHECK: dtc::kern::sumTo(
-# CHECK: dtc::kern::gemm(false, false, B, 500, 10,
-# CHECK: dtc::kern::gemm(true, false, 10, 500, B,
+# CHECK-NEXT: dtc::kern::momentumAccumulate(reinterpret_cast<float *>(P + 1590144), {{v[0-9]+}}, 10, share);
+# CHECK: dtc::kern::gemm(false, false, B, 500, 10, 1.0f, {{v[0-9]+}}, {{v[0-9]+}}, 0.0f,
+# A gradient GEMM accumulates itself (beta = share):
+# CHECK: dtc::kern::gemm(true, false, 10, 500, B, 1.0f, {{v[0-9]+}}, {{v[0-9]+}}, share,
 # CHECK: [[KG]](B,
 # CHECK: if (a.trace) dtc::rt::traceBegin(a.trace, "matmul");
-# CHECK-NEXT: float *[[DW1:v[0-9]+]] = reinterpret_cast<float *>(F + 22176);
-# CHECK-NEXT: dtc::kern::gemm(true, false, 500, 784, B, 1.0f, {{v[0-9]+}}, x, 0.0f, [[DW1]]);
+# CHECK-NEXT: float *[[DW1:v[0-9]+]] = reinterpret_cast<float *>(P + 1612192);
+# CHECK-NEXT: dtc::kern::gemm(true, false, 500, 784, B, 1.0f, {{v[0-9]+}}, x, share, [[DW1]]);
 # CHECK-NEXT: if (a.trace) dtc::rt::traceEnd(a.trace);
 # The one gradient bucket starts right after the last gradient, in place:
-# CHECK-NEXT: a.comm->allreduceStart(0, reinterpret_cast<float *>(F + 128), 397512);
+# CHECK-NEXT: a.comm->allreduceStart(0, reinterpret_cast<float *>(P + 1590144), 397512);
 # CHECK-NEXT: a.comm->wait(0);
-# CHECK: dtc::kern::sgdUpdate(reinterpret_cast<float *>(P + 1590080), {{v[0-9]+}}, reinterpret_cast<float *>(P + 3180224 + 0 * 10 * 4), 10, *a.hyper);
-# CHECK: dtc::kern::sgdUpdate(reinterpret_cast<float *>(P + 0), [[DW1]], reinterpret_cast<float *>(P + 1590144 + 0 * 392000 * 4), 392000, *a.hyper);
-# gradStep keeps local gradients: no communication.
+# CHECK: dtc::kern::sgdApplyMomentum(reinterpret_cast<float *>(P + 1590080), reinterpret_cast<float *>(P + 1590144 + 0 * 10 * 4), 10, *a.hyper);
+# CHECK: dtc::kern::sgdApplyMomentum(reinterpret_cast<float *>(P + 0), reinterpret_cast<float *>(P + 1612192 + 0 * 392000 * 4), 392000, *a.hyper);
+# gradStep keeps local gradients: no communication, no momentum.
 # CHECK-LABEL: static void gradStep(const dtc::rt::StepArgs &a) {
 # CHECK-NOT: a.comm
+# CHECK-NOT: share
 # CHECK-DAG: std::memcpy(a.paramGrads + 0, v{{[0-9]+}}, 392000 * sizeof(float));
 # CHECK-DAG: std::memcpy(a.paramGrads + 397500, v{{[0-9]+}}, 10 * sizeof(float));
 # CHECK: {"fc1.weight", 2, {500, 784, 0, 0, 0, 0}, 392000, 0, dtc::rt::InitKind::Uniform

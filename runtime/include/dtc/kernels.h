@@ -61,6 +61,16 @@ float accuracy(const float *logits, const int32_t *labels, int64_t B, int64_t C)
 // SGD: g += wd*w; buf = momentum*buf + (1-dampening)*g (buf = g on step 1);
 //      g = nesterov ? g + momentum*buf : buf; w -= lr*g.
 void sgdUpdate(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h);
+// SGD momentum folded into the gradient buckets (dtc.fold_momentum: no
+// dampening, Nesterov or weight decay). Each of W ranks accumulates its
+// gradient into the momentum buffer, buf = g_r + share * buf, with
+// share = momentumShare(h, W) (0 on step 1, momentum / W after), and the
+// bucket's all-reduce sums the buffers to momentum * buf + sum_r g_r, the
+// new buf. GEMMs producing a gradient accumulate with beta = share
+// themselves; sgdApplyMomentum then does w -= lr * buf.
+float momentumShare(const rt::Hyper &h, int worldSize);
+void momentumAccumulate(float *buf, const float *g, int64_t n, float share);
+void sgdApplyMomentum(float *w, const float *buf, int64_t n, const rt::Hyper &h);
 // Adam (decoupled=false: g += wd*w) / AdamW (decoupled=true: w *= 1-lr*wd).
 void adamUpdate(float *w, const float *g, float *m, float *v, int64_t n,
                 const rt::Hyper &h, bool decoupled);
