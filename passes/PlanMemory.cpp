@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include <map>
 
 namespace dtc {
@@ -46,6 +47,7 @@ std::optional<SmallVector<dtc::MomentumBucket>> dtc::momentumBuckets(ModuleOp mo
   if (!step || step.isExternal())
     return std::nullopt;
   SmallVector<MomentumBucket> buckets;
+  llvm::StringSet<> seen;
   bool ok = true;
   step.walk([&](Operation *op) {
     if (isa<AllReduceOp>(op)) {
@@ -82,6 +84,13 @@ std::optional<SmallVector<dtc::MomentumBucket>> dtc::momentumBuckets(ModuleOp mo
         return;
       }
       int64_t at = offsets[cast<OpResult>(grad).getResultNumber()] - base.getInt();
+      // Each parameter once, each gradient inside its bucket (hand-written
+      // IR may break either): else no fold.
+      if (!seen.insert(update.getParam()).second || at < 0 ||
+          at + cast<RankedTensorType>(grad.getType()).getNumElements() * 4 > bucket.bytes) {
+        ok = false;
+        return;
+      }
       bucket.members.push_back({update.getParam(), at});
     }
     buckets.push_back(std::move(bucket));

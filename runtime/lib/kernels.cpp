@@ -492,6 +492,10 @@ float momentumShare(const rt::Hyper &h, int worldSize) {
 }
 
 void momentumAccumulate(float *buf, const float *g, int64_t n, float share) {
+  if (share == 0.0f) { // step 1: m = g, whatever the buffer held
+    std::memcpy(buf, g, size_t(n) * sizeof(float));
+    return;
+  }
   float *__restrict__ M = buf;
   const float *__restrict__ G = g;
   for (int64_t i = 0; i < n; ++i)
