@@ -155,26 +155,23 @@ struct SumToArgs {
   int64_t redShape[kMaxRank], redStride[kMaxRank];
 };
 
-__device__ inline int64_t keptOffset(const SumToArgs &a, int64_t t) {
+// The element offset of linear index t in a strided view of `rank` dims.
+__device__ inline int64_t stridedOffset(int32_t rank, const int64_t *shape,
+                                        const int64_t *stride, int64_t t) {
   int64_t off = 0;
 #pragma unroll
   for (int d = kMaxRank - 1; d >= 0; --d)
-    if (d < a.keptRank) {
-      off += (t % a.keptShape[d]) * a.keptStride[d];
-      t /= a.keptShape[d];
+    if (d < rank) {
+      off += (t % shape[d]) * stride[d];
+      t /= shape[d];
     }
   return off;
 }
-
+__device__ inline int64_t keptOffset(const SumToArgs &a, int64_t t) {
+  return stridedOffset(a.keptRank, a.keptShape, a.keptStride, t);
+}
 __device__ inline int64_t redOffset(const SumToArgs &a, int64_t r) {
-  int64_t off = 0;
-#pragma unroll
-  for (int d = kMaxRank - 1; d >= 0; --d)
-    if (d < a.redRank) {
-      off += (r % a.redShape[d]) * a.redStride[d];
-      r /= a.redShape[d];
-    }
-  return off;
+  return stridedOffset(a.redRank, a.redShape, a.redStride, r);
 }
 
 // Many outputs: one thread each, walking the summed dimensions (odometer).

@@ -503,13 +503,11 @@ void momentumAccumulate(float *buf, const float *g, int64_t n, float share) {
 }
 
 void sgdApplyMomentum(float *w, const float *buf, int64_t n, const rt::Hyper &h) {
-  const float lr = h.lr;
-  rt::parallelFor(n, kMinPerThread, [&](int64_t b, int64_t e) {
-    float *__restrict__ W = w + b;
-    const float *__restrict__ M = buf + b;
-    for (int64_t i = 0; i < e - b; ++i)
-      W[i] -= lr * M[i];
-  });
+  // Plain SGD (w -= lr * g) with the summed momentum as the gradient.
+  rt::Hyper plain = h;
+  plain.momentum = 0.0f;
+  plain.weightDecay = 0.0f;
+  sgdUpdate(w, buf, nullptr, n, plain);
 }
 
 void adamUpdate(float *w, const float *g, float *m, float *v, int64_t n, const rt::Hyper &h,
