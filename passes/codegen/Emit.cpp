@@ -1006,10 +1006,11 @@ void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
        << ", dtc::rt::InitKind::" << inits.lookup(p.getInit()) << ", "
        << llvm::format("%.17g", p.getA().convertToDouble()) << ", "
        << llvm::format("%.17g", p.getB().convertToDouble()) << ", " << fanIn
-       << ", " << fanOut << "},\n";
+       << ", " << fanOut << ", "
+       << cast<IntegerAttr>(p->getAttr("dtc.state_offset")).getInt() << "},\n";
   }
   if (params.empty())
-    os << "    {\"\", 0, {0, 0, 0, 0, 0, 0}, 0, 0, dtc::rt::InitKind::Zeros, 0, 0, 0, 0},\n";
+    os << "    {\"\", 0, {0, 0, 0, 0, 0, 0}, 0, 0, dtc::rt::InitKind::Zeros, 0, 0, 0, 0, 0},\n";
   os << "};\n\n";
 
   // The bucket plan, in the order the buckets' all-reduces start.
@@ -1096,6 +1097,7 @@ void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
      << "  s.params = kParams;\n"
      << "  s.persistentBytes = " << i64(module->getAttrDictionary(), "dtc.persistent_bytes", 0) << ";\n"
      << "  s.paramBytes = " << i64(module->getAttrDictionary(), "dtc.param_bytes", 0) << ";\n"
+     << "  s.numStates = " << optimizerStateBuffers(module) << ";\n"
      << "  s.arenaPerSample = " << perSample << ";\n"
      << "  s.arenaFixed = " << fixed + 64 << "; // + alignment of the fixed region\n"
      << "  s.numOutputs = " << outputs.size() << ";\n"

@@ -270,12 +270,12 @@ public:
     cudaCheck(cudaEventRecord(paramWritten_, compute_), "cudaEventRecord");
   }
 
-  void paramsToHost() override {
+  void persistentToHost() override {
     cudaCheck(cudaEventRecord(sync_, compute_), "cudaEventRecord");
     hostWait(sync_, "the steps");
-    cudaCheck(cudaMemcpy(s_.persistent.data(), persistent_, size_t(s_.spec.paramBytes),
+    cudaCheck(cudaMemcpy(s_.persistent.data(), persistent_, size_t(s_.spec.persistentBytes),
                          cudaMemcpyDeviceToHost),
-              "copying the parameters to the host");
+              "copying the parameters and optimizer state to the host");
   }
 
   void setTracer(Tracer *t) override { args_.trace = t; }

@@ -1,80 +1,57 @@
 //===- atomic_file.h - Files that appear complete or not at all ----------===//
 //
-// AtomicFile writes PATH.tmp; commit() fsyncs it, renames it over PATH and
-// fsyncs the directory. Destroyed uncommitted (an error), it removes
-// PATH.tmp and leaves PATH untouched. Errors throw
+// Every file train writes (--save, --checkpoint, --metrics, --trace) goes
+// through AtomicFile: the data goes to a new temporary file in the target's
+// directory, named PATH.tmp.XXXXXX and created exclusively by mkostemp
+// (O_CREAT | O_EXCL: it never opens a file or follows a symlink that is
+// already there); commit() flushes it to disk, renames it over PATH (which
+// replaces a symlink at PATH rather than writing through it) and syncs the
+// directory. Destroyed uncommitted (an error), it removes its temporary file
+// and leaves PATH untouched. Errors throw
 // Error("cannot write <what> 'PATH': <strerror>").
+//
+// checkWritable(PATH) is the same test made before a run starts: it creates
+// and removes such a temporary file, so that a missing or read-only
+// directory is reported before training rather than after it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "error.h"
-
-#include <fmt/format.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
+#include <cstddef>
 #include <string>
-#include <unistd.h>
 
 namespace dtc::rt {
 
 class AtomicFile {
 public:
-  AtomicFile(std::string target, std::string what)
-      : path_(target + ".tmp"), target_(std::move(target)), what_(std::move(what)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      fail();
-  }
-  ~AtomicFile() {
-    if (fd_ >= 0)
-      ::close(fd_);
-    if (!committed_)
-      ::unlink(path_.c_str());
-  }
+  AtomicFile(std::string target, std::string what);
+  ~AtomicFile();
   AtomicFile(const AtomicFile &) = delete;
   AtomicFile &operator=(const AtomicFile &) = delete;
 
-  void write(const void *data, size_t n) {
-    const char *p = static_cast<const char *>(data);
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR)
-        continue;
-      if (w < 0)
-        fail();
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
+  void write(const void *data, size_t n);
+  void write(const std::string &s) { write(s.data(), s.size()); }
 
-  // fsync, close, rename over the target, fsync the directory.
-  void commit() {
-    if (::fsync(fd_) != 0)
-      fail();
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0 || ::rename(path_.c_str(), target_.c_str()) != 0)
-      fail();
-    committed_ = true;
-    std::string dir = target_.substr(0, target_.find_last_of('/') + 1);
-    int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd); // best effort: the data itself is already durable
-      ::close(dfd);
-    }
-  }
+  // fsync, close, rename over the target, fsync the directory. With
+  // alsoLinkAs, the finished file is first hard-linked there too (replacing
+  // what was there), so that both names hold it.
+  void commit(const std::string &alsoLinkAs = std::string());
+
+  const std::string &target() const { return target_; }
 
 private:
-  [[noreturn]] void fail() {
-    throw Error(fmt::format("cannot write {} '{}': {}", what_, target_, std::strerror(errno)));
-  }
+  [[noreturn]] void fail(int err) const;
 
-  std::string path_, target_, what_;
+  std::string target_, what_, temp_;
   int fd_ = -1;
   bool committed_ = false;
 };
+
+// Throws Error("cannot write <what> 'PATH': ...") unless a file can be
+// created in PATH's directory and PATH is not a directory.
+void checkWritable(const std::string &path, const std::string &what);
+
+// The directory part of path, "." when it has none.
+std::string directoryOf(const std::string &path);
 
 } // namespace dtc::rt

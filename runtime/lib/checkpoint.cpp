@@ -1,4 +1,4 @@
-//===- checkpoint.cpp - Parameters to and from safetensors files ---------===//
+//===- checkpoint.cpp - Parameters and training state in safetensors -----===//
 #include "checkpoint.h"
 
 #include "atomic_file.h"
@@ -7,26 +7,52 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_map>
-#include <vector>
 
 namespace dtc::rt {
 namespace {
+
+constexpr const char *kStatePrefix = "optimizer/";
+constexpr const char *kTrainingStateKind = "training-state";
+constexpr int kTrainingStateVersion = 1;
 
 std::vector<int64_t> shapeOf(const ParamSpec &p) {
   return std::vector<int64_t>(p.shape, p.shape + p.rank);
 }
 
+const char *optimizerKey(OptimizerKind k) {
+  switch (k) {
+  case OptimizerKind::SGD:
+    return "sgd";
+  case OptimizerKind::Adam:
+    return "adam";
+  case OptimizerKind::AdamW:
+    return "adamw";
+  }
+  return "?";
+}
+
+// The whole of a regular file (a FIFO or a device is refused: it could block
+// or never end).
 std::string readWholeFile(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw Error(fmt::format("cannot open checkpoint '{}': {}", path, std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(fmt::format("checkpoint '{}' is not a regular file", path));
+  }
   std::string data;
+  data.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -58,24 +84,44 @@ bool toIndices(const nlohmann::json &j, std::vector<int64_t> &out) {
   return true;
 }
 
-} // namespace
+uint32_t crc32Of(uint32_t crc, const char *data, size_t n) {
+  return static_cast<uint32_t>(
+      ::crc32_z(crc, reinterpret_cast<const Bytef *>(data), static_cast<z_size_t>(n)));
+}
 
-void saveCheckpoint(const std::string &path, const ModelSpec &spec,
-                    const char *persistent) {
+// One tensor to write: name, shape, bytes.
+struct OutTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  const char *data;
+  size_t bytes;
+};
+
+void writeSafetensors(const std::string &path, const char *what,
+                      const std::vector<OutTensor> &tensors,
+                      std::map<std::string, std::string> metadata, bool withCrc,
+                      const std::string &alsoLinkAs = std::string()) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   int64_t offset = 0;
-  for (int32_t i = 0; i < spec.numParams; ++i) {
-    const ParamSpec &p = spec.params[i];
-    if (header.contains(p.name) || std::string(p.name) == "__metadata__")
-      throw Error(fmt::format("cannot save checkpoint '{}': duplicate tensor name '{}'",
-                              path, p.name));
-    const int64_t bytes = p.numel * int64_t(sizeof(float));
-    header[p.name] = {{"dtype", "F32"},
-                      {"shape", shapeOf(p)},
-                      {"data_offsets", {offset, offset + bytes}}};
+  uint32_t crc = crc32Of(0, nullptr, 0);
+  for (const OutTensor &t : tensors) {
+    if (header.contains(t.name) || t.name == "__metadata__")
+      throw Error(fmt::format("cannot save {} '{}': duplicate tensor name '{}'", what, path,
+                              t.name));
+    const int64_t bytes = static_cast<int64_t>(t.bytes);
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
+    if (withCrc)
+      crc = crc32Of(crc, t.data, t.bytes);
   }
-  header["__metadata__"] = {{"format", "pt"}};
+  if (withCrc)
+    metadata["dtc.crc32"] = fmt::format("{:08x}", crc);
+  nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+  meta["format"] = "pt";
+  for (const auto &[k, v] : metadata)
+    meta[k] = v;
+  header["__metadata__"] = meta;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
 
@@ -83,18 +129,49 @@ void saveCheckpoint(const std::string &path, const ModelSpec &spec,
   for (int i = 0; i < 8; ++i)
     len[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
 
-  AtomicFile out(path, "checkpoint");
+  AtomicFile out(path, what);
   out.write(len, sizeof len);
   out.write(text.data(), text.size());
-  for (int32_t i = 0; i < spec.numParams; ++i) {
-    const ParamSpec &p = spec.params[i];
-    out.write(persistent + p.offset, static_cast<size_t>(p.numel) * sizeof(float));
-  }
-  out.commit();
+  for (const OutTensor &t : tensors)
+    out.write(t.data, t.bytes);
+  out.commit(alsoLinkAs);
 }
 
-void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persistent) {
-  const std::string file = readWholeFile(path);
+std::vector<OutTensor> parameterTensors(const ModelSpec &spec, const char *persistent) {
+  std::vector<OutTensor> out;
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec &p = spec.params[i];
+    out.push_back({p.name, shapeOf(p), persistent + p.offset,
+                   static_cast<size_t>(p.numel) * sizeof(float)});
+  }
+  return out;
+}
+
+// A safetensors file, parsed and checked for structure (not for content).
+struct Tensor {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  const char *data;
+  uint64_t begin, bytes; // data_offsets [begin, begin + bytes)
+};
+struct Safetensors {
+  std::string file; // owns the bytes
+  std::vector<std::pair<std::string, Tensor>> tensors; // in name order
+  std::unordered_map<std::string, size_t> index;
+  std::map<std::string, std::string> metadata;
+  const char *data = nullptr;
+  uint64_t dataSize = 0;
+
+  const Tensor *find(const std::string &name) const {
+    auto it = index.find(name);
+    return it == index.end() ? nullptr : &tensors[it->second].second;
+  }
+};
+
+Safetensors readSafetensors(const std::string &path) {
+  Safetensors st;
+  st.file = readWholeFile(path);
+  const std::string &file = st.file;
   auto corrupt = [&](const std::string &why) {
     return Error(fmt::format("checkpoint '{}' is not a valid safetensors file: {}", path, why));
   };
@@ -106,22 +183,67 @@ void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persis
   if (headerLen > file.size() - 8)
     throw corrupt(fmt::format("header length {} exceeds the file size {} (truncated?)",
                               headerLen, file.size()));
-  const uint64_t dataSize = file.size() - 8 - headerLen;
-  const char *data = file.data() + 8 + headerLen;
+  st.dataSize = file.size() - 8 - headerLen;
+  st.data = file.data() + 8 + headerLen;
   nlohmann::json header =
-      nlohmann::json::parse(file.begin() + 8, file.begin() + 8 + headerLen, nullptr,
+      nlohmann::json::parse(file.begin() + 8, file.begin() + 8 + long(headerLen), nullptr,
                             /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object())
     throw corrupt("the header is not a JSON object");
+  for (const auto &[name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object())
+        throw corrupt("__metadata__ is not an object");
+      for (const auto &[k, v] : entry.items())
+        if (v.is_string())
+          st.metadata[k] = v.get<std::string>();
+      continue;
+    }
+    std::vector<int64_t> shape, range;
+    if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
+        !entry.contains("shape") || !toIndices(entry["shape"], shape) ||
+        !entry.contains("data_offsets") || !toIndices(entry["data_offsets"], range) ||
+        range.size() != 2)
+      throw corrupt(fmt::format("malformed entry for tensor '{}'", name));
+    const uint64_t begin = static_cast<uint64_t>(range[0]), end = static_cast<uint64_t>(range[1]);
+    if (begin > end || end > st.dataSize)
+      throw corrupt(fmt::format("data_offsets [{}, {}] of tensor '{}' do not fit {} bytes "
+                                "of data (truncated?)",
+                                begin, end, name, st.dataSize));
+    st.index.emplace(name, st.tensors.size());
+    st.tensors.push_back({name, Tensor{entry["dtype"].get<std::string>(), std::move(shape),
+                                       st.data + begin, begin, end - begin}});
+  }
+  return st;
+}
 
+// Checks that t is F32 of the given shape with matching data; the message
+// names the tensor and says what differs.
+void checkTensor(const std::string &path, const std::string &name, const Tensor &t,
+                 const std::vector<int64_t> &shape, int64_t numel) {
+  if (t.dtype != "F32")
+    throw Error(fmt::format("checkpoint '{}': tensor '{}' has dtype {}, expected F32", path,
+                            name, t.dtype));
+  if (t.shape != shape)
+    throw Error(fmt::format("checkpoint '{}': tensor '{}' has shape [{}], expected [{}]", path,
+                            name, fmt::join(t.shape, ", "), fmt::join(shape, ", ")));
+  if (t.bytes != static_cast<uint64_t>(numel) * sizeof(float))
+    throw Error(fmt::format("checkpoint '{}' is not a valid safetensors file: data_offsets "
+                            "[{}, {}] of tensor '{}' hold {} bytes, but {} floats need {}",
+                            path, t.begin, t.begin + t.bytes, name, t.bytes, numel,
+                            numel * 4));
+}
+
+// Every tensor of st is a parameter of spec (or, with allowState, an
+// optimizer state tensor) and every parameter is there: else an Error
+// naming the first difference.
+void checkParameters(const std::string &path, const Safetensors &st, const ModelSpec &spec,
+                     bool allowState) {
   std::unordered_map<std::string, int32_t> byName;
   for (int32_t i = 0; i < spec.numParams; ++i)
     byName.emplace(spec.params[i].name, i);
-
-  // Validate everything first, then copy: all or nothing.
-  std::vector<const char *> sources(static_cast<size_t>(spec.numParams), nullptr);
-  for (const auto &[name, entry] : header.items()) {
-    if (name == "__metadata__")
+  for (const auto &[name, t] : st.tensors) {
+    if (allowState && name.rfind(kStatePrefix, 0) == 0)
       continue;
     auto it = byName.find(name);
     if (it == byName.end())
@@ -129,36 +251,256 @@ void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persis
                               "of model '{}'",
                               path, name, spec.name));
     const ParamSpec &p = spec.params[it->second];
-    std::vector<int64_t> shape, range;
-    if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
-        !entry.contains("shape") || !toIndices(entry["shape"], shape) ||
-        !entry.contains("data_offsets") || !toIndices(entry["data_offsets"], range) ||
-        range.size() != 2)
-      throw corrupt(fmt::format("malformed entry for tensor '{}'", name));
-    const std::string dtype = entry["dtype"].get<std::string>();
-    if (dtype != "F32")
-      throw Error(fmt::format("checkpoint '{}': tensor '{}' has dtype {}, expected F32",
-                              path, name, dtype));
-    if (shape != shapeOf(p))
-      throw Error(fmt::format("checkpoint '{}': tensor '{}' has shape [{}], expected [{}]",
-                              path, name, fmt::join(shape, ", "),
-                              fmt::join(shapeOf(p), ", ")));
-    const uint64_t begin = static_cast<uint64_t>(range[0]), end = static_cast<uint64_t>(range[1]);
-    if (begin > end || end > dataSize ||
-        end - begin != static_cast<uint64_t>(p.numel) * sizeof(float))
-      throw corrupt(fmt::format("data_offsets [{}, {}] of tensor '{}' do not fit {} bytes "
-                                "of data (truncated?)",
-                                begin, end, name, dataSize));
-    sources[static_cast<size_t>(it->second)] = data + begin;
+    checkTensor(path, name, t, shapeOf(p), p.numel);
   }
   for (int32_t i = 0; i < spec.numParams; ++i)
-    if (!sources[static_cast<size_t>(i)])
+    if (!st.find(spec.params[i].name))
       throw Error(fmt::format("checkpoint '{}' has no tensor '{}'", path, spec.params[i].name));
+}
+
+//===--- metadata ------------------------------------------------------------===//
+
+int64_t metaInt(const std::map<std::string, std::string> &m, const char *key, const char *where,
+                int base = 10) {
+  auto it = m.find(key);
+  if (it == m.end())
+    throw Error(fmt::format("{}: no '{}' in its metadata", where, key));
+  const std::string &v = it->second;
+  errno = 0;
+  char *end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, base);
+  if (v.empty() || *end != '\0' || errno == ERANGE)
+    throw Error(fmt::format("{}: metadata '{}' is '{}', not an integer", where, key, v));
+  return x;
+}
+
+uint64_t metaHex(const std::map<std::string, std::string> &m, const char *key,
+                 const char *where) {
+  auto it = m.find(key);
+  if (it == m.end())
+    throw Error(fmt::format("{}: no '{}' in its metadata", where, key));
+  const std::string &v = it->second;
+  errno = 0;
+  char *end = nullptr;
+  const unsigned long long x = std::strtoull(v.c_str(), &end, 16);
+  if (v.empty() || v.size() > 16 || *end != '\0' || errno == ERANGE)
+    throw Error(fmt::format("{}: metadata '{}' is '{}', not a hexadecimal number", where, key,
+                            v));
+  return x;
+}
+
+std::string metaString(const std::map<std::string, std::string> &m, const char *key,
+                       const char *where) {
+  auto it = m.find(key);
+  if (it == m.end())
+    throw Error(fmt::format("{}: no '{}' in its metadata", where, key));
+  return it->second;
+}
+
+std::map<std::string, std::string> stateMetadata(const TrainingState &s) {
+  return {
+      {"dtc.step", std::to_string(s.step)},
+      {"dtc.epoch", std::to_string(s.epoch)},
+      {"dtc.epoch_samples", std::to_string(s.epochSamples)},
+      {"dtc.ranks", std::to_string(s.ranks)},
+      {"dtc.batch", std::to_string(s.batch)},
+      {"dtc.seed", std::to_string(s.seed)},
+      {"dtc.shuffle", s.shuffle ? "on" : "off"},
+      {"dtc.lr", fmt::format("{:.9g}", s.lr)},
+      {"dtc.epochs", std::to_string(s.epochs)},
+      {"dtc.max_steps", std::to_string(s.maxSteps)},
+      {"dtc.data", s.data},
+      {"dtc.train_samples", std::to_string(s.trainSamples)},
+      {"dtc.train_digest", fmt::format("{:016x}", s.trainDigest)},
+  };
+}
+
+TrainingState stateFromMetadata(const std::map<std::string, std::string> &m, const char *where) {
+  TrainingState s;
+  s.step = metaInt(m, "dtc.step", where);
+  s.epoch = metaInt(m, "dtc.epoch", where);
+  s.epochSamples = metaInt(m, "dtc.epoch_samples", where);
+  s.ranks = metaInt(m, "dtc.ranks", where);
+  s.batch = metaInt(m, "dtc.batch", where);
+  const std::string seed = metaString(m, "dtc.seed", where);
+  errno = 0;
+  char *end = nullptr;
+  s.seed = std::strtoull(seed.c_str(), &end, 10);
+  if (seed.empty() || *end != '\0' || errno == ERANGE || seed[0] == '-')
+    throw Error(fmt::format("{}: metadata 'dtc.seed' is '{}', not an integer", where, seed));
+  const std::string shuffle = metaString(m, "dtc.shuffle", where);
+  if (shuffle != "on" && shuffle != "off")
+    throw Error(fmt::format("{}: metadata 'dtc.shuffle' is '{}', not on or off", where, shuffle));
+  s.shuffle = shuffle == "on";
+  const std::string lr = metaString(m, "dtc.lr", where);
+  s.lr = std::strtof(lr.c_str(), &end);
+  if (lr.empty() || *end != '\0' || !(s.lr >= 0) || s.lr == HUGE_VALF)
+    throw Error(fmt::format("{}: metadata 'dtc.lr' is '{}', not a learning rate", where, lr));
+  s.epochs = metaInt(m, "dtc.epochs", where);
+  s.maxSteps = metaInt(m, "dtc.max_steps", where);
+  s.data = metaString(m, "dtc.data", where);
+  s.trainSamples = metaInt(m, "dtc.train_samples", where);
+  s.trainDigest = metaHex(m, "dtc.train_digest", where);
+  if (s.step < 0 || s.epoch < 1 || s.epochSamples < 0 || s.ranks < 1 || s.batch < 1 ||
+      s.epochs < 0 || s.maxSteps < 0 || s.trainSamples < 0 || s.epochSamples > s.trainSamples)
+    throw Error(fmt::format("{}: its step, epoch, position, ranks or batch is out of range",
+                            where));
+  return s;
+}
+
+} // namespace
+
+void saveCheckpoint(const std::string &path, const ModelSpec &spec,
+                    const char *persistent) {
+  writeSafetensors(path, "checkpoint", parameterTensors(spec, persistent),
+                   {{"dtc.kind", "parameters"}, {"dtc.model", spec.name}}, /*withCrc=*/false);
+}
+
+void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persistent) {
+  const Safetensors st = readSafetensors(path);
+  auto kind = st.metadata.find("dtc.kind");
+  const bool trainingState = kind != st.metadata.end() && kind->second == kTrainingStateKind;
+  // Validate everything first, then copy: all or nothing.
+  checkParameters(path, st, spec, trainingState);
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec &p = spec.params[i];
-    std::memcpy(persistent + p.offset, sources[static_cast<size_t>(i)],
+    std::memcpy(persistent + p.offset, st.find(p.name)->data,
                 static_cast<size_t>(p.numel) * sizeof(float));
   }
+}
+
+std::vector<std::string> stateTensorNames(const ModelSpec &spec, const ParamSpec &p) {
+  std::vector<std::string> names;
+  const std::string base = std::string(kStatePrefix) + p.name + "/";
+  if (spec.numStates == 1)
+    names.push_back(base + "momentum_buffer");
+  else if (spec.numStates == 2) {
+    names.push_back(base + "exp_avg");
+    names.push_back(base + "exp_avg_sq");
+  }
+  return names;
+}
+
+void saveTrainingState(const std::string &path, const ModelSpec &spec, const char *persistent,
+                       const TrainingState &state, const std::string &alsoLinkAs) {
+  std::vector<OutTensor> tensors = parameterTensors(spec, persistent);
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec &p = spec.params[i];
+    const size_t bytes = static_cast<size_t>(p.numel) * sizeof(float);
+    std::vector<std::string> names = stateTensorNames(spec, p);
+    for (size_t k = 0; k < names.size(); ++k)
+      tensors.push_back({names[k], shapeOf(p), persistent + p.stateOffset + k * bytes, bytes});
+  }
+  std::map<std::string, std::string> meta = stateMetadata(state);
+  meta["dtc.kind"] = kTrainingStateKind;
+  meta["dtc.version"] = std::to_string(kTrainingStateVersion);
+  meta["dtc.model"] = spec.name;
+  meta["dtc.program"] = fmt::format("{:016x}", spec.fingerprint);
+  meta["dtc.optimizer"] = optimizerKey(spec.recipe.optimizer);
+  writeSafetensors(path, "checkpoint", tensors, std::move(meta), /*withCrc=*/true, alsoLinkAs);
+}
+
+LoadedTrainingState loadTrainingState(const std::string &path, const ModelSpec &spec) {
+  const Safetensors st = readSafetensors(path);
+  const std::string where = fmt::format("checkpoint '{}'", path);
+  auto meta = [&](const char *key) {
+    auto it = st.metadata.find(key);
+    return it == st.metadata.end() ? std::string() : it->second;
+  };
+  if (meta("dtc.kind") != kTrainingStateKind)
+    throw Error(fmt::format("{} holds parameters only (written by --save or another program), "
+                            "not a training state; --resume needs a file written by "
+                            "--checkpoint (to start from its parameters, use --init)",
+                            where));
+  if (meta("dtc.version") != std::to_string(kTrainingStateVersion))
+    throw Error(fmt::format("{} is a training state of version '{}'; this runtime reads "
+                            "version {}",
+                            where, meta("dtc.version"), kTrainingStateVersion));
+  if (meta("dtc.model") != spec.name)
+    throw Error(fmt::format("{} is a training state of model '{}', but this program trains "
+                            "model '{}'",
+                            where, meta("dtc.model"), spec.name));
+  checkParameters(path, st, spec, /*allowState=*/true);
+  if (meta("dtc.optimizer") != optimizerKey(spec.recipe.optimizer))
+    throw Error(fmt::format("{} was trained with optimizer {}, but this program uses {}; to "
+                            "start from its parameters, use --init",
+                            where, meta("dtc.optimizer"), optimizerKey(spec.recipe.optimizer)));
+  // The optimizer state: exactly the tensors this optimizer keeps.
+  size_t stateTensors = 0;
+  for (const auto &[name, t] : st.tensors)
+    stateTensors += name.rfind(kStatePrefix, 0) == 0;
+  size_t expected = 0;
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec &p = spec.params[i];
+    for (const std::string &name : stateTensorNames(spec, p)) {
+      ++expected;
+      const Tensor *t = st.find(name);
+      if (!t)
+        throw Error(fmt::format("{} has no optimizer state tensor '{}' (this program keeps {} "
+                                "state buffer{} per parameter)",
+                                where, name, spec.numStates, spec.numStates == 1 ? "" : "s"));
+      checkTensor(path, name, *t, shapeOf(p), p.numel);
+    }
+  }
+  if (stateTensors != expected)
+    for (const auto &[name, t] : st.tensors)
+      if (name.rfind(kStatePrefix, 0) == 0) {
+        bool known = false;
+        for (int32_t i = 0; i < spec.numParams && !known; ++i)
+          for (const std::string &n : stateTensorNames(spec, spec.params[i]))
+            known = known || n == name;
+        if (!known)
+          throw Error(fmt::format("{} has optimizer state tensor '{}', which this program's "
+                                  "optimizer ({}) does not keep",
+                                  where, name, optimizerKey(spec.recipe.optimizer)));
+      }
+  const uint64_t program = metaHex(st.metadata, "dtc.program", where.c_str());
+  if (program != spec.fingerprint)
+    throw Error(fmt::format(
+        "{} was written by another compiled program (fingerprint {:016x}, this one {:016x}): "
+        "the model's parameters and optimizer match, so it was compiled with other dtc "
+        "options or another dtc; recompile it as before, or start from its parameters with "
+        "--init",
+        where, program, spec.fingerprint));
+  // The data section (the tensors back to back) against its CRC-32.
+  const uint32_t crc = crc32Of(crc32Of(0, nullptr, 0), st.data, st.dataSize);
+  const uint64_t stored = metaHex(st.metadata, "dtc.crc32", where.c_str());
+  if (stored != crc)
+    throw Error(fmt::format("{} is damaged: its tensor data has CRC-32 {:08x}, the file says "
+                            "{:08x}",
+                            where, crc, stored));
+
+  LoadedTrainingState out;
+  out.state = stateFromMetadata(st.metadata, where.c_str());
+  out.persistent.assign(static_cast<size_t>(spec.persistentBytes), 0);
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec &p = spec.params[i];
+    const size_t bytes = static_cast<size_t>(p.numel) * sizeof(float);
+    std::memcpy(out.persistent.data() + p.offset, st.find(p.name)->data, bytes);
+    std::vector<std::string> names = stateTensorNames(spec, p);
+    for (size_t k = 0; k < names.size(); ++k)
+      std::memcpy(out.persistent.data() + p.stateOffset + k * bytes, st.find(names[k])->data,
+                  bytes);
+  }
+  return out;
+}
+
+std::string encodeTrainingState(const TrainingState &s) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto &[k, v] : stateMetadata(s))
+    j[k] = v;
+  return j.dump();
+}
+
+TrainingState decodeTrainingState(const std::string &text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object())
+    throw Error("internal error: a malformed training state was broadcast");
+  std::map<std::string, std::string> m;
+  for (const auto &[k, v] : j.items())
+    if (v.is_string())
+      m[k] = v.get<std::string>();
+  return stateFromMetadata(m, "the broadcast training state");
 }
 
 } // namespace dtc::rt

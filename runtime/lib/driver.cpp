@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "dtc/runtime.h"
 
+#include "atomic_file.h"
 #include "checkpoint.h"
 #include "comm_impl.h"
 #include "error.h"
@@ -19,6 +20,7 @@
 #include "gradcheck.h"
 #include "parallel.h"
 #include "params.h"
+#include "preempt.h"
 #include "progress.h"
 #include "session.h"
 #include "tracer.h"
@@ -26,14 +28,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <memory>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <sched.h>
 #include <thread>
 #include <unistd.h>
@@ -48,45 +53,71 @@ double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// --metrics FILE: one CSV row per training step.
+// --metrics FILE: one CSV row per training step. The rows are kept and the
+// whole file is written through an AtomicFile at each checkpoint, each
+// epoch's end and the run's end, so that the file on disk always matches the
+// latest checkpoint; a resumed run starts from the rows of the steps its
+// checkpoint holds (those of an earlier file at the same path).
 class MetricsFile {
 public:
-  MetricsFile(const std::string &path, const ModelSpec &spec) : path_(path) {
+  MetricsFile(const std::string &path, const ModelSpec &spec, int64_t resumedStep)
+      : path_(path) {
     if (path.empty())
       return;
-    f_ = std::fopen(path.c_str(), "w");
-    if (!f_)
-      throw Error(fmt::format("cannot open metrics file '{}': {}", path, std::strerror(errno)));
-    fmt::print(f_, "epoch,step,batch");
+    header_ = "epoch,step,batch";
     for (int32_t i = 0; i < spec.numOutputs; ++i)
-      fmt::print(f_, ",{}", spec.outputNames[i]);
-    fmt::print(f_, ",lr,seconds\n");
+      header_ += fmt::format(",{}", spec.outputNames[i]);
+    header_ += ",lr,seconds\n";
+    text_ = header_;
+    if (resumedStep > 0)
+      keepEarlierRows(resumedStep);
   }
-  ~MetricsFile() {
-    if (f_)
-      std::fclose(f_);
-  }
-  MetricsFile(const MetricsFile &) = delete;
-  MetricsFile &operator=(const MetricsFile &) = delete;
 
   void row(int64_t epoch, int64_t step, int64_t batch, const std::vector<float> &outputs,
            float lr, double seconds) {
-    if (!f_)
+    if (path_.empty())
       return;
-    fmt::print(f_, "{},{},{}", epoch, step, batch);
+    text_ += fmt::format("{},{},{}", epoch, step, batch);
     for (float v : outputs)
-      fmt::print(f_, ",{:.6g}", v);
-    fmt::print(f_, ",{:.6g},{:.3f}\n", lr, seconds);
+      text_ += fmt::format(",{:.6g}", v);
+    text_ += fmt::format(",{:.6g},{:.3f}\n", lr, seconds);
   }
 
-  void flush() {
-    if (f_ && (std::fflush(f_) != 0 || std::ferror(f_)))
-      throw Error(fmt::format("cannot write metrics file '{}': {}", path_, std::strerror(errno)));
+  void commit() {
+    if (path_.empty())
+      return;
+    AtomicFile out(path_, "metrics file");
+    out.write(text_);
+    out.commit();
   }
 
 private:
-  std::string path_;
-  std::FILE *f_ = nullptr;
+  // The rows of steps <= step of the file at path_, if it is one of ours.
+  void keepEarlierRows(int64_t step) {
+    std::FILE *f = std::fopen(path_.c_str(), "r");
+    if (!f)
+      return;
+    std::string old;
+    char buf[1 << 16];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+      old.append(buf, n);
+    std::fclose(f);
+    if (old.compare(0, header_.size(), header_) != 0)
+      return;
+    for (size_t at = header_.size(); at < old.size();) {
+      size_t eol = old.find('\n', at);
+      if (eol == std::string::npos)
+        break;
+      const size_t comma = old.find(',', at);
+      long long rowStep = comma < eol ? std::atoll(old.c_str() + comma + 1) : 0;
+      if (rowStep < 1 || rowStep > step)
+        break;
+      text_.append(old, at, eol + 1 - at);
+      at = eol + 1;
+    }
+  }
+
+  std::string path_, header_, text_;
 };
 
 // Programs with CUDA steps also say where they run ("device cuda:0 (...)",
@@ -330,10 +361,183 @@ std::vector<double> evaluate(Session &s, Executor &exec, const Dataset &ds) {
   return sums;
 }
 
+//===--- checkpoints, resume, preemption ------------------------------------===//
+
+// Runs fn on every rank; if it throws an Error on any, every rank throws a
+// CollectiveError (the failing ones with their own message), so that the
+// ranks end together instead of waiting for each other.
+template <class Fn> void onEveryRank(CommBase &comm, const char *what, Fn fn) {
+  std::string error;
+  try {
+    fn();
+  } catch (const Error &e) {
+    error = e.what();
+  }
+  if (comm.size() == 1) {
+    if (!error.empty())
+      throw Error(error);
+    return;
+  }
+  double failed = error.empty() ? 0 : 1;
+  comm.allreduceSum(&failed, 1);
+  if (failed == 0)
+    return;
+  throw CollectiveError(error.empty() ? fmt::format("another rank failed {}", what) : error);
+}
+
+// Broadcasts rank 0's string to every rank.
+void broadcastString(CommBase &comm, std::string &text) {
+  if (comm.size() == 1)
+    return;
+  int64_t n = int64_t(text.size());
+  comm.broadcast(&n, sizeof n, 0);
+  text.resize(size_t(n));
+  if (n > 0)
+    comm.broadcast(text.data(), n, 0);
+}
+
+// "ck.safetensors" and step 120: "ck.step120.safetensors" (--checkpoint-keep).
+std::string keptCheckpointName(const std::string &path, int64_t step) {
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  const bool hasExt = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
+  const std::string stem = hasExt ? path.substr(0, dot) : path;
+  const std::string ext = hasExt ? path.substr(dot) : std::string();
+  return fmt::format("{}.step{}{}", stem, step, ext);
+}
+
+// Removes kept checkpoints of path beyond the `keep` highest steps (never
+// the one just written).
+void pruneKeptCheckpoints(const std::string &path, int64_t keep, const std::string &latest) {
+  const std::string dir = directoryOf(path);
+  const std::string base = path.substr(path.find_last_of('/') + 1);
+  const std::string probe = keptCheckpointName(base, 0); // "ck.step0.safetensors"
+  const std::string prefix = probe.substr(0, probe.find(".step0") + 5);
+  const std::string suffix = probe.substr(prefix.size() + 1);
+  std::vector<std::pair<int64_t, std::string>> found;
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) ||
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+        continue;
+      const std::string digits =
+          name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+      if (digits.empty() || digits.size() > 18 ||
+          digits.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      found.push_back({std::stoll(digits), (dir == "." && path.find('/') == std::string::npos
+                                                ? name
+                                                : dir + "/" + name)});
+    }
+    ::closedir(d);
+  }
+  std::sort(found.begin(), found.end());
+  int64_t excess = int64_t(found.size()) - keep;
+  for (auto &[step, name] : found) {
+    if (excess <= 0)
+      break;
+    if (name == latest)
+      continue;
+    ::unlink(name.c_str());
+    --excess;
+  }
+}
+
+// Reads, checks and distributes the training state of --resume (collective):
+// every rank gets its metadata and takes the options the checkpoint
+// recorded unless given on the command line; rank 0 gets the persistent
+// block (Session broadcasts it). Returns nothing for a fresh start (--resume
+// auto without a checkpoint file).
+std::optional<LoadedTrainingState> loadResume(CommBase &comm, const ModelSpec &spec,
+                                              Options &o, const DataSplits &data) {
+  if (o.resumePath.empty())
+    return std::nullopt;
+  const bool autoResume = o.resumePath == "auto";
+  const std::string path = autoResume ? o.checkpointPath : o.resumePath;
+  LoadedTrainingState loaded;
+  std::string error, encoded;
+  int64_t present = 1;
+  if (comm.rank() == 0) {
+    try {
+      if (autoResume && ::access(path.c_str(), F_OK) != 0 && errno == ENOENT) {
+        present = 0;
+      } else {
+        loaded = loadTrainingState(path, spec);
+        const TrainingState &st = loaded.state;
+        const uint64_t digest = datasetDigest(data.train);
+        if (st.trainSamples != data.train.size || st.trainDigest != digest)
+          throw Error(fmt::format(
+              "checkpoint '{}' was trained on other data ({}: {} samples, digest {:016x}); "
+              "this run's training set has {} samples, digest {:016x}",
+              path, st.data, st.trainSamples, st.trainDigest, data.train.size, digest));
+        encoded = encodeTrainingState(st);
+      }
+    } catch (const Error &e) {
+      error = e.what();
+    }
+  }
+  broadcastString(comm, error);
+  if (!error.empty())
+    throw CollectiveError(error);
+  if (comm.size() > 1)
+    comm.broadcast(&present, sizeof present, 0);
+  if (!present) {
+    if (comm.rank() == 0 && !o.quiet)
+      fmt::print("no checkpoint at {} yet: starting afresh\n", path);
+    return std::nullopt;
+  }
+  broadcastString(comm, encoded);
+  loaded.state = decodeTrainingState(encoded);
+  const TrainingState &st = loaded.state;
+  // The options that make the position inside the epoch meaningful.
+  auto refuse = [&](const char *option, const std::string &mine, const std::string &theirs) {
+    throw CollectiveError(fmt::format(
+        "{} {} differs from the checkpoint's {} ('{}'): a resumed run continues the epoch "
+        "order the checkpoint recorded; drop {}, or start afresh from its parameters with "
+        "--init",
+        option, mine, theirs, path, option));
+  };
+  if (o.isGiven("--seed") && o.seed != st.seed)
+    refuse("--seed", std::to_string(o.seed), std::to_string(st.seed));
+  if (o.isGiven("--shuffle") && o.shuffle != st.shuffle)
+    refuse("--shuffle", o.shuffle ? "on" : "off", st.shuffle ? "on" : "off");
+  o.seed = st.seed;
+  o.shuffle = st.shuffle;
+  if (!o.isGiven("--batch"))
+    o.batch = st.batch;
+  if (!o.isGiven("--lr"))
+    o.lr = st.lr;
+  if (!o.isGiven("--epochs"))
+    o.epochs = st.epochs;
+  // --max-steps is where this invocation stops, not part of the run: a run
+  // stopped by it continues to its --epochs unless given again.
+  o.resumeActive = true;
+  if (comm.rank() == 0 && !o.quiet) {
+    fmt::print("resuming from {}: step {}, epoch {}, {} of {} samples of it done\n", path,
+               st.step, st.epoch, st.epochSamples, st.trainSamples);
+    const int64_t before = st.ranks * st.batch, now = int64_t(comm.size()) * o.batch;
+    if (before != now)
+      fmt::print("note: the global batch changes from {} ({} rank{} x {}) to {} ({} x {})\n",
+                 before, st.ranks, st.ranks == 1 ? "" : "s", st.batch, now, comm.size(),
+                 o.batch);
+    std::fflush(stdout);
+  }
+  return loaded;
+}
+
+// Where the loop starts: a fresh run, or a resumed one.
+struct RunStart {
+  int64_t step = 0, epoch = 1, epochSamples = 0;
+};
+
 // The training loop. Steps are queued on the executor; their outputs are
 // read back every outputSlots() steps (every step on the CPU) and at the
-// end of each epoch, then weighed, checked and reported in step order.
-void train(Session &s, Executor &exec) {
+// end of each epoch, then weighed, checked and reported in step order. At
+// those reads (a step boundary every rank reaches together) the ranks agree
+// on whether a preemption signal came, and checkpoints are written. Returns
+// the exit status: 0, or kExitPreempted.
+int train(Session &s, Executor &exec, const RunStart &begin) {
   const ModelSpec &spec = s.spec;
   const Options &o = s.opts;
   const Dataset &trainSet = s.data.train;
@@ -343,7 +547,7 @@ void train(Session &s, Executor &exec) {
   Sampler sampler(trainSet.size, o.batch, o.seed, o.shuffle, rank, comm.size());
   Progress progress(o.quiet || !root ? ProgressMode::Off : o.progress, o.epochs,
                     comm.size() > 1);
-  MetricsFile metrics(root ? o.metricsPath : std::string(), spec);
+  MetricsFile metrics(root ? o.metricsPath : std::string(), spec, begin.step);
   const bool stepMetrics = !o.metricsPath.empty(); // every rank joins the per-step sums
   const size_t numOutputs = size_t(spec.numOutputs);
   const int64_t slots = exec.outputSlots();
@@ -383,8 +587,54 @@ void train(Session &s, Executor &exec) {
     fmt::print("wrote a trace of {} step{} to {}{}\n", steps, steps == 1 ? "" : "s", path,
                others);
   };
+  const uint64_t trainDigest = o.checkpointPath.empty() ? 0 : datasetDigest(trainSet);
+  // A preemption signal ends the run at a step boundary with a checkpoint
+  // (only when there is one to write: otherwise signals end it as usual).
+  std::optional<PreemptionHandler> preemption;
+  if (!o.checkpointPath.empty())
+    preemption.emplace();
+  int64_t step = begin.step, checkpointedStep = -1;
+  // The training state after `step`, at `position` of `epoch`'s order.
+  auto writeCheckpoint = [&](int64_t epoch, int64_t position) {
+    if (o.checkpointPath.empty() || checkpointedStep == step)
+      return;
+    checkpointedStep = step;
+    if (!root)
+      return;
+    exec.persistentToHost();
+    TrainingState st;
+    st.step = step;
+    st.epoch = epoch;
+    st.epochSamples = position;
+    st.ranks = comm.size();
+    st.batch = o.batch;
+    st.seed = o.seed;
+    st.shuffle = o.shuffle;
+    st.lr = o.lr;
+    st.epochs = o.epochs;
+    st.maxSteps = o.maxSteps;
+    st.data = o.data.describe();
+    st.trainSamples = trainSet.size;
+    st.trainDigest = trainDigest;
+    const std::string kept =
+        o.checkpointKeep > 1 ? keptCheckpointName(o.checkpointPath, step) : std::string();
+    saveTrainingState(o.checkpointPath, spec, s.persistent.data(), st, kept);
+    if (!kept.empty())
+      pruneKeptCheckpoints(o.checkpointPath, o.checkpointKeep, kept);
+    metrics.commit();
+  };
+  // Whether any rank caught a preemption signal (a collective with more
+  // than one rank: every rank must ask at the same steps).
+  auto preempted = [&]() -> int {
+    int sig = PreemptionHandler::requested();
+    if (comm.size() == 1)
+      return sig;
+    double v = sig;
+    comm.allreduceSum(&v, 1); // any signal: > 0
+    return v > 0 ? (sig ? sig : -1) : 0;
+  };
+  const bool checkpointing = !o.checkpointPath.empty();
   const auto start = Clock::now();
-  int64_t step = 0;
   bool stop = false;
 
   if (o.epochs == 0 && evaluate) { // --epochs 0: evaluate the parameters only
@@ -396,12 +646,15 @@ void train(Session &s, Executor &exec) {
   }
 
   std::string stepName;
-  for (int64_t epoch = 1; epoch <= o.epochs && !stop; ++epoch) {
+  int signal = 0;
+  for (int64_t epoch = begin.epoch; epoch <= o.epochs && !stop; ++epoch) {
     const auto epochStart = Clock::now();
-    sampler.setEpoch(epoch);
+    const int64_t startPosition = epoch == begin.epoch ? begin.epochSamples : 0;
+    sampler.setEpoch(epoch, startPosition);
     progress.beginEpoch(epoch, sampler.numBatches());
     double lossSum = 0;
     int64_t seen = 0, globalSeen = 0;
+    int64_t lastB = -1; // the epoch's last step done
     // Reads the outputs of the pending steps and accounts for them.
     auto flush = [&] {
       if (pending.empty())
@@ -449,7 +702,7 @@ void train(Session &s, Executor &exec) {
       int64_t n;
       sampler.batch(b, &n);
       s.hyper.step = ++step;
-      const bool traced = tracer && step <= o.traceSteps;
+      const bool traced = tracer && step - begin.step <= o.traceSteps;
       if (traced) {
         exec.setTracer(tracer.get());
         comm.setTracer(tracer.get());
@@ -459,26 +712,46 @@ void train(Session &s, Executor &exec) {
       exec.train(staged, int64_t(pending.size()), sampler.gradSeed(b));
       if (traced) {
         tracer->end();
-        if (step == o.traceSteps)
-          finishTrace(step);
+        if (step - begin.step == o.traceSteps)
+          finishTrace(o.traceSteps);
       }
       pending.push_back({epoch, step, b, n, sampler.globalBatch(b), s.hyper.lr,
                          secondsSince(start)});
+      lastB = b;
       stop = o.maxSteps > 0 && step >= o.maxSteps;
-      if (b + 1 < sampler.numBatches() && !stop) { // overlaps this step on a device
+      const bool last = b + 1 == sampler.numBatches();
+      const bool checkpointDue =
+          checkpointing && o.checkpointEvery > 0 && step % o.checkpointEvery == 0;
+      if (!last && !stop) { // overlaps this step on a device
         int64_t next;
         const int64_t *idx = sampler.batch(b + 1, &next);
         staged = exec.stage(trainSet, idx, next);
       }
-      if (int64_t(pending.size()) == slots)
+      if (int64_t(pending.size()) == slots || checkpointDue)
         flush();
+      if (!pending.empty() || !checkpointing)
+        continue;
+      // A step boundary: outputs read, every rank here after the same step.
+      if ((signal = preempted()) != 0)
+        break;
+      if (checkpointDue && !last && !stop) // the epoch's end writes one below
+        writeCheckpoint(epoch, sampler.positionAfter(b));
     }
     flush();
+    const int64_t position = lastB >= 0 ? sampler.positionAfter(lastB) : startPosition;
+    if (signal == 0 && checkpointing)
+      signal = preempted();
+    if (signal != 0) {
+      // No evaluation: the resumed run ends this epoch (position may be its
+      // end) and evaluates.
+      progress.endEpoch();
+      writeCheckpoint(epoch, position);
+      break;
+    }
     double totals[2] = {lossSum, double(seen)}; // over all ranks
     comm.allreduceSum(totals, 2);
     const double trainSeconds = secondsSince(epochStart);
     progress.endEpoch();
-    metrics.flush();
 
     std::string line = fmt::format("epoch {}/{} train_loss {:.4f}", epoch, o.epochs,
                                    totals[0] / std::max(totals[1], 1.0));
@@ -490,16 +763,57 @@ void train(Session &s, Executor &exec) {
       fmt::print("{}\n", line);
       std::fflush(stdout);
     }
+    // The epoch's end, or --max-steps inside it.
+    const bool epochComplete = lastB + 1 == sampler.numBatches();
+    if (epochComplete)
+      writeCheckpoint(epoch + 1, 0);
+    else
+      writeCheckpoint(epoch, position);
   }
   if (tracer) // fewer steps than --trace-steps
-    finishTrace(step);
+    finishTrace(step - begin.step);
+  if (root)
+    metrics.commit();
+
+  if (signal != 0) {
+    if (root) {
+      const char *what =
+          signal > 0 ? PreemptionHandler::name(signal) : "a signal to another rank";
+      fmt::print("stopped by {} after step {}: the training state is in {}; continue with "
+                 "--resume {}\n",
+                 what, step, o.checkpointPath, o.checkpointPath);
+      std::fflush(stdout);
+    }
+    // Nobody exits before rank 0 has written the checkpoint (a launcher
+    // ends the job when the first rank exits non-zero).
+    comm.barrier();
+    return kExitPreempted;
+  }
 
   if (!o.savePath.empty() && root) {
-    exec.paramsToHost();
+    exec.persistentToHost();
     saveCheckpoint(o.savePath, spec, s.persistent.data());
     if (!o.quiet)
       fmt::print("saved parameters to {}\n", o.savePath);
   }
+  return 0;
+}
+
+// Before any work: every file the run will write can be created (rank 0
+// writes --save, --checkpoint and --metrics; every rank its --trace).
+void checkOutputs(CommBase &comm, const Options &o) {
+  onEveryRank(comm, "to check its output files", [&] {
+    if (!o.tracePath.empty())
+      checkWritable(Tracer::rankPath(o.tracePath, comm.rank()), "trace file");
+    if (comm.rank() != 0)
+      return;
+    if (!o.savePath.empty())
+      checkWritable(o.savePath, "parameters file");
+    if (!o.checkpointPath.empty())
+      checkWritable(o.checkpointPath, "checkpoint");
+    if (!o.metricsPath.empty())
+      checkWritable(o.metricsPath, "metrics file");
+  });
 }
 
 // BLAS threads without --threads: the cores this process may run on when
@@ -566,17 +880,33 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     setKernelThreads(device.cuda ? 1 : threads, comm->localSize() == 1);
     if (!device.cuda) // on a device the steps' GEMMs are cuBLAS's
       gemm_engine::setThreads(threads);
+    checkOutputs(*comm, opts);
     DataSplits data = loadData(opts.data, spec);
     checkSameData(*comm, data);
-    Session session(spec, opts, std::move(data), *comm, /*hostSteps=*/!device.cuda);
+    std::optional<LoadedTrainingState> resumed = loadResume(*comm, spec, opts, data);
+    RunStart begin;
+    if (resumed) {
+      begin.step = resumed->state.step;
+      begin.epoch = resumed->state.epoch;
+      begin.epochSamples = resumed->state.epochSamples;
+      if (begin.epoch > opts.epochs || (opts.maxSteps > 0 && begin.step >= opts.maxSteps))
+        throw CollectiveError(fmt::format(
+            "the run in '{}' is complete ({} steps, next epoch {} of --epochs {}{}); give a "
+            "larger --epochs or --max-steps to train on",
+            opts.resumePath == "auto" ? opts.checkpointPath : opts.resumePath, begin.step,
+            begin.epoch, opts.epochs,
+            opts.maxSteps > 0 ? fmt::format(", --max-steps {}", opts.maxSteps) : ""));
+    }
+    Session session(spec, opts, std::move(data), *comm, /*hostSteps=*/!device.cuda,
+                    resumed ? &resumed->persistent : nullptr);
+    resumed.reset();
     std::unique_ptr<Executor> exec =
         device.cuda ? deviceBackend()->createExecutor(session) : makeCpuExecutor(session);
     if (!opts.quiet && comm->rank() == 0)
       printHeader(session, *exec, device);
     if (opts.gradcheck)
       return runGradcheck(session, *exec) ? 0 : 1;
-    train(session, *exec);
-    return 0;
+    return train(session, *exec, begin);
   } catch (const std::bad_alloc &) {
     error = "out of memory";
   } catch (const std::exception &e) {

@@ -45,7 +45,7 @@ public:
   void setParam(int64_t offset, float value) override {
     std::memcpy(s_.persistent.data() + offset, &value, sizeof value);
   }
-  void paramsToHost() override {}
+  void persistentToHost() override {}
   void setTracer(Tracer *t) override { s_.args.trace = t; }
 
 private:

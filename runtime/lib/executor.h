@@ -56,8 +56,9 @@ public:
 
   // Sets the float at byte offset `offset` of the parameters (gradient check).
   virtual void setParam(int64_t offset, float value) = 0;
-  // Makes Session::persistent's parameters those of the steps (--save).
-  virtual void paramsToHost() = 0;
+  // Makes Session::persistent (parameters and optimizer state) that of the
+  // steps (--save, --checkpoint). Waits for the steps queued so far.
+  virtual void persistentToHost() = 0;
   // Records the ops of the next steps into t (null: stop).
   virtual void setTracer(Tracer *t) = 0;
 };

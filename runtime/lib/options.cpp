@@ -155,6 +155,10 @@ Options defaultOptions(const ModelSpec &spec) {
   return o;
 }
 
+bool Options::isGiven(const char *option) const {
+  return std::find(given.begin(), given.end(), option) != given.end();
+}
+
 bool overlapAllreduces(Options::Overlap overlap, int coresPerRank, int threads) {
   return overlap == Options::Overlap::On ||
          (overlap == Options::Overlap::Auto && coresPerRank > threads);
@@ -200,6 +204,25 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("FILE");
   app.add_option("--init", out.initPath, "Start from the parameters in FILE (safetensors)")
       ->type_name("FILE");
+  app.add_option("--checkpoint", out.checkpointPath,
+                 "Write the training state (parameters, optimizer state, step, epoch and "
+                 "position, options) to FILE (safetensors) at each epoch's end, every "
+                 "--checkpoint-every steps and on SIGTERM/SIGINT/SIGUSR1")
+      ->type_name("FILE");
+  app.add_option("--checkpoint-every", out.checkpointEvery,
+                 "Also checkpoint every N optimizer steps (0: only at epoch ends and on signals)")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(atLeast<int64_t>(0, "a non-negative integer"));
+  app.add_option("--checkpoint-keep", out.checkpointKeep,
+                 "Keep the latest K checkpoints as <stem>.step<N><ext> besides FILE (1: FILE only)")
+      ->type_name("K")
+      ->capture_default_str()
+      ->check(atLeast<int64_t>(1, "a positive integer"));
+  app.add_option("--resume", out.resumePath,
+                 "Continue the run saved in FILE by --checkpoint, exactly (auto: the "
+                 "--checkpoint file if it exists, else start afresh)")
+      ->type_name("FILE|auto");
   app.add_option("--metrics", out.metricsPath,
                  "Write one CSV row per step to FILE: epoch,step,batch,loss,<metrics>,lr,seconds")
       ->type_name("FILE");
@@ -292,6 +315,23 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
     return 0;
   } catch (const CLI::ParseError &e) {
     std::cerr << "train: error: " << e.what() << "\nRun with --help for more information.\n";
+    return 2;
+  }
+  for (const CLI::Option *opt : app.get_options())
+    if (opt->count() > 0 && !opt->get_lnames().empty())
+      out.given.push_back("--" + opt->get_lnames()[0]);
+  if (out.resumePath == "auto" && out.checkpointPath.empty()) {
+    std::cerr << "train: error: --resume auto resumes from the --checkpoint file; give "
+                 "--checkpoint FILE too\n";
+    return 2;
+  }
+  if (!out.initPath.empty() && !out.resumePath.empty()) {
+    std::cerr << "train: error: --init and --resume exclude each other (--resume restores "
+                 "the parameters too)\n";
+    return 2;
+  }
+  if (out.checkpointPath.empty() && app.count("--checkpoint-every") + app.count("--checkpoint-keep")) {
+    std::cerr << "train: error: --checkpoint-every and --checkpoint-keep need --checkpoint FILE\n";
     return 2;
   }
   if (!data.empty())

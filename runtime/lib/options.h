@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dtc::rt {
 
@@ -23,6 +24,20 @@ struct Options {
   uint64_t seed = 0;
   bool shuffle = true;
   std::string savePath, initPath, metricsPath;
+  // Training-state checkpoints (checkpoint.h): written to checkpointPath
+  // every checkpointEvery steps (0: never), at each epoch's end and on a
+  // preemption signal; checkpointKeep > 1 also keeps the latest K as
+  // <stem>.step<N><ext>. resumePath: the checkpoint to continue ("auto":
+  // checkpointPath if it exists, else a fresh start).
+  std::string checkpointPath, resumePath;
+  int64_t checkpointEvery = 0, checkpointKeep = 1;
+  // Options given on the command line ("--batch", ...): a resumed run takes
+  // the others from its checkpoint.
+  std::vector<std::string> given;
+  // Set by the driver, the same on every rank: this run restores a training
+  // state (--resume FILE, or auto and the checkpoint exists).
+  bool resumeActive = false;
+  bool isGiven(const char *option) const;
   ProgressMode progress = ProgressMode::Auto;
   int threads = 1;
   bool threadsGiven = false; // --threads on the command line

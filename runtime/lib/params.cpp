@@ -63,7 +63,15 @@ void validateSpec(const ModelSpec &spec) {
         p.offset % 4 != 0 || p.offset + p.numel * 4 > spec.paramBytes)
       throw bad(fmt::format("parameter {} ('{}') has an inconsistent shape or offset", i,
                             p.name ? p.name : "?"));
+    if (spec.numStates > 0 &&
+        (p.stateOffset < spec.paramBytes || p.stateOffset % 4 != 0 ||
+         p.stateOffset + spec.numStates * p.numel * 4 > spec.persistentBytes))
+      throw bad(fmt::format("parameter {} ('{}') has its optimizer state outside the "
+                            "persistent block",
+                            i, p.name));
   }
+  if (spec.numStates < 0 || spec.numStates > 2)
+    throw bad(fmt::format("{} optimizer state buffers per parameter", spec.numStates));
   if (spec.numBuckets < 0 || (spec.numBuckets > 0 && !spec.buckets))
     throw bad("inconsistent gradient buckets");
   for (int32_t i = 0; i < spec.numBuckets; ++i) {

@@ -23,23 +23,28 @@ Sampler::Sampler(int64_t datasetSize, int64_t batch, uint64_t seed, bool shuffle
       worldSize_(worldSize) {
   if (batch < 1 || worldSize < 1 || rank < 0 || rank >= worldSize || datasetSize < 0)
     throw Error("invalid sampler configuration");
-  const int64_t W = worldSize, step = W * batch;
-  const int64_t full = datasetSize / step, rest = datasetSize - full * step;
-  const bool lastStep = rest >= W; // else every rank would not get a sample
-  numSteps_ = full + (lastStep ? 1 : 0);
-  used_ = lastStep ? datasetSize : full * step;
   perm_.resize(static_cast<size_t>(datasetSize));
-  shard_.resize(static_cast<size_t>(used_ > rank ? (used_ - rank + W - 1) / W : 0));
+  shard_.reserve(static_cast<size_t>(datasetSize / worldSize + 1));
   setEpoch(1);
 }
 
-void Sampler::setEpoch(int64_t epoch) {
+void Sampler::setEpoch(int64_t epoch, int64_t start) {
+  if (start < 0 || start > size_)
+    throw Error("internal error: the epoch's start lies outside the data set");
+  start_ = start;
+  const int64_t W = worldSize_, step = W * batch_, left = size_ - start;
+  const int64_t full = left / step, rest = left - full * step;
+  const bool lastStep = rest >= W; // else every rank would not get a sample
+  numSteps_ = full + (lastStep ? 1 : 0);
+  used_ = start + (lastStep ? left : full * step);
+  const int64_t mine = used_ - start > rank_ ? (used_ - start - rank_ + W - 1) / W : 0;
+  shard_.resize(static_cast<size_t>(mine)); // within the reserved capacity
   if (shuffle_)
     epochPermutation(seed_, epoch, size_, perm_.data());
   else
     std::iota(perm_.begin(), perm_.end(), int64_t(0));
   for (size_t k = 0; k < shard_.size(); ++k)
-    shard_[k] = perm_[rank_ + k * worldSize_];
+    shard_[k] = perm_[size_t(start + rank_) + k * size_t(worldSize_)];
 }
 
 const int64_t *Sampler::batch(int64_t b, int64_t *count) const {
@@ -52,7 +57,12 @@ const int64_t *Sampler::batch(int64_t b, int64_t *count) const {
 
 int64_t Sampler::globalBatch(int64_t b) const {
   const int64_t step = int64_t(worldSize_) * batch_;
-  return std::min(step, used_ - b * step);
+  return std::min(step, used_ - start_ - b * step);
+}
+
+int64_t Sampler::positionAfter(int64_t b) const {
+  const int64_t step = int64_t(worldSize_) * batch_;
+  return std::min(used_, start_ + (b + 1) * step);
 }
 
 float Sampler::gradSeed(int64_t b) const {

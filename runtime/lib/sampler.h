@@ -12,6 +12,10 @@
 // gradSeed = n_r / R, its share of the step's R samples, so that the sum over
 // ranks is the mean over the R samples: 1 / W on full steps, and exact in a
 // last step with W <= R < W*b samples.
+// An epoch may start at a position p > 0 of its order (a resumed run): the
+// steps then cover positions [p, N) exactly as above, with the ranks taking
+// the positions congruent to r mod W after p; resumed with the number of
+// ranks it stopped with, the steps are those the run would have taken.
 // BatchBuffer copies one batch into buffers allocated once.
 //
 //===----------------------------------------------------------------------===//
@@ -34,7 +38,9 @@ public:
   Sampler(int64_t datasetSize, int64_t batch, uint64_t seed, bool shuffle,
           int rank = 0, int worldSize = 1);
 
-  void setEpoch(int64_t epoch); // 1-based; reorders without allocating
+  // 1-based; reorders without allocating. start: the position in the
+  // epoch's order of its first step (samples before it were trained on).
+  void setEpoch(int64_t epoch, int64_t start = 0);
   // Steps per epoch, the same on every rank.
   int64_t numBatches() const { return numSteps_; }
   // Samples this rank trains on per epoch.
@@ -46,6 +52,9 @@ public:
   const int64_t *batch(int64_t b, int64_t *count) const;
   // Samples of step b over all ranks.
   int64_t globalBatch(int64_t b) const;
+  // The position in the epoch's order after step b (the samples of the
+  // epoch trained on once it is done, dropped ones excluded).
+  int64_t positionAfter(int64_t b) const;
   // This rank's weight in the gradient sum of step b (the loss gradient its
   // backward starts from): count / globalBatch(b).
   float gradSeed(int64_t b) const;
@@ -55,7 +64,7 @@ private:
   uint64_t seed_;
   bool shuffle_;
   int rank_, worldSize_;
-  int64_t used_ = 0, numSteps_ = 0;
+  int64_t start_ = 0, used_ = 0, numSteps_ = 0;
   std::vector<int64_t> perm_, shard_;
 };
 

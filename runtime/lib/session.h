@@ -32,10 +32,13 @@ inline int64_t arenaBytes(const ModelSpec &spec, int64_t batch) {
 struct Session {
   // Allocates, initializes the parameters from opts.seed, then (rank 0 only)
   // applies opts.initPath if given, then broadcasts rank 0's parameters to
-  // all ranks. Optimizer state starts at zero. hostSteps false (a device
-  // executor runs the steps): no host arena or batch buffer.
+  // all ranks; optimizer state starts at zero. With `resumed` (rank 0: a
+  // persistent block read from a training state; other ranks: null or
+  // empty), rank 0's parameters and optimizer state are that block's instead,
+  // and all of it is broadcast. hostSteps false (a device executor runs the
+  // steps): no host arena or batch buffer.
   Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase &comm,
-          bool hostSteps = true);
+          bool hostSteps = true, const std::vector<char> *resumed = nullptr);
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
 

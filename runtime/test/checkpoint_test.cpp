@@ -1,4 +1,5 @@
 //===- checkpoint_test.cpp - safetensors save/load and rejection ---------===//
+#include "atomic_file.h"
 #include "checkpoint.h"
 #include "error.h"
 #include "test_util.h"
@@ -8,6 +9,8 @@
 
 #include <cstring>
 #include <functional>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace dtc::rt;
@@ -19,10 +22,12 @@ namespace {
 
 // fc.weight [3,4] at 0, fc.bias [3] at 64 (a gap), scale [] at 128; the
 // persistent block also holds 64 bytes of "optimizer state" after 192.
+// With Adam (2 state buffers per parameter), the state lies at 192
+// (fc.weight: 2 x 12 floats), 320 (fc.bias: 2 x 3) and 352 (scale: 2 x 1).
 const ParamSpec kParams[] = {
-    {"fc.weight", 2, {3, 4}, 12, 0, InitKind::Zeros, 0, 0, 4, 3},
-    {"fc.bias", 1, {3}, 3, 64, InitKind::Zeros, 0, 0, 4, 3},
-    {"scale", 0, {}, 1, 128, InitKind::Zeros, 0, 0, 1, 1},
+    {"fc.weight", 2, {3, 4}, 12, 0, InitKind::Zeros, 0, 0, 4, 3, 192},
+    {"fc.bias", 1, {3}, 3, 64, InitKind::Zeros, 0, 0, 4, 3, 320},
+    {"scale", 0, {}, 1, 128, InitKind::Zeros, 0, 0, 1, 1, 352},
 };
 
 ModelSpec makeSpec() {
@@ -92,7 +97,8 @@ TEST_F(Checkpoint, RoundTripCopiesExactlyTheParameters) {
     bool isParam = i < 12 || (i >= 16 && i < 19) || i == 32;
     EXPECT_EQ(loaded[i], isParam ? saved[i] : -1.0f) << "float " << i;
   }
-  EXPECT_FALSE(std::ifstream(path + ".tmp").good()) << "temporary file left behind";
+  EXPECT_EQ(dtc::test::listDir(dir.path()), std::vector<std::string>{"model.safetensors"})
+      << "temporary file left behind";
 }
 
 TEST_F(Checkpoint, FileFollowsTheSafetensorsLayout) {
@@ -177,7 +183,7 @@ raw = open(src, 'rb').read()
 n, = struct.unpack('<Q', raw[:8])
 assert n % 8 == 0
 header = json.loads(raw[8:8 + n])
-assert header.pop('__metadata__') == {'format': 'pt'}
+assert header.pop('__metadata__')['format'] == 'pt'
 data = raw[8 + n:]
 sd = {}
 for name, e in header.items():
@@ -206,6 +212,251 @@ open(dst, 'wb').write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
   EXPECT_EQ(loaded[11], 2 * saved[11]);
   EXPECT_EQ(loaded[18], 2 * saved[18]);
   EXPECT_EQ(loaded[32], 2 * saved[32]);
+}
+
+//===--- training state (--checkpoint, --resume) -----------------------------===//
+
+ModelSpec adamSpec() {
+  ModelSpec s = makeSpec();
+  s.persistentBytes = 384;
+  s.numStates = 2;
+  s.recipe.optimizer = OptimizerKind::Adam;
+  s.fingerprint = 0x1234abcd5678ef00ULL;
+  return s;
+}
+
+TrainingState someState() {
+  TrainingState st;
+  st.step = 37;
+  st.epoch = 2;
+  st.epochSamples = 640;
+  st.ranks = 2;
+  st.batch = 16;
+  st.seed = 18446744073709551615ULL; // the largest --seed
+  st.shuffle = true;
+  st.lr = 0.0123f;
+  st.epochs = 5;
+  st.maxSteps = 0;
+  st.data = "synthetic";
+  st.trainSamples = 1000;
+  st.trainDigest = 0xfedcba9876543210ULL;
+  return st;
+}
+
+class TrainingStateFile : public ::testing::Test {
+protected:
+  void SetUp() override {
+    block = filled(96, 3.0f); // 384 bytes
+    saveTrainingState(path, spec, bytes(block), someState());
+  }
+  std::string loadError(const ModelSpec &s) {
+    return errorOf([&] { loadTrainingState(path, s); });
+  }
+  void editHeader(const std::function<void(nlohmann::json &)> &f) {
+    std::string file = readFile(path);
+    uint64_t n;
+    std::memcpy(&n, file.data(), 8);
+    nlohmann::json h = nlohmann::json::parse(file.substr(8, n));
+    f(h);
+    std::string text = h.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    uint64_t len = text.size();
+    writeFile(path, std::string(reinterpret_cast<char *>(&len), 8) + text + file.substr(8 + n));
+  }
+
+  TempDir dir;
+  std::string path = dir.file("ck.safetensors");
+  ModelSpec spec = adamSpec();
+  std::vector<float> block;
+};
+
+TEST_F(TrainingStateFile, RoundTripRestoresParametersStateAndProgress) {
+  LoadedTrainingState loaded = loadTrainingState(path, spec);
+  ASSERT_EQ(loaded.persistent.size(), 384u);
+  const float *got = reinterpret_cast<const float *>(loaded.persistent.data());
+  for (size_t i = 0; i < 96; ++i) {
+    // Parameters: [0,12) [16,19) 32; state: [48,72) [80,86) [88,90).
+    const bool assigned = i < 12 || (i >= 16 && i < 19) || i == 32 || (i >= 48 && i < 72) ||
+                          (i >= 80 && i < 86) || (i >= 88 && i < 90);
+    EXPECT_EQ(got[i], assigned ? block[i] : 0.0f) << "float " << i;
+  }
+  const TrainingState want = someState(), &st = loaded.state;
+  EXPECT_EQ(st.step, want.step);
+  EXPECT_EQ(st.epoch, want.epoch);
+  EXPECT_EQ(st.epochSamples, want.epochSamples);
+  EXPECT_EQ(st.ranks, want.ranks);
+  EXPECT_EQ(st.batch, want.batch);
+  EXPECT_EQ(st.seed, want.seed);
+  EXPECT_EQ(st.shuffle, want.shuffle);
+  EXPECT_EQ(st.lr, want.lr) << "the learning rate must round-trip exactly";
+  EXPECT_EQ(st.epochs, want.epochs);
+  EXPECT_EQ(st.data, want.data);
+  EXPECT_EQ(st.trainSamples, want.trainSamples);
+  EXPECT_EQ(st.trainDigest, want.trainDigest);
+  // The metadata survives a broadcast.
+  const TrainingState again = decodeTrainingState(encodeTrainingState(st));
+  EXPECT_EQ(again.seed, want.seed);
+  EXPECT_EQ(again.lr, want.lr);
+  EXPECT_EQ(again.epochSamples, want.epochSamples);
+}
+
+TEST_F(TrainingStateFile, StateTensorsHaveTorchOptimNames) {
+  std::string file = readFile(path);
+  uint64_t n;
+  std::memcpy(&n, file.data(), 8);
+  auto h = nlohmann::json::parse(file.substr(8, n));
+  EXPECT_EQ(h["optimizer/fc.weight/exp_avg"]["shape"], nlohmann::json({3, 4}));
+  EXPECT_EQ(h["optimizer/fc.weight/exp_avg_sq"]["shape"], nlohmann::json({3, 4}));
+  EXPECT_EQ(h["optimizer/scale/exp_avg_sq"]["shape"], nlohmann::json::array());
+  EXPECT_EQ(h["__metadata__"]["format"], "pt");
+  EXPECT_EQ(h["__metadata__"]["dtc.kind"], "training-state");
+  EXPECT_EQ(h["__metadata__"]["dtc.step"], "37");
+  EXPECT_EQ(h["__metadata__"]["dtc.optimizer"], "adam");
+  EXPECT_EQ(h["__metadata__"]["dtc.program"], "1234abcd5678ef00");
+  // exp_avg_sq of fc.weight follows its exp_avg in the persistent block.
+  const auto range = h["optimizer/fc.weight/exp_avg_sq"]["data_offsets"];
+  float first;
+  std::memcpy(&first, file.data() + 8 + n + range[0].get<size_t>(), 4);
+  EXPECT_EQ(first, block[60]);
+  ModelSpec sgd = makeSpec();
+  sgd.numStates = 1;
+  EXPECT_EQ(stateTensorNames(sgd, kParams[1]),
+            std::vector<std::string>{"optimizer/fc.bias/momentum_buffer"});
+  sgd.numStates = 0;
+  EXPECT_TRUE(stateTensorNames(sgd, kParams[1]).empty());
+}
+
+TEST_F(TrainingStateFile, InitTakesItsParametersOnly) {
+  std::vector<float> target(96, -1.0f);
+  loadCheckpoint(path, spec, bytes(target));
+  EXPECT_EQ(target[0], block[0]);
+  EXPECT_EQ(target[32], block[32]);
+  EXPECT_EQ(target[48], -1.0f) << "--init must not load optimizer state";
+}
+
+TEST_F(TrainingStateFile, RefusesWhatDoesNotFitThisProgram) {
+  ModelSpec other = spec;
+  other.name = "other";
+  EXPECT_NE(loadError(other).find("of model 'ckpt', but this program trains model 'other'"),
+            std::string::npos)
+      << loadError(other);
+  other = spec;
+  other.fingerprint ^= 1;
+  EXPECT_NE(loadError(other).find("another compiled program (fingerprint 1234abcd5678ef00"),
+            std::string::npos)
+      << loadError(other);
+  other = spec;
+  other.recipe.optimizer = OptimizerKind::AdamW;
+  EXPECT_NE(loadError(other).find("trained with optimizer adam, but this program uses adamw"),
+            std::string::npos);
+  other.recipe.optimizer = OptimizerKind::SGD;
+  other.numStates = 1;
+  EXPECT_NE(loadError(other).find("optimizer adam"), std::string::npos);
+  static const ParamSpec wider[] = {
+      {"fc.weight", 2, {3, 5}, 15, 0, InitKind::Zeros, 0, 0, 5, 3, 192},
+      {"fc.bias", 1, {3}, 3, 64, InitKind::Zeros, 0, 0, 4, 3, 320},
+      {"scale", 0, {}, 1, 128, InitKind::Zeros, 0, 0, 1, 1, 352},
+  };
+  other = spec;
+  other.params = wider;
+  EXPECT_NE(loadError(other).find("tensor 'fc.weight' has shape [3, 4], expected [3, 5]"),
+            std::string::npos)
+      << loadError(other);
+  other = spec;
+  other.numParams = 2; // no "scale" in this program
+  EXPECT_NE(loadError(other).find("tensor 'scale', which is not a parameter"), std::string::npos);
+}
+
+TEST_F(TrainingStateFile, RefusesDamagedAndIncompleteFiles) {
+  std::string good = readFile(path);
+  std::string flipped = good;
+  flipped[flipped.size() - 5] ^= 0x10;
+  writeFile(path, flipped);
+  EXPECT_NE(loadError(spec).find("is damaged: its tensor data has CRC-32"), std::string::npos)
+      << loadError(spec);
+  writeFile(path, good);
+  editHeader([](nlohmann::json &h) { h.erase("optimizer/fc.bias/exp_avg"); });
+  EXPECT_NE(loadError(spec).find("no optimizer state tensor 'optimizer/fc.bias/exp_avg'"),
+            std::string::npos);
+  writeFile(path, good);
+  editHeader([](nlohmann::json &h) { h["__metadata__"]["dtc.step"] = "-3"; });
+  EXPECT_NE(loadError(spec).find("out of range"), std::string::npos) << loadError(spec);
+  writeFile(path, good);
+  editHeader([](nlohmann::json &h) { h["__metadata__"].erase("dtc.epoch_samples"); });
+  EXPECT_NE(loadError(spec).find("no 'dtc.epoch_samples' in its metadata"), std::string::npos);
+  writeFile(path, good);
+  editHeader([](nlohmann::json &h) { h["__metadata__"]["dtc.lr"] = "inf"; });
+  EXPECT_NE(loadError(spec).find("not a learning rate"), std::string::npos);
+  // A parameters file is not a training state.
+  saveCheckpoint(path, spec, bytes(block));
+  EXPECT_NE(loadError(spec).find("holds parameters only"), std::string::npos);
+}
+
+//===--- files written safely --------------------------------------------------===//
+
+TEST(AtomicFileTest, APlantedSymlinkIsNeverWrittenThrough) {
+  TempDir dir;
+  const std::string victim = dir.file("victim"), target = dir.file("ck.safetensors");
+  writeFile(victim, "precious");
+  // Where the old writer put its temporary file, and the target itself.
+  ASSERT_EQ(::symlink(victim.c_str(), (target + ".tmp").c_str()), 0);
+  ModelSpec spec = makeSpec();
+  std::vector<float> params = filled(64, 1.0f);
+  saveCheckpoint(target, spec, bytes(params));
+  EXPECT_EQ(readFile(victim), "precious");
+  const std::string link = dir.file("link.safetensors");
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  saveCheckpoint(link, spec, bytes(params));
+  EXPECT_EQ(readFile(victim), "precious") << "the save wrote through a symlink";
+  struct stat st;
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode)) << "the symlink should have been replaced by the file";
+}
+
+TEST(AtomicFileTest, UncommittedLeavesTheTargetAndNoTemporary) {
+  TempDir dir;
+  const std::string target = dir.file("out.csv");
+  writeFile(target, "old");
+  {
+    AtomicFile f(target, "metrics file");
+    f.write("new");
+  } // an error: never committed
+  EXPECT_EQ(readFile(target), "old");
+  EXPECT_EQ(dtc::test::listDir(dir.path()), std::vector<std::string>{"out.csv"});
+  {
+    AtomicFile f(target, "metrics file");
+    f.write("new");
+    f.commit(dir.file("also.csv"));
+  }
+  EXPECT_EQ(readFile(target), "new");
+  EXPECT_EQ(readFile(dir.file("also.csv")), "new");
+  EXPECT_EQ(dtc::test::listDir(dir.path()), (std::vector<std::string>{"also.csv", "out.csv"}));
+}
+
+TEST(AtomicFileTest, CheckWritableNamesTheProblemBeforeAnyWork) {
+  TempDir dir;
+  std::string e = errorOf([&] { checkWritable(dir.file("no/such/x.st"), "checkpoint"); });
+  EXPECT_NE(e.find("cannot write checkpoint '" + dir.file("no/such/x.st") +
+                   "': No such file or directory"),
+            std::string::npos)
+      << e;
+  e = errorOf([&] { checkWritable(dir.path(), "metrics file"); });
+  EXPECT_NE(e.find("Is a directory"), std::string::npos) << e;
+  EXPECT_EQ(errorOf([&] { checkWritable(dir.file("fine.st"), "checkpoint"); }), "<no error>");
+  EXPECT_TRUE(dtc::test::listDir(dir.path()).empty()) << "the probe must leave nothing behind";
+}
+
+TEST(AtomicFileTest, NonRegularFilesAreRefusedNotRead) {
+  TempDir dir;
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ModelSpec spec = makeSpec();
+  std::vector<float> target(64, 0.0f);
+  // Without the check this would block forever on the FIFO.
+  std::string e = errorOf([&] { loadCheckpoint(fifo, spec, bytes(target)); });
+  EXPECT_NE(e.find("is not a regular file"), std::string::npos) << e;
+  e = errorOf([&] { loadCheckpoint("/dev/zero", spec, bytes(target)); });
+  EXPECT_NE(e.find("is not a regular file"), std::string::npos) << e;
 }
 
 } // namespace

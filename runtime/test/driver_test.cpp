@@ -515,8 +515,8 @@ public:
   void setParam(int64_t offset, float value) override {
     std::memcpy(persistent_.data() + offset, &value, sizeof value);
   }
-  void paramsToHost() override {
-    std::memcpy(s_.persistent.data(), persistent_.data(), size_t(s_.spec.paramBytes));
+  void persistentToHost() override {
+    std::memcpy(s_.persistent.data(), persistent_.data(), size_t(s_.spec.persistentBytes));
   }
   void setTracer(Tracer *t) override { args_.trace = t; }
 

@@ -121,8 +121,8 @@ struct Linear {
 
   static ModelSpec spec() {
     static const ParamSpec params[] = {
-        {"fc.weight", 2, {C, F}, F * C, wOff, InitKind::GlorotUniform, 1.0, 0, F, C},
-        {"fc.bias", 1, {C}, C, bOff, InitKind::Zeros, 0, 0, F, C},
+        {"fc.weight", 2, {C, F}, F * C, wOff, InitKind::GlorotUniform, 1.0, 0, F, C, paramBytes},
+        {"fc.bias", 1, {C}, C, bOff, InitKind::Zeros, 0, 0, F, C, paramBytes + F * C * 4},
     };
     static const char *const classNames[] = {"loss", "accuracy"};
     static const char *const regNames[] = {"loss"};
@@ -142,6 +142,7 @@ struct Linear {
     s.params = params;
     s.paramBytes = paramBytes;
     s.persistentBytes = paramBytes + numel * 4;
+    s.numStates = 1; // SGD momentum
     s.arenaPerSample = 2 * C * 4;
     s.arenaFixed = numel * 4;
     s.numOutputs = Regression ? 1 : 2;

@@ -37,6 +37,12 @@ struct ParamSpec {
   InitKind init;
   double a, b;            // initializer arguments (see InitKind)
   int64_t fanIn, fanOut;
+  // Byte offset of the parameter's optimizer state in the persistent block:
+  // ModelSpec::numStates buffers of numel floats, one after the other
+  // (SGD: momentum_buffer; Adam, AdamW: exp_avg then exp_avg_sq). Where the
+  // plan folds momentum into the gradient buckets, the buffers of a bucket
+  // mirror its layout; at a step boundary each holds the momentum itself.
+  int64_t stateOffset;
 };
 
 enum class OptimizerKind : int32_t { SGD = 0, Adam, AdamW };
@@ -125,6 +131,8 @@ struct ModelSpec {
   const ParamSpec *params;
   int64_t persistentBytes;    // parameters + optimizer state
   int64_t paramBytes;         // the first paramBytes of persistent are parameters
+  int32_t numStates;          // optimizer state buffers per parameter (0, 1 or 2;
+                              // see ParamSpec::stateOffset)
   // arena: bytes = arenaFixed + arenaPerSample * batch (covers every step
   // fn); steps place their fixed region first, so fixed buffers (gradients,
   // buckets) do not move when the batch size changes

@@ -1,0 +1,62 @@
+//===- preempt.cpp - Signals that end a run at a step boundary ------------===//
+#include "preempt.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+
+namespace dtc::rt {
+namespace {
+
+constexpr int kSignals[] = {SIGTERM, SIGINT, SIGUSR1};
+constexpr int kNumSignals = sizeof kSignals / sizeof kSignals[0];
+
+std::atomic<int> gRequested{0};
+struct sigaction gPrevious[kNumSignals];
+
+void onSignal(int sig) {
+  int none = 0;
+  if (gRequested.compare_exchange_strong(none, sig))
+    return;
+  // A second SIGTERM or SIGINT: the default action (the process ends).
+  if (sig != SIGUSR1) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
+
+static_assert(std::atomic<int>::is_always_lock_free, "the handler needs a lock-free flag");
+
+} // namespace
+
+PreemptionHandler::PreemptionHandler() {
+  gRequested.store(0);
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int i = 0; i < kNumSignals; ++i)
+    sigaction(kSignals[i], &sa, &gPrevious[i]);
+}
+
+PreemptionHandler::~PreemptionHandler() {
+  for (int i = 0; i < kNumSignals; ++i)
+    sigaction(kSignals[i], &gPrevious[i], nullptr);
+}
+
+int PreemptionHandler::requested() { return gRequested.load(std::memory_order_relaxed); }
+
+const char *PreemptionHandler::name(int signal) {
+  switch (signal) {
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGINT:
+    return "SIGINT";
+  case SIGUSR1:
+    return "SIGUSR1";
+  }
+  return "a signal";
+}
+
+} // namespace dtc::rt
