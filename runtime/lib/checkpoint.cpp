@@ -239,23 +239,25 @@ void checkTensor(const std::string &path, const std::string &name, const Tensor 
 // naming the first difference.
 void checkParameters(const std::string &path, const Safetensors &st, const ModelSpec &spec,
                      bool allowState) {
+  // In the model's order, so that the message names its first difference.
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec &p = spec.params[i];
+    const Tensor *t = st.find(p.name);
+    if (!t)
+      throw Error(fmt::format("checkpoint '{}' has no tensor '{}'", path, p.name));
+    checkTensor(path, p.name, *t, shapeOf(p), p.numel);
+  }
   std::unordered_map<std::string, int32_t> byName;
   for (int32_t i = 0; i < spec.numParams; ++i)
     byName.emplace(spec.params[i].name, i);
   for (const auto &[name, t] : st.tensors) {
     if (allowState && name.rfind(kStatePrefix, 0) == 0)
       continue;
-    auto it = byName.find(name);
-    if (it == byName.end())
+    if (!byName.count(name))
       throw Error(fmt::format("checkpoint '{}' has tensor '{}', which is not a parameter "
                               "of model '{}'",
                               path, name, spec.name));
-    const ParamSpec &p = spec.params[it->second];
-    checkTensor(path, name, t, shapeOf(p), p.numel);
   }
-  for (int32_t i = 0; i < spec.numParams; ++i)
-    if (!st.find(spec.params[i].name))
-      throw Error(fmt::format("checkpoint '{}' has no tensor '{}'", path, spec.params[i].name));
 }
 
 //===--- metadata ------------------------------------------------------------===//
