@@ -1,7 +1,7 @@
 //===- checkpoint.cpp - Parameters and training state in safetensors -----===//
 #include "checkpoint.h"
 
-#include "atomic_file.h"
+#include "files.h"
 #include "error.h"
 
 #include <fmt/format.h>
@@ -40,19 +40,10 @@ const char *optimizerKey(OptimizerKind k) {
   return "?";
 }
 
-// The whole of a regular file (a FIFO or a device is refused: it could block
-// or never end).
+// The whole of a regular file (openForReading refuses anything else).
 std::string readWholeFile(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    throw Error(fmt::format("cannot open checkpoint '{}': {}", path, std::strerror(errno)));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(fmt::format("checkpoint '{}' is not a regular file", path));
-  }
+  int fd = openForReading(path, "checkpoint");
   std::string data;
-  data.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);

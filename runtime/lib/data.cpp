@@ -2,18 +2,21 @@
 #include "data.h"
 
 #include "error.h"
+#include "files.h"
 #include "rng.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <new>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -54,10 +57,12 @@ bool fileExists(const std::string &path) {
 class GzReader {
 public:
   explicit GzReader(const std::string &path) : path_(path) {
-    errno = 0;
-    f_ = gzopen(path.c_str(), "rb");
-    if (!f_)
-      cannotOpen(path, errno ? errno : ENOMEM);
+    const int fd = openForReading(path, "dataset file");
+    f_ = gzdopen(fd, "rb");
+    if (!f_) {
+      ::close(fd);
+      cannotOpen(path, ENOMEM);
+    }
   }
   ~GzReader() { gzclose(f_); }
   GzReader(const GzReader &) = delete;
@@ -121,25 +126,37 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool parseFloat(std::string_view s, float &out) {
+// A CSV cell as a float: optional surrounding double quotes, a leading '+';
+// finite values only.
+enum class Cell { Number, NotNumber, OutOfRange, NotFinite };
+Cell parseCell(std::string_view s, float &out) {
   s = trim(s);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"')
+    s = trim(s.substr(1, s.size() - 2));
   if (!s.empty() && s.front() == '+')
     s.remove_prefix(1);
   if (s.empty())
-    return false;
+    return Cell::NotNumber;
   auto res = std::from_chars(s.data(), s.data() + s.size(), out);
-  return res.ec == std::errc() && res.ptr == s.data() + s.size();
+  if (res.ec == std::errc::result_out_of_range && res.ptr == s.data() + s.size())
+    return Cell::OutOfRange;
+  if (res.ec != std::errc() || res.ptr != s.data() + s.size())
+    return Cell::NotNumber;
+  return std::isfinite(out) ? Cell::Number : Cell::NotFinite;
 }
 
+// Splits at commas outside double quotes (RFC 4180 quoting).
 void splitCsv(std::string_view line, std::vector<std::string_view> &cells) {
   cells.clear();
   size_t start = 0;
-  for (;;) {
-    size_t comma = line.find(',', start);
-    cells.push_back(line.substr(start, comma == std::string_view::npos ? comma : comma - start));
-    if (comma == std::string_view::npos)
-      break;
-    start = comma + 1;
+  bool quoted = false;
+  for (size_t i = 0; i <= line.size(); ++i) {
+    if (i < line.size() && line[i] == '"')
+      quoted = !quoted;
+    else if (i == line.size() || (line[i] == ',' && !quoted)) {
+      cells.push_back(line.substr(start, i - start));
+      start = i + 1;
+    }
   }
 }
 
@@ -160,11 +177,20 @@ Dataset readIdx(const std::string &imagesPath, const std::string &labelsPath) {
   std::vector<int64_t> dims = readIdxHeader(images, imagesPath);
   ds.size = dims[0];
   ds.features = 1;
-  for (size_t i = 1; i < dims.size(); ++i)
-    ds.features *= dims[i];
-  if (ds.size * ds.features > (int64_t(1) << 40))
-    throw Error(fmt::format("dataset file '{}' has an implausible size ({} x {} bytes)",
-                            imagesPath, ds.size, ds.features));
+  // Each dimension < 2^32 and the product checked: a corrupt header cannot
+  // overflow the sizes computed from it.
+  int64_t total = ds.size;
+  bool overflow = false;
+  for (size_t i = 1; i < dims.size(); ++i) {
+    overflow |= __builtin_mul_overflow(ds.features, dims[i], &ds.features);
+    overflow |= __builtin_mul_overflow(total, dims[i], &total);
+  }
+  if (overflow || total > (int64_t(1) << 40))
+    throw Error(fmt::format("dataset file '{}' has an implausible size ({} samples of [{}])",
+                            imagesPath, ds.size,
+                            fmt::join(dims.begin() + 1, dims.end(), ", ")));
+  if (ds.features == 0)
+    throw Error(fmt::format("dataset file '{}' has samples of no pixels", imagesPath));
 
   GzReader labels(labelsPath);
   std::vector<int64_t> ldims = readIdxHeader(labels, labelsPath);
@@ -199,53 +225,86 @@ Dataset readIdx(const std::string &imagesPath, const std::string &labelsPath) {
 
 Dataset readCsv(const std::string &path, LabelKind kind, int64_t labelWidth,
                 int64_t features) {
-  errno = 0;
-  std::ifstream in(path);
-  if (!in)
-    cannotOpen(path, errno ? errno : ENOENT);
+  const int fd = openForReading(path, "dataset file");
+  std::FILE *in = ::fdopen(fd, "r");
+  if (!in) {
+    ::close(fd);
+    cannotOpen(path, errno);
+  }
   Dataset ds;
   ds.source = path;
   ds.labelKind = kind;
   ds.labelWidth = kind == LabelKind::Class ? 1 : labelWidth;
   ds.features = features;
   const size_t columns = static_cast<size_t>(ds.labelWidth + features);
+  auto fail = [&](int64_t lineNo, const std::string &what) {
+    std::fclose(in);
+    return Error(fmt::format("dataset file '{}' line {}: {}", path, lineNo, what));
+  };
 
-  std::string line;
+  char *buf = nullptr;
+  size_t cap = 0;
   std::vector<std::string_view> cells;
-  for (int64_t lineNo = 1; std::getline(in, line); ++lineNo) {
+  bool first = true;
+  int64_t lineNo = 0;
+  for (ssize_t len; (len = ::getline(&buf, &cap, in)) >= 0;) {
+    ++lineNo;
+    std::string_view line(buf, size_t(len));
+    if (lineNo == 1 && line.substr(0, 3) == "\xEF\xBB\xBF")
+      line.remove_prefix(3); // a UTF-8 byte order mark
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r'))
+      line.remove_suffix(1);
     if (trim(line).empty())
       continue;
     splitCsv(line, cells);
     float v;
-    if (lineNo == 1 && !parseFloat(cells[0], v))
-      continue; // header
+    if (first) {
+      first = false;
+      // A header names the columns: no cell of it is a number.
+      bool anyNumber = false;
+      for (std::string_view c : cells)
+        anyNumber |= parseCell(c, v) != Cell::NotNumber;
+      if (!anyNumber)
+        continue;
+    }
     if (cells.size() != columns) {
       const int64_t found = static_cast<int64_t>(cells.size()) - ds.labelWidth;
-      throw Error(fmt::format("dataset file '{}' line {}: {} features per sample (after "
-                              "{} label column{}) but the model takes {}",
-                              path, lineNo, std::max<int64_t>(found, 0), ds.labelWidth,
-                              ds.labelWidth == 1 ? "" : "s", features));
+      std::free(buf);
+      throw fail(lineNo, fmt::format("{} features per sample (after {} label column{}) but "
+                                     "the model takes {}",
+                                     std::max<int64_t>(found, 0), ds.labelWidth,
+                                     ds.labelWidth == 1 ? "" : "s", features));
     }
     for (size_t c = 0; c < columns; ++c) {
-      if (!parseFloat(cells[c], v))
-        throw Error(fmt::format("dataset file '{}' line {} column {}: '{}' is not a number",
-                                path, lineNo,
-                                c + 1, trim(cells[c])));
+      const Cell kindOf = parseCell(cells[c], v);
+      if (kindOf != Cell::Number) {
+        const std::string cell(trim(cells[c]));
+        std::free(buf);
+        throw fail(lineNo, fmt::format("column {}: '{}' is {}", c + 1, cell,
+                                       kindOf == Cell::OutOfRange ? "outside the float range"
+                                       : kindOf == Cell::NotFinite ? "not a finite number"
+                                                                   : "not a number"));
+      }
       if (c >= static_cast<size_t>(ds.labelWidth))
         ds.x.push_back(v);
       else if (kind == LabelKind::Value)
         ds.yValue.push_back(v);
-      else if (v != std::floor(v) || std::fabs(v) > 1e9f)
-        throw Error(fmt::format("dataset file '{}' line {}: class label '{}' is not an integer",
-                                path, lineNo,
-                                trim(cells[c])));
-      else
+      else if (v != std::floor(v) || std::fabs(v) > 1e9f) {
+        const std::string cell(trim(cells[c]));
+        std::free(buf);
+        throw fail(lineNo, fmt::format("class label '{}' is not an integer", cell));
+      } else
         ds.yClass.push_back(static_cast<int32_t>(v));
     }
+    ds.lines.push_back(lineNo);
     ++ds.size;
   }
-  if (in.bad())
-    throw Error(fmt::format("error reading dataset file '{}': {}", path, std::strerror(errno)));
+  std::free(buf);
+  const bool bad = std::ferror(in);
+  const int err = errno;
+  std::fclose(in);
+  if (bad)
+    throw Error(fmt::format("error reading dataset file '{}': {}", path, std::strerror(err)));
   return ds;
 }
 
@@ -318,10 +377,16 @@ void checkDataset(const Dataset &ds, const ModelSpec &spec) {
   if (spec.labelKind == LabelKind::Class)
     for (int64_t i = 0; i < ds.size; ++i)
       if (ds.yClass[i] < 0 || ds.yClass[i] >= spec.numClasses)
-        throw Error(fmt::format("dataset '{}': sample {} has label {}, outside the model's "
-                                "{} classes [0, {})",
-                                ds.source, i, ds.yClass[i], spec.numClasses,
+        throw Error(fmt::format("dataset '{}' {}: label {} is outside the model's {} classes "
+                                "[0, {})",
+                                ds.source, ds.where(i), ds.yClass[i], spec.numClasses,
                                 spec.numClasses));
+}
+
+std::string Dataset::where(int64_t i) const {
+  if (size_t(i) < lines.size())
+    return fmt::format("line {}", lines[size_t(i)]);
+  return fmt::format("sample {}", i);
 }
 
 std::string DataSource::describe() const {

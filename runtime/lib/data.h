@@ -43,6 +43,9 @@ struct Dataset {
   std::vector<float, LargeAllocator<float>> x;
   std::vector<int32_t> yClass;
   std::vector<float> yValue;
+  std::vector<int64_t> lines; // CSV: the line of each sample (for messages)
+  // "line 12" (CSV) or "sample 11" (0-based), for messages.
+  std::string where(int64_t i) const;
 };
 
 // Where the data comes from, after options have overridden the recipe.
@@ -65,8 +68,9 @@ Dataset readIdx(const std::string &imagesPath, const std::string &labelsPath);
 // Picks dir/<name>.gz, else dir/<name>; returns the .gz name if neither exists.
 std::string idxFile(const std::string &dir, const std::string &name);
 
-// CSV: labelColumns label columns, then `features` feature columns per line;
-// a first line that is not numeric is a header and skipped.
+// CSV: labelColumns label columns, then `features` feature columns per line,
+// each a finite number (double quotes around a cell allowed); a first line
+// with no number in it is a header and skipped; a UTF-8 BOM is skipped.
 Dataset readCsv(const std::string &path, LabelKind kind, int64_t labelWidth,
                 int64_t features);
 

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "dtc/runtime.h"
 
-#include "atomic_file.h"
+#include "files.h"
 #include "checkpoint.h"
 #include "comm_impl.h"
 #include "error.h"

@@ -1,7 +1,7 @@
 //===- trace.cpp - Chrome-trace recording of training steps --------------===//
 #include "tracer.h"
 
-#include "atomic_file.h"
+#include "files.h"
 
 #include <nlohmann/json.hpp>
 

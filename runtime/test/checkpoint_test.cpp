@@ -1,5 +1,5 @@
 //===- checkpoint_test.cpp - safetensors save/load and rejection ---------===//
-#include "atomic_file.h"
+#include "files.h"
 #include "checkpoint.h"
 #include "error.h"
 #include "test_util.h"

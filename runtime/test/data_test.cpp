@@ -5,6 +5,7 @@
 #include "test_util.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -166,6 +167,64 @@ TEST(Csv, Errors) {
   expectError([&] { readCsv(f, LabelKind::Class, 1, 2); }, {f, "not an integer"});
   expectError([&] { readCsv(dir.file("none.csv"), LabelKind::Class, 1, 2); },
               {"cannot open dataset file '" + dir.file("none.csv") + "'"});
+}
+
+TEST(Csv, HeadersQuotesAndTheCellsNoHeaderMayHide) {
+  TempDir dir;
+  const std::string f = dir.file("d.csv");
+  // A byte order mark and quoted numbers are data, not a header.
+  dtc::test::writeFile(f, "\xEF\xBB\xBF" "1,0.5\n\"2\",\"0.25\"\n");
+  Dataset ds = readCsv(f, LabelKind::Class, 1, 1);
+  EXPECT_EQ(ds.size, 2) << "a row was dropped as a header";
+  EXPECT_EQ(ds.yClass, std::vector<int32_t>({1, 2}));
+  // A quoted header with commas inside is a header.
+  dtc::test::writeFile(f, "\"label\",\"x, first\"\n3,1\n");
+  EXPECT_EQ(readCsv(f, LabelKind::Class, 1, 1).size, 1);
+  // Out of range, non-finite and partly numeric first lines are errors.
+  dtc::test::writeFile(f, "1e39,2\n");
+  expectError([&] { readCsv(f, LabelKind::Value, 1, 1); },
+              {f, "line 1", "column 1", "'1e39' is outside the float range"});
+  dtc::test::writeFile(f, "1,2\n0,nan\n");
+  expectError([&] { readCsv(f, LabelKind::Value, 1, 1); },
+              {f, "line 2", "column 2", "'nan' is not a finite number"});
+  dtc::test::writeFile(f, "1,inf\n");
+  expectError([&] { readCsv(f, LabelKind::Value, 1, 1); }, {"'inf' is not a finite number"});
+  dtc::test::writeFile(f, "label,0.5\n");
+  expectError([&] { readCsv(f, LabelKind::Value, 1, 1); },
+              {f, "line 1", "column 1", "'label' is not a number"});
+}
+
+TEST(Csv, LabelErrorsNameTheLine) {
+  TempDir dir;
+  dtc::test::writeFile(dir.file("t.csv"), "label,x\n1,0.5\n\n7,0.25\n");
+  DataSource src;
+  src.kind = DatasetKind::CSV;
+  src.trainPath = dir.file("t.csv");
+  expectError([&] { loadData(src, specFor(1, LabelKind::Class, 2)); },
+              {dir.file("t.csv"), "line 4", "label 7 is outside the model's 2 classes"});
+}
+
+TEST(DataFiles, NonRegularFilesAreRefused) {
+  TempDir dir;
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Each would block (the FIFO) or read forever (/dev/zero) without the check.
+  expectError([&] { readCsv(fifo, LabelKind::Class, 1, 2); }, {fifo, "is not a regular file"});
+  expectError([&] { readCsv("/dev/zero", LabelKind::Class, 1, 2); },
+              {"/dev/zero", "is not a regular file"});
+  expectError([&] { readIdx(fifo, fifo); }, {fifo, "is not a regular file"});
+  expectError([&] { readIdx("/dev/zero", "/dev/zero"); }, {"is not a regular file"});
+}
+
+TEST(Idx, DimensionsWhoseProductOverflowsAreRefused) {
+  TempDir dir;
+  // 2^31 images of 2^32-1 x 2^32-1 pixels: the product overflows int64.
+  dtc::test::writeGz(dir.file("i.gz"), dtc::test::idxBytes({0x80000000u, 0xffffffffu, 0xffffffffu}, {}));
+  dtc::test::writeGz(dir.file("l.gz"), dtc::test::idxBytes({0x80000000u}, {}));
+  expectError([&] { readIdx(dir.file("i.gz"), dir.file("l.gz")); },
+              {dir.file("i.gz"), "implausible size"});
+  dtc::test::writeGz(dir.file("i.gz"), dtc::test::idxBytes({4, 0, 28}, {}));
+  expectError([&] { readIdx(dir.file("i.gz"), dir.file("l.gz")); }, {"no pixels"});
 }
 
 TEST(Csv, LoadDataWithoutTestSplit) {
@@ -383,6 +442,41 @@ TEST(Sampler, LastStepWithFewerSamplesThanRanksIsDroppedEverywhere) {
   EXPECT_EQ(single.numBatches(), 9);
   EXPECT_EQ(single.droppedSamples(), 0);
   EXPECT_EQ(single.gradSeed(8), 1.0f); // the short last batch (1 sample)
+}
+
+TEST(Sampler, AnEpochStartedInsideContinuesItsOrder) {
+  // N = 1000, W = 2, b = 16: step k of an epoch started at position 640
+  // (after 20 steps) is step 20 + k of the whole epoch.
+  for (int r = 0; r < 2; ++r) {
+    Sampler whole(1000, 16, 9, true, r, 2), resumed(1000, 16, 9, true, r, 2);
+    whole.setEpoch(3);
+    resumed.setEpoch(3, 640);
+    ASSERT_EQ(resumed.numBatches(), whole.numBatches() - 20);
+    for (int64_t k = 0; k < resumed.numBatches(); ++k) {
+      int64_t n1, n2;
+      const int64_t *a = whole.batch(20 + k, &n1), *b = resumed.batch(k, &n2);
+      ASSERT_EQ(n1, n2);
+      EXPECT_EQ(std::vector<int64_t>(a, a + n1), std::vector<int64_t>(b, b + n2)) << k;
+      EXPECT_EQ(resumed.gradSeed(k), whole.gradSeed(20 + k));
+      EXPECT_EQ(resumed.positionAfter(k), whole.positionAfter(20 + k));
+    }
+    EXPECT_EQ(resumed.positionAfter(resumed.numBatches() - 1), 1000);
+  }
+  // On 1 rank from the position 2 ranks reached: the rest of the order.
+  Sampler two(1000, 16, 9, true, 0, 2), one(1000, 16, 9, true);
+  two.setEpoch(1);
+  one.setEpoch(1, two.positionAfter(19));
+  std::vector<int64_t> perm(1000);
+  epochPermutation(9, 1, 1000, perm.data());
+  int64_t n;
+  const int64_t *first = one.batch(0, &n);
+  EXPECT_EQ(std::vector<int64_t>(first, first + n),
+            std::vector<int64_t>(perm.begin() + 640, perm.begin() + 656));
+  EXPECT_EQ(one.numBatches(), 23); // 360 samples left: 22 of 16, one of 8
+  // An epoch started at its end has no steps; one past it is an error.
+  one.setEpoch(2, 1000);
+  EXPECT_EQ(one.numBatches(), 0);
+  EXPECT_THROW(one.setEpoch(2, 1001), Error);
 }
 
 TEST(Batch, GathersRowsAndLabels) {

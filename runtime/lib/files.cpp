@@ -1,5 +1,5 @@
-//===- atomic_file.cpp - Files that appear complete or not at all --------===//
-#include "atomic_file.h"
+//===- files.cpp - Files train writes and reads, safely -------------------===//
+#include "files.h"
 
 #include "error.h"
 
@@ -109,6 +109,24 @@ void AtomicFile::commit(const std::string &alsoLinkAs) {
 
 void AtomicFile::fail(int err) const {
   throw Error(fmt::format("cannot write {} '{}': {}", what_, target_, std::strerror(err)));
+}
+
+int openForReading(const std::string &path, const std::string &what) {
+  // O_NONBLOCK: opening a FIFO without a writer would block.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    throw Error(fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(fmt::format("{} '{}' is not a regular file (a FIFO, device or directory "
+                            "cannot be read as one)",
+                            what, path));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
 }
 
 void checkWritable(const std::string &path, const std::string &what) {

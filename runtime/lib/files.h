@@ -1,4 +1,4 @@
-//===- atomic_file.h - Files that appear complete or not at all ----------===//
+//===- files.h - Files train writes and reads, safely ---------------------===//
 //
 // Every file train writes (--save, --checkpoint, --metrics, --trace) goes
 // through AtomicFile: the data goes to a new temporary file in the target's
@@ -13,6 +13,9 @@
 // checkWritable(PATH) is the same test made before a run starts: it creates
 // and removes such a temporary file, so that a missing or read-only
 // directory is reported before training rather than after it.
+//
+// openForReading(PATH) opens an input (data set, checkpoint) and refuses
+// anything but a regular file: a FIFO would block, /dev/zero never end.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -53,5 +56,10 @@ void checkWritable(const std::string &path, const std::string &what);
 
 // The directory part of path, "." when it has none.
 std::string directoryOf(const std::string &path);
+
+// A read-only descriptor of the regular file at path (close it), opened
+// without blocking on a FIFO; throws Error("cannot open <what> 'PATH': ...")
+// or Error("<what> 'PATH' is not a regular file ...").
+int openForReading(const std::string &path, const std::string &what);
 
 } // namespace dtc::rt
