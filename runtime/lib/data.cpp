@@ -324,6 +324,11 @@ Dataset makeSynthetic(const ModelSpec &spec, int64_t size, uint64_t seed,
   for (auto &b : bias)
     b = 0.1 * teacherRng.normal();
 
+  int64_t floats = 0;
+  if (__builtin_mul_overflow(size, std::max(F, outs), &floats) || floats > (int64_t(1) << 36))
+    throw Error(fmt::format("synthetic data of {} samples x {} features is too large (at most "
+                            "2^36 values)",
+                            size, F));
   Dataset ds;
   ds.source = "synthetic";
   ds.size = size;

@@ -895,6 +895,7 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     if (!device.cuda) // on a device the steps' GEMMs are cuBLAS's
       gemm_engine::setThreads(threads);
     checkOutputs(*comm, opts);
+    checkStepMemory(spec, opts.batch, /*hostSteps=*/!device.cuda);
     DataSplits data = loadData(opts.data, spec);
     checkSameData(*comm, data);
     std::optional<LoadedTrainingState> resumed = loadResume(*comm, spec, opts, data);
@@ -911,6 +912,8 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
             begin.epoch, opts.epochs,
             opts.maxSteps > 0 ? fmt::format(", --max-steps {}", opts.maxSteps) : ""));
     }
+    if (resumed) // its --batch
+      checkStepMemory(spec, opts.batch, /*hostSteps=*/!device.cuda);
     Session session(spec, opts, std::move(data), *comm, /*hostSteps=*/!device.cuda,
                     resumed ? &resumed->persistent : nullptr);
     resumed.reset();

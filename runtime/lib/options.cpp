@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <sys/stat.h>
 #include <thread>
@@ -19,6 +20,9 @@ namespace dtc::rt {
 namespace {
 
 constexpr const char *kRuntimeVersion = "0.1.0";
+// Upper bounds of counts (epochs, batch, steps) and of --comm-timeout.
+constexpr int64_t kMaxCount = int64_t(1) << 40;
+constexpr double kMaxTimeout = 30 * 86400.0;
 
 const char *optimizerName(OptimizerKind k) {
   switch (k) {
@@ -65,11 +69,11 @@ void applyDataOption(const std::string &arg, DataSource &src) {
       std::string sizes = arg.substr(10);
       size_t comma = sizes.find(',');
       int64_t train = 0, test = src.testSize;
-      if (!parseAs(sizes.substr(0, comma), train) || train < 1 ||
+      if (!parseAs(sizes.substr(0, comma), train) || train < 1 || train > kMaxCount ||
           (comma != std::string::npos &&
-           (!parseAs(sizes.substr(comma + 1), test) || test < 0)))
-        throw dtc::rt::Error("--data: expected synthetic[:TRAIN[,TEST]] with TRAIN >= 1, got '" + arg +
-                    "'");
+           (!parseAs(sizes.substr(comma + 1), test) || test < 0 || test > kMaxCount)))
+        throw dtc::rt::Error("--data: expected synthetic[:TRAIN[,TEST]] with TRAIN from 1 and "
+                             "TEST from 0 to 2^40, got '" + arg + "'");
       src.trainSize = train;
       src.testSize = test;
     }
@@ -93,24 +97,40 @@ void applyDataOption(const std::string &arg, DataSource &src) {
 // Validators with plain messages ("--epochs: expected a positive integer,
 // got '0'"); CLI11's own print the type's whole range.
 
-template <class T> CLI::Validator atLeast(T min, const char *what) {
+// A number in [min, max] (finite for floating-point options), else
+// "expected <what>, got '<text>'". The upper bounds keep every size and
+// deadline computed from an option far from overflow.
+template <class T> CLI::Validator inRange(T min, T max, std::string what) {
   return CLI::Validator(
-      [min, what](std::string &text) -> std::string {
+      [min, max, what](std::string &text) -> std::string {
         T v;
-        if (parseAs(text, v) && v >= min)
+        bool ok = parseAs(text, v) && v >= min && v <= max;
+        if constexpr (std::is_floating_point_v<T>)
+          ok = ok && std::isfinite(v);
+        if (ok)
           return "";
         return fmt::format("expected {}, got '{}'", what, text);
       },
       "");
 }
 
-CLI::Validator above(double min, const char *what) {
+// Positive and finite (a step, a timeout).
+template <class T> CLI::Validator positive(T max, std::string what) {
   return CLI::Validator(
-      [min, what](std::string &text) -> std::string {
-        double v;
-        if (parseAs(text, v) && v > min)
+      [max, what](std::string &text) -> std::string {
+        T v;
+        if (parseAs(text, v) && std::isfinite(v) && v > 0 && v <= max)
           return "";
         return fmt::format("expected {}, got '{}'", what, text);
+      },
+      "");
+}
+
+// Paths: an empty one would be silently ignored.
+CLI::Validator nonEmpty() {
+  return CLI::Validator(
+      [](std::string &text) -> std::string {
+        return text.empty() ? std::string("expected a path, got an empty string") : "";
       },
       "");
 }
@@ -179,53 +199,59 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   app.add_option("--data", data,
                  "Data set: an IDX directory, train.csv[,test.csv], or synthetic[:TRAIN[,TEST]]")
       ->type_name("PATH")
+      ->check(nonEmpty())
       ->default_str(out.data.describe());
   app.add_option("--epochs", out.epochs, "Number of epochs (0: only evaluate)")
       ->type_name("N")
       ->capture_default_str()
-      ->check(atLeast<int64_t>(0, "a non-negative integer"));
+      ->check(inRange<int64_t>(0, kMaxCount, "a number of epochs from 0 to 2^40"));
   app.add_option("--batch", out.batch, "Batch size")
       ->type_name("N")
       ->capture_default_str()
-      ->check(atLeast<int64_t>(1, "a positive integer"));
+      ->check(inRange<int64_t>(1, kMaxCount, "a batch size from 1 to 2^40"));
   app.add_option("--lr", out.lr, "Learning rate")
       ->type_name("F")
       ->capture_default_str()
-      ->check(atLeast<float>(0, "a non-negative number"));
+      ->check(inRange<float>(0, 1e6f, "a finite learning rate from 0 to 1e6"));
   app.add_option("--seed", out.seed, "Seed of the initialization and the shuffle")
       ->type_name("N")
       ->capture_default_str()
-      ->check(atLeast<uint64_t>(0, "a non-negative integer"));
+      ->check(inRange<uint64_t>(0, UINT64_MAX, "an integer from 0 to 2^64-1"));
   app.add_option("--shuffle", shuffle, "Shuffle the training set each epoch (off: file order)")
       ->type_name("on|off")
       ->capture_default_str()
       ->check(oneOf({"on", "off"}));
   app.add_option("--save", out.savePath, "Write the trained parameters to FILE (safetensors)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(nonEmpty());
   app.add_option("--init", out.initPath, "Start from the parameters in FILE (safetensors)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(nonEmpty());
   app.add_option("--checkpoint", out.checkpointPath,
                  "Write the training state (parameters, optimizer state, step, epoch and "
                  "position, options) to FILE (safetensors) at each epoch's end, every "
                  "--checkpoint-every steps and on SIGTERM/SIGINT/SIGUSR1")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(nonEmpty());
   app.add_option("--checkpoint-every", out.checkpointEvery,
                  "Also checkpoint every N optimizer steps (0: only at epoch ends and on signals)")
       ->type_name("N")
       ->capture_default_str()
-      ->check(atLeast<int64_t>(0, "a non-negative integer"));
+      ->check(inRange<int64_t>(0, kMaxCount, "a number of steps from 0 to 2^40"));
   app.add_option("--checkpoint-keep", out.checkpointKeep,
                  "Keep the latest K checkpoints as <stem>.step<N><ext> besides FILE (1: FILE only)")
       ->type_name("K")
       ->capture_default_str()
-      ->check(atLeast<int64_t>(1, "a positive integer"));
+      ->check(inRange<int64_t>(1, 1000000, "a number of checkpoints from 1 to 1000000"));
   app.add_option("--resume", out.resumePath,
                  "Continue the run saved in FILE by --checkpoint, exactly (auto: the "
                  "--checkpoint file if it exists, else start afresh)")
-      ->type_name("FILE|auto");
+      ->type_name("FILE|auto")
+      ->check(nonEmpty());
   app.add_option("--metrics", out.metricsPath,
                  "Write one CSV row per step to FILE: epoch,step,batch,loss,<metrics>,lr,seconds")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(nonEmpty());
   app.add_option("--progress", progress,
                  "Progress bar (auto: when stdout is a terminal and there is one rank)")
       ->type_name("auto|on|off")
@@ -236,10 +262,10 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                  "on a node)")
       ->type_name("N")
       ->capture_default_str()
-      ->check(atLeast<int>(1, "a positive integer"));
+      ->check(inRange<int>(1, 1024, "a number of threads from 1 to 1024"));
   app.add_option("--max-steps", out.maxSteps, "Stop training after N steps in total")
       ->type_name("N")
-      ->check(atLeast<int64_t>(1, "a positive integer"));
+      ->check(inRange<int64_t>(1, kMaxCount, "a number of steps from 1 to 2^40"));
   app.add_option("--eval", eval, "Evaluate on the test set after each epoch")
       ->type_name("on|off")
       ->capture_default_str()
@@ -249,15 +275,15 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   app.add_option("--gradcheck-eps", out.gradcheckEps, "Finite-difference step")
       ->type_name("F")
       ->capture_default_str()
-      ->check(above(0.0, "a positive number"));
+      ->check(positive<double>(1.0, "a finite step above 0, at most 1"));
   app.add_option("--gradcheck-atol", out.gradcheckAtol, "Absolute tolerance")
       ->type_name("F")
       ->capture_default_str()
-      ->check(atLeast<double>(0, "a non-negative number"));
+      ->check(inRange<double>(0, 1e30, "a finite tolerance >= 0"));
   app.add_option("--gradcheck-rtol", out.gradcheckRtol, "Relative tolerance")
       ->type_name("F")
       ->capture_default_str()
-      ->check(atLeast<double>(0, "a non-negative number"));
+      ->check(inRange<double>(0, 1e30, "a finite tolerance >= 0"));
   app.add_flag("--quiet", out.quiet, "Print only the per-epoch result lines");
   app.add_option("--comm", comm,
                  "Communication between ranks (auto: on the CPU, MPI when started by mpirun, "
@@ -271,7 +297,8 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                  "longer than this")
       ->type_name("SECONDS")
       ->capture_default_str()
-      ->check(above(0.0, "a positive number of seconds"));
+      ->check(positive<double>(kMaxTimeout, "a number of seconds above 0, at most 2592000 "
+                                            "(30 days)"));
   app.add_option("--overlap", overlap,
                  "CPU: start each gradient bucket's all-reduce while backward still runs (on), "
                  "only when the step waits for it (off), or on only when each rank has a core "
@@ -283,11 +310,12 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   app.add_option("--trace", out.tracePath,
                  "Write a Chrome trace (chrome://tracing, Perfetto) of the first training "
                  "steps to FILE (rank N > 0: FILE with .rankN before the extension)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(nonEmpty());
   app.add_option("--trace-steps", out.traceSteps, "Steps recorded by --trace")
       ->type_name("N")
       ->capture_default_str()
-      ->check(atLeast<int64_t>(1, "a positive integer"));
+      ->check(inRange<int64_t>(1, 1000000, "a number of steps from 1 to 1000000"));
   app.add_option("--device", device,
                  "Where the steps run (auto: cuda when the program has CUDA steps and a GPU "
                  "is present, else cpu)")
@@ -299,12 +327,26 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                  "and the non-finite loss check happen then)")
       ->type_name("N")
       ->capture_default_str()
-      ->check(atLeast<int64_t>(1, "a positive integer"));
+      ->check(inRange<int64_t>(1, 100000, "a number of steps from 1 to 100000"));
   app.add_option("--tf32", tf32, "CUDA: let GEMMs use TF32 tensor cores (faster, ~1e-3 relative)")
       ->type_name("on|off")
       ->capture_default_str()
       ->check(oneOf({"on", "off"}));
 
+  // CLI11 reads "--save=" as "--save" and takes the next argument as its
+  // value: refuse an empty value outright.
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--")
+      break;
+    if (arg.size() > 3 && arg.compare(0, 2, "--") == 0 && arg.back() == '=' &&
+        arg.find('=') == arg.size() - 1) {
+      std::cerr << "train: error: " << arg.substr(0, arg.size() - 1)
+                << ": expected a value after '=', got nothing\nRun with --help for more "
+                   "information.\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {

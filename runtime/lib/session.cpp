@@ -6,8 +6,30 @@
 #include "params.h"
 
 #include <algorithm>
+#include <fmt/format.h>
+#include <unistd.h>
 
 namespace dtc::rt {
+
+void checkStepMemory(const ModelSpec &spec, int64_t batch, bool hostSteps) {
+  int64_t arena = 0, sample = 0, batchBytes = 0, total = 0;
+  bool overflow = __builtin_mul_overflow(spec.arenaPerSample, batch, &arena);
+  overflow |= __builtin_add_overflow(arena, spec.arenaFixed + 64, &arena);
+  overflow |= __builtin_add_overflow(spec.inputNumel, spec.labelNumel, &sample);
+  overflow |= __builtin_mul_overflow(sample, int64_t(4), &sample);
+  overflow |= __builtin_mul_overflow(sample, batch, &batchBytes);
+  overflow |= __builtin_add_overflow(arena, batchBytes, &total);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && pageSize > 0 ? double(pages) * double(pageSize) : 0;
+  if (overflow || (hostSteps && memory > 0 && double(total) > memory))
+    throw Error(fmt::format(
+        "--batch {}: a step of {} samples needs {} (the arena: {} bytes per sample + {} "
+        "fixed; the batch: {} bytes per sample){}; use a smaller --batch",
+        batch, batch, overflow ? std::string("more than 2^63 bytes")
+                               : fmt::format("{:.3g} GB", double(total) / 1e9),
+        spec.arenaPerSample, spec.arenaFixed, sample,
+        overflow ? "" : fmt::format(", more than this machine's {:.3g} GB", memory / 1e9)));
+}
 
 Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase &comm,
                  bool hostSteps, const std::vector<char> *resumed)

@@ -29,6 +29,12 @@ inline int64_t arenaBytes(const ModelSpec &spec, int64_t batch) {
   return spec.arenaFixed + spec.arenaPerSample * batch + 64;
 }
 
+// Throws Error unless the memory of a step for opts.batch samples (arena
+// and batch buffer; with hostSteps, in host memory) can be computed without
+// overflow and, for host steps, fits this machine's memory. Sizes that come
+// from the command line are checked here before anything is allocated.
+void checkStepMemory(const ModelSpec &spec, int64_t batch, bool hostSteps);
+
 struct Session {
   // Allocates, initializes the parameters from opts.seed, then (rank 0 only)
   // applies opts.initPath if given, then broadcasts rank 0's parameters to

@@ -312,6 +312,50 @@ TEST(Driver, CommandLineErrors) {
       << noInit.err;
 }
 
+// Every number from the command line is range-checked (finite for reals)
+// with a message naming the option, and sizes computed from it cannot
+// overflow: these crashed, hung or were accepted before.
+TEST(Options, EveryNumberIsRangeCheckedAndFinite) {
+  const ModelSpec spec = SoftmaxReg::spec();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--batch", "4611686018427387904"}, "--batch: expected a batch size from 1 to 2^40"},
+      {{"--comm-timeout", "inf"}, "--comm-timeout: expected a number of seconds above 0"},
+      {{"--comm-timeout", "9e9"}, "--comm-timeout: expected a number of seconds above 0, at most 2592000 (30 days), got '9e9'"},
+      {{"--lr", "inf"}, "--lr: expected a finite learning rate"},
+      {{"--lr", "nan"}, "--lr: expected a finite learning rate"},
+      {{"--gradcheck-eps", "nan"}, "--gradcheck-eps: expected a finite step"},
+      {{"--gradcheck-atol", "inf"}, "--gradcheck-atol: expected a finite tolerance"},
+      {{"--threads", "100000"}, "--threads: expected a number of threads from 1 to 1024"},
+      {{"--epochs", "1e3"}, "--epochs: expected a number of epochs"},
+      {{"--max-steps", "0"}, "--max-steps: expected a number of steps from 1"},
+      {{"--log-interval", "10000000"}, "--log-interval: expected a number of steps"},
+      {{"--save", ""}, "--save: expected a path, got an empty string"},
+      {{"--save="}, "--save: expected a value after '=', got nothing"},
+      {{"--data="}, "--data: expected a value after '='"},
+  };
+  for (const auto &[args, message] : cases) {
+    TrainRun r = runTrain(spec, args);
+    EXPECT_EQ(r.rc, 2) << args[0];
+    EXPECT_NE(r.err.find("train: error: " + message), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  // Within the range but more than memory: refused before anything is allocated.
+  TrainRun huge = runTrain(spec, {"--batch", "1099511627776"});
+  EXPECT_EQ(huge.rc, 1);
+  EXPECT_NE(huge.err.find("train: error: --batch 1099511627776: a step of 1099511627776 samples "
+                          "needs"),
+            std::string::npos)
+      << huge.err;
+  EXPECT_NE(huge.err.find("more than this machine's"), std::string::npos) << huge.err;
+  TrainRun synthetic = runTrain(spec, {"--data", "synthetic:100000000000"});
+  EXPECT_EQ(synthetic.rc, 1);
+  EXPECT_NE(synthetic.err.find("synthetic data of 100000000000 samples x 4 features is too large"),
+            std::string::npos)
+      << synthetic.err;
+  EXPECT_NO_THROW(checkStepMemory(spec, 32, true));
+  EXPECT_THROW(checkStepMemory(spec, int64_t(1) << 62, false), Error) << "overflow, any device";
+}
+
 TEST(Driver, HelpAndVersion) {
   TrainRun help = runTrain(SoftmaxReg::spec(), {"--help"});
   EXPECT_EQ(help.rc, 0);
