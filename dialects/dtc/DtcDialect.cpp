@@ -62,6 +62,15 @@ LogicalResult ParamOp::verify() {
            << shape::str(t);
   if (getInit() == "normal" && getB().convertToDouble() < 0)
     return emitOpError("normal initializer needs std >= 0");
+  // The name is a safetensors key: not the metadata's, not under the
+  // optimizer state's prefix, no control characters.
+  StringRef name = getSymName();
+  if (name.empty() || name == "__metadata__" || name.contains('/'))
+    return emitOpError("parameter name '")
+           << name << "' cannot be a checkpoint key (empty, '__metadata__' or with '/')";
+  for (char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return emitOpError("parameter name has a control character");
   return success();
 }
 

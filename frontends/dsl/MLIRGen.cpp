@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 #include <cmath>
+#include <optional>
 
 using namespace mlir;
 using namespace dtc;
@@ -40,6 +41,15 @@ private:
     hadError = true;
     return emitError(loc(l));
   }
+
+  // The first cross_entropy/accuracy: the number of classes every other one
+  // must have.
+  struct Classes {
+    int64_t count;
+    Loc loc;
+    std::string fn;
+  };
+  std::optional<Classes> classes;
 
   // Declarations --------------------------------------------------------------
   RankedTensorType declaredType(const TypeDecl &t, bool allowBatch);
@@ -149,6 +159,11 @@ Value Gen::declareParam(const std::string &name, Loc l, RankedTensorType type,
                         llvm::StringRef init, double a, double bb) {
   if (!paramNames.insert(name).second) {
     error(l) << "parameter '" << name << "' is defined twice";
+    return {};
+  }
+  if (name == "__metadata__") {
+    error(l) << "'__metadata__' cannot name a parameter: checkpoints (safetensors) keep "
+                "their metadata under that key";
     return {};
   }
   OpBuilder::InsertionGuard guard(b);
@@ -698,6 +713,18 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     auto t = shape::crossEntropy(at, logits.getType(), labels.getType());
     if (failed(t))
       return hadError = true, Value();
+    // The labels are class indices of one data set: every loss and metric
+    // over them must agree on the number of classes.
+    const int64_t numClasses = cast<RankedTensorType>(logits.getType()).getDimSize(1);
+    if (!classes) {
+      classes = {numClasses, e.loc, f};
+    } else if (classes->count != numClasses) {
+      error(le->loc) << f << "() gets logits of " << numClasses
+                     << " classes, but " << classes->fn << "() at line "
+                     << classes->loc.line << " gets " << classes->count
+                     << "; the class labels index one set of classes";
+      return {};
+    }
     if (f == "accuracy")
       return AccuracyOp::create(b, at, *t, logits, labels);
     return CrossEntropyOp::create(b, at, *t, logits, labels);

@@ -122,6 +122,16 @@ dtc.param @w : tensor<?x3xf32>
 
 // -----
 
+// expected-error @+1 {{parameter name '__metadata__' cannot be a checkpoint key}}
+dtc.param @__metadata__ : tensor<3xf32>
+
+// -----
+
+// expected-error @+1 {{parameter name 'optimizer/w/exp_avg' cannot be a checkpoint key}}
+dtc.param @"optimizer/w/exp_avg" : tensor<3xf32>
+
+// -----
+
 func.func @missing_param() {
   // expected-error @+1 {{'nope' is not a dtc.param of this module}}
   %0 = dtc.param_ref @nope : tensor<3xf32>
