@@ -9,23 +9,35 @@ from lit.llvm import llvm_config
 config.name = "dtc"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".dsl", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "gradcheck", "e2e", "Inputs"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "gradcheck", "e2e", "Inputs", "fuzz"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dtc_obj_root, "test")
 
 llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.dtc_obj_root, "bin"), config.llvm_tools_dir]
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# The sanitizer build's settings reach the programs the tests run.
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
 llvm_config.add_tool_substitutions(["dtc-opt", "dtc"], tool_dirs)
 # The CPU GEMM engines dtc can link (runtime/lib/gemm): features gemm-onednn, gemm-openblas.
 for engine in config.dtc_gemm_engines:
     config.available_features.add("gemm-" + engine)
 # Host compilers: g++ and clang++ where installed (the driver passes GCC-only
 # flags to GCC alone).
-if shutil.which("g++"):
-    config.available_features.add("gcc")
-if shutil.which("clang++"):
-    config.available_features.add("clang")
+# In a sanitizer build (DTC_SANITIZE, clang-22's ASan runtime in libdtcrt.a)
+# only the compiler it was built with can link train programs: feature
+# "sanitize", and neither of these.
+if config.dtc_cuda_runtime:  # libdtcrt_cuda.a was built: dtc --target=cuda links
+    config.available_features.add("cuda-runtime")
+if config.dtc_sanitize:
+    config.available_features.add("sanitize")
+else:
+    if shutil.which("g++"):
+        config.available_features.add("gcc")
+    if shutil.which("clang++"):
+        config.available_features.add("clang")
 # Generated code uses glibc's vector math: libmvec found, x86-64, glibc >=
 # 2.35, and dtc's default compiler is GCC (dtc/vector_math.h's condition).
 libc, libc_version = platform.libc_ver()

@@ -84,13 +84,21 @@ DTC_GRAD(GeluOp) {
 DTC_GRAD(TanhOp) { // dy * (1 - y^2)
   DTC_G;
   Value y = getResult();
-  operandGrads.push_back(g.mul(dy, g.sub(g.scalar(1), g.mul(y, y))));
+  // One op per statement: the order of function arguments is unspecified,
+  // and the IR must not depend on the host compiler.
+  Value yy = g.mul(y, y);
+  Value one = g.scalar(1);
+  Value oneMinus = g.sub(one, yy);
+  operandGrads.push_back(g.mul(dy, oneMinus));
   return success();
 }
 DTC_GRAD(SigmoidOp) { // dy * y * (1 - y)
   DTC_G;
   Value y = getResult();
-  operandGrads.push_back(g.mul(g.mul(dy, y), g.sub(g.scalar(1), y)));
+  Value one = g.scalar(1);
+  Value oneMinus = g.sub(one, y);
+  Value dyy = g.mul(dy, y);
+  operandGrads.push_back(g.mul(dyy, oneMinus));
   return success();
 }
 DTC_GRAD(ExpOp) { // dy * y

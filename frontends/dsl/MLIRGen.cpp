@@ -944,7 +944,9 @@ void Gen::genRecipe(const Program &p) {
 //===----------------------------------------------------------------------===//
 
 OwningOpRef<ModuleOp> Gen::run(const Program &p) {
-  module = ModuleOp::create(loc({1, 1}));
+  // Owned here, so that every early return (an error) frees it.
+  OwningOpRef<ModuleOp> owned = ModuleOp::create(loc({1, 1}));
+  module = *owned;
   std::string name = p.modelName;
   if (name.empty())
     name = llvm::sys::path::stem(filename).str();
@@ -1067,7 +1069,7 @@ OwningOpRef<ModuleOp> Gen::run(const Program &p) {
   func->setAttr("dtc.outputs", b.getArrayAttr(outputNames));
   if (mlir::failed(verify(module)))
     return nullptr;
-  return module;
+  return owned;
 }
 
 OwningOpRef<ModuleOp> dtc::dsl::buildModule(const Program &program,

@@ -1,8 +1,9 @@
 //===- checkpoint.cpp - Parameters and training state in safetensors -----===//
 #include "checkpoint.h"
 
-#include "files.h"
 #include "error.h"
+#include "files.h"
+#include "params.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -26,18 +27,6 @@ constexpr int kTrainingStateVersion = 1;
 
 std::vector<int64_t> shapeOf(const ParamSpec &p) {
   return std::vector<int64_t>(p.shape, p.shape + p.rank);
-}
-
-const char *optimizerKey(OptimizerKind k) {
-  switch (k) {
-  case OptimizerKind::SGD:
-    return "sgd";
-  case OptimizerKind::Adam:
-    return "adam";
-  case OptimizerKind::AdamW:
-    return "adamw";
-  }
-  return "?";
 }
 
 // The whole of a regular file (openForReading refuses anything else).
@@ -253,41 +242,31 @@ void checkParameters(const std::string &path, const Safetensors &st, const Model
 
 //===--- metadata ------------------------------------------------------------===//
 
-int64_t metaInt(const std::map<std::string, std::string> &m, const char *key, const char *where,
-                int base = 10) {
-  auto it = m.find(key);
-  if (it == m.end())
-    throw Error(fmt::format("{}: no '{}' in its metadata", where, key));
-  const std::string &v = it->second;
-  errno = 0;
-  char *end = nullptr;
-  const long long x = std::strtoll(v.c_str(), &end, base);
-  if (v.empty() || *end != '\0' || errno == ERANGE)
-    throw Error(fmt::format("{}: metadata '{}' is '{}', not an integer", where, key, v));
-  return x;
-}
+using Metadata = std::map<std::string, std::string>;
 
-uint64_t metaHex(const std::map<std::string, std::string> &m, const char *key,
-                 const char *where) {
-  auto it = m.find(key);
-  if (it == m.end())
-    throw Error(fmt::format("{}: no '{}' in its metadata", where, key));
-  const std::string &v = it->second;
-  errno = 0;
-  char *end = nullptr;
-  const unsigned long long x = std::strtoull(v.c_str(), &end, 16);
-  if (v.empty() || v.size() > 16 || *end != '\0' || errno == ERANGE)
-    throw Error(fmt::format("{}: metadata '{}' is '{}', not a hexadecimal number", where, key,
-                            v));
-  return x;
-}
-
-std::string metaString(const std::map<std::string, std::string> &m, const char *key,
-                       const char *where) {
+const std::string &metaString(const Metadata &m, const char *key, const char *where) {
   auto it = m.find(key);
   if (it == m.end())
     throw Error(fmt::format("{}: no '{}' in its metadata", where, key));
   return it->second;
+}
+
+// An integer (base 10) or a hexadecimal number (base 16, up to 64 bits).
+template <class T> T metaNumber(const Metadata &m, const char *key, const char *where, int base) {
+  const std::string &v = metaString(m, key, where);
+  errno = 0;
+  char *end = nullptr;
+  const T x = base == 16 ? T(std::strtoull(v.c_str(), &end, 16)) : T(std::strtoll(v.c_str(), &end, 10));
+  if (v.empty() || *end != '\0' || errno == ERANGE || (base == 16 && v.size() > 16))
+    throw Error(fmt::format("{}: metadata '{}' is '{}', not {}", where, key, v,
+                            base == 16 ? "a hexadecimal number" : "an integer"));
+  return x;
+}
+int64_t metaInt(const Metadata &m, const char *key, const char *where) {
+  return metaNumber<int64_t>(m, key, where, 10);
+}
+uint64_t metaHex(const Metadata &m, const char *key, const char *where) {
+  return metaNumber<uint64_t>(m, key, where, 16);
 }
 
 std::map<std::string, std::string> stateMetadata(const TrainingState &s) {
@@ -389,7 +368,7 @@ void saveTrainingState(const std::string &path, const ModelSpec &spec, const cha
   meta["dtc.version"] = std::to_string(kTrainingStateVersion);
   meta["dtc.model"] = spec.name;
   meta["dtc.program"] = fmt::format("{:016x}", spec.fingerprint);
-  meta["dtc.optimizer"] = optimizerKey(spec.recipe.optimizer);
+  meta["dtc.optimizer"] = optimizerName(spec.recipe.optimizer);
   writeSafetensors(path, "checkpoint", tensors, std::move(meta), /*withCrc=*/true, alsoLinkAs);
 }
 
@@ -414,10 +393,10 @@ LoadedTrainingState loadTrainingState(const std::string &path, const ModelSpec &
                             "model '{}'",
                             where, meta("dtc.model"), spec.name));
   checkParameters(path, st, spec, /*allowState=*/true);
-  if (meta("dtc.optimizer") != optimizerKey(spec.recipe.optimizer))
+  if (meta("dtc.optimizer") != optimizerName(spec.recipe.optimizer))
     throw Error(fmt::format("{} was trained with optimizer {}, but this program uses {}; to "
                             "start from its parameters, use --init",
-                            where, meta("dtc.optimizer"), optimizerKey(spec.recipe.optimizer)));
+                            where, meta("dtc.optimizer"), optimizerName(spec.recipe.optimizer)));
   // The optimizer state: exactly the tensors this optimizer keeps.
   size_t stateTensors = 0;
   for (const auto &[name, t] : st.tensors)
@@ -445,7 +424,7 @@ LoadedTrainingState loadTrainingState(const std::string &path, const ModelSpec &
         if (!known)
           throw Error(fmt::format("{} has optimizer state tensor '{}', which this program's "
                                   "optimizer ({}) does not keep",
-                                  where, name, optimizerKey(spec.recipe.optimizer)));
+                                  where, name, optimizerName(spec.recipe.optimizer)));
       }
   const uint64_t program = metaHex(st.metadata, "dtc.program", where.c_str());
   if (program != spec.fingerprint)

@@ -1,4 +1,4 @@
-//===- comm_mpi.cpp - The MPI backend: a communication thread over the plugin ===//
+//===- comm_mpi.cpp - mpi and gloo: a communication thread over a plugin ===//
 //
 // MPI implementations progress non-blocking collectives only while some MPI
 // call runs, so an MPI_Iallreduce started by the step would mostly run
@@ -7,10 +7,12 @@
 // thread), then executes a FIFO of operations (bucket all-reduces from
 // allreduceStart, and the driver's blocking collectives, which queue behind
 // pending all-reduces) with blocking MPI calls, and finally MPI_Finalize.
+// The gloo plugin (torchrun, TF_CONFIG) has the same table and runs under
+// the same thread: its init is the rendezvous, its calls gloo's collectives.
 // The compute thread only enqueues and waits on a condition variable, with
 // the --comm-timeout deadline (with deferred starts, a bucket is enqueued
 // at its wait, after every bucket started before it); a wait that times out marks the communicator
-// broken (its thread may be stuck inside MPI forever), and the driver then
+// broken (its thread may be stuck inside MPI or gloo forever), and the driver then
 // ends the process with _exit after printing the error.
 //
 //===----------------------------------------------------------------------===//
@@ -25,6 +27,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <dlfcn.h>
 #include <mutex>
 #include <thread>
@@ -36,17 +39,22 @@ namespace {
 
 constexpr size_t kErrLen = 1024;
 
-class MpiCommunicator final : public CommBase {
+// "MPI" or "gloo", for messages.
+std::string label(const DtcrtMpiApi *api) {
+  return std::strcmp(api->backend, "mpi") == 0 ? "MPI" : api->backend;
+}
+
+class PluginCommunicator final : public CommBase {
 public:
-  MpiCommunicator(double timeoutSeconds, const DtcrtMpiApi *api)
+  PluginCommunicator(double timeoutSeconds, const DtcrtMpiApi *api)
       : CommBase(timeoutSeconds), api_(api), ring_(64) {}
 
-  ~MpiCommunicator() override {
+  ~PluginCommunicator() override {
     if (!thread_.joinable())
       return;
     if (broken_ || threadExited()) {
       if (broken_)
-        thread_.detach(); // stuck inside MPI: the caller _exits
+        thread_.detach(); // stuck inside MPI or gloo: the caller _exits
       else
         thread_.join();
       return;
@@ -60,8 +68,8 @@ public:
     work_.notify_one();
     if (!done_.wait_until(lock, deadline(Clock::now()), [&] { return op.done; })) {
       std::fflush(stdout);
-      fmt::print(stderr, "train: error: rank {}: MPI_Finalize did not complete within {:g} s\n",
-                 rank_, timeout_);
+      fmt::print(stderr, "train: error: rank {}: {} did not complete within {:g} s\n", rank_,
+                 label(api_) == "MPI" ? "MPI_Finalize" : "the gloo shutdown", timeout_);
       std::fflush(stderr);
       ::_exit(1);
     }
@@ -71,24 +79,34 @@ public:
     thread_.join();
   }
 
-  // Starts the thread and waits until it has initialized MPI.
-  void start() {
+  // Starts the thread and waits until it has initialized MPI (gloo: met
+  // the other ranks at the rendezvous, if given).
+  void start(const Rendezvous *rdzv) {
+    char err[kErrLen] = "";
+    if (rdzv && api_->setRendezvous &&
+        api_->setRendezvous(rdzv->rank, rdzv->size, rdzv->host.c_str(), rdzv->port, timeout_, err,
+                            kErrLen))
+      throw Error(fmt::format("cannot initialize {}: {}", label(api_), err));
     thread_ = std::thread([this] { run(); });
     std::unique_lock<std::mutex> lock(m_);
-    if (!done_.wait_until(lock, deadline(Clock::now()), [&] { return initDone_; })) {
+    // A rendezvous has the same deadline inside the plugin, whose message
+    // (who did not arrive) is the better one: it gets 5 s more here.
+    const auto initDeadline =
+        deadline(Clock::now()) + std::chrono::seconds(api_->setRendezvous ? 5 : 0);
+    if (!done_.wait_until(lock, initDeadline, [&] { return initDone_; })) {
       broken_ = true;
       throw FatalCommError(
-          fmt::format("MPI initialization did not complete within {:g} s", timeout_));
+          fmt::format("{} initialization did not complete within {:g} s", label(api_), timeout_));
     }
     if (!initError_.empty())
-      throw Error(fmt::format("cannot initialize MPI: {}", initError_));
+      throw Error(fmt::format("cannot initialize {}: {}", label(api_), initError_));
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int localRank() const override { return localRank_; }
   int localSize() const override { return localSize_; }
-  const char *backend() const override { return "mpi"; }
+  const char *backend() const override { return api_->backend; }
   std::string libraryVersion() const override { return version_; }
   bool broken() const override { return broken_; }
 
@@ -335,7 +353,7 @@ private:
         std::lock_guard<std::mutex> lock(m_);
         op->finished = end;
         if (failed)
-          op->error = err[0] ? err : "unknown MPI error";
+          op->error = err[0] ? err : "unknown " + label(api_) + " error";
         op->done = true;
         if (shutdown)
           exited_ = true;
@@ -364,6 +382,57 @@ private:
   std::thread thread_;
 };
 
+// Loads a plugin and returns its table: libdtcrt_mpi.so (factory
+// dtcrt_mpi_plugin) or libdtcrt_gloo.so (dtcrt_gloo_plugin).
+struct PluginKind {
+  const char *label;   // "MPI", "gloo"
+  const char *factory; // DTCRT_MPI_PLUGIN_FACTORY, ...
+  const char *file;    // "libdtcrt_mpi.so"
+  const char *envVar;  // "DTC_MPI_PLUGIN"
+  const char *install; // what to install for the library it links
+};
+constexpr PluginKind kMpi = {"MPI", DTCRT_MPI_PLUGIN_FACTORY, "libdtcrt_mpi.so", "DTC_MPI_PLUGIN",
+                             "the MPI library it was built with"};
+constexpr PluginKind kGloo = {"gloo", DTCRT_GLOO_PLUGIN_FACTORY, "libdtcrt_gloo.so",
+                              "DTC_GLOO_PLUGIN", "libgloo0"};
+
+const DtcrtMpiApi *loadPlugin(const PluginKind &kind, const std::string &pluginPath,
+                              const std::string &why) {
+  // RTLD_GLOBAL: MPI libraries dlopen their own components, which expect
+  // libmpi's symbols to be global.
+  void *handle = ::dlopen(pluginPath.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!handle)
+    throw Error(fmt::format("cannot load the {} plugin '{}' (needed because {}): {}; set "
+                            "{} to {}, and install {}",
+                            kind.label, pluginPath, why, ::dlerror(), kind.envVar, kind.file,
+                            kind.install));
+  auto factory = reinterpret_cast<DtcrtMpiFactory>(::dlsym(handle, kind.factory));
+  if (!factory)
+    throw Error(
+        fmt::format("'{}' is not a dtc {} plugin: {}", pluginPath, kind.label, ::dlerror()));
+  const DtcrtMpiApi *api = factory();
+  if (!api || api->abi != DTCRT_MPI_PLUGIN_ABI)
+    throw Error(fmt::format("the {} plugin '{}' has interface version {}, this runtime needs {}; "
+                            "use the {} built with it",
+                            kind.label, pluginPath, api ? api->abi : -1, DTCRT_MPI_PLUGIN_ABI,
+                            kind.file));
+  // The plugin (and libmpi) stay loaded until the process ends: unloading
+  // MPI after MPI_Finalize is not portable.
+  return api;
+}
+
+std::unique_ptr<CommBase> startPlugin(const DtcrtMpiApi *api, double timeoutSeconds,
+                                      const Rendezvous *rdzv) {
+  auto comm = std::make_unique<PluginCommunicator>(timeoutSeconds, api);
+  try {
+    comm->start(rdzv);
+  } catch (const FatalCommError &) {
+    comm.release(); // its thread may still be inside MPI_Init
+    throw;
+  }
+  return comm;
+}
+
 } // namespace
 
 std::unique_ptr<CommBase> createMpiCommunicator(double timeoutSeconds,
@@ -374,32 +443,18 @@ std::unique_ptr<CommBase> createMpiCommunicator(double timeoutSeconds,
                             "(no libdtcrt_mpi.so); install an MPI development package (e.g. "
                             "libopenmpi-dev) and rebuild dtc",
                             why));
-  // RTLD_GLOBAL: MPI libraries dlopen their own components, which expect
-  // libmpi's symbols to be global.
-  void *handle = ::dlopen(pluginPath.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!handle)
-    throw Error(fmt::format("cannot load the MPI plugin '{}' (needed because {}): {}; set "
-                            "DTC_MPI_PLUGIN to libdtcrt_mpi.so, and install the MPI library it "
-                            "was built with",
-                            pluginPath, why, ::dlerror()));
-  auto factory = reinterpret_cast<DtcrtMpiFactory>(::dlsym(handle, DTCRT_MPI_PLUGIN_FACTORY));
-  if (!factory)
-    throw Error(fmt::format("'{}' is not a dtc MPI plugin: {}", pluginPath, ::dlerror()));
-  const DtcrtMpiApi *api = factory();
-  if (!api || api->abi != DTCRT_MPI_PLUGIN_ABI)
-    throw Error(fmt::format("the MPI plugin '{}' has interface version {}, this runtime needs {}; "
-                            "use the libdtcrt_mpi.so built with it",
-                            pluginPath, api ? api->abi : -1, DTCRT_MPI_PLUGIN_ABI));
-  // The plugin (and libmpi) stay loaded until the process ends: unloading
-  // MPI after MPI_Finalize is not portable.
-  auto comm = std::make_unique<MpiCommunicator>(timeoutSeconds, api);
-  try {
-    comm->start();
-  } catch (const FatalCommError &) {
-    comm.release(); // its thread may still be inside MPI_Init
-    throw;
-  }
-  return comm;
+  return startPlugin(loadPlugin(kMpi, pluginPath, why), timeoutSeconds, nullptr);
+}
+
+std::unique_ptr<CommBase> createGlooCommunicator(double timeoutSeconds,
+                                                 const std::string &pluginPath,
+                                                 const std::string &why, const Rendezvous &rdzv) {
+  if (pluginPath.empty())
+    throw Error(fmt::format("gloo is needed ({}), but this runtime was built without gloo "
+                            "(no libdtcrt_gloo.so); install libgloo-dev and rebuild dtc, or "
+                            "start the job with mpirun",
+                            why));
+  return startPlugin(loadPlugin(kGloo, pluginPath, why), timeoutSeconds, &rdzv);
 }
 
 } // namespace dtc::rt

@@ -862,7 +862,7 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     if (std::optional<int> exitCode = parseOptions(argc, argv, spec, opts))
       return *exitCode;
     const DeviceChoice device = chooseDevice(spec, opts.device);
-    const LaunchInfo launch = detectLaunch();
+    const LaunchInfo launch = detectLaunch(opts.localRankArg);
     if (device.cuda)
       deviceBackend()->preselectDevice(launch.localRank >= 0 ? launch.localRank
                                                              : launch.torchLocalRank);

@@ -3,12 +3,14 @@
 
 #include "gemm/engine.h"
 #include "error.h"
+#include "params.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <iostream>
 #include <sys/stat.h>
@@ -23,18 +25,6 @@ constexpr const char *kRuntimeVersion = "0.1.0";
 // Upper bounds of counts (epochs, batch, steps) and of --comm-timeout.
 constexpr int64_t kMaxCount = int64_t(1) << 40;
 constexpr double kMaxTimeout = 30 * 86400.0;
-
-const char *optimizerName(OptimizerKind k) {
-  switch (k) {
-  case OptimizerKind::SGD:
-    return "sgd";
-  case OptimizerKind::Adam:
-    return "adam";
-  case OptimizerKind::AdamW:
-    return "adamw";
-  }
-  return "?";
-}
 
 bool isDirectory(const std::string &path) {
   struct stat st;
@@ -212,7 +202,7 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   app.add_option("--lr", out.lr, "Learning rate")
       ->type_name("F")
       ->capture_default_str()
-      ->check(inRange<float>(0, 1e6f, "a finite learning rate from 0 to 1e6"));
+      ->check(inRange<float>(0, FLT_MAX, "a finite learning rate >= 0"));
   app.add_option("--seed", out.seed, "Seed of the initialization and the shuffle")
       ->type_name("N")
       ->capture_default_str()
@@ -287,11 +277,17 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   app.add_flag("--quiet", out.quiet, "Print only the per-epoch result lines");
   app.add_option("--comm", comm,
                  "Communication between ranks (auto: on the CPU, MPI when started by mpirun, "
-                 "srun or another PMI launcher, else local; on CUDA, NCCL when started by "
-                 "such a launcher or torchrun, else local)")
-      ->type_name("auto|local|mpi|nccl")
+                 "srun or another PMI launcher, gloo when started by torchrun or described "
+                 "by TF_CONFIG, else local; on CUDA, NCCL when started by such a launcher or "
+                 "torchrun, else local)")
+      ->type_name("auto|local|mpi|gloo|nccl")
       ->capture_default_str()
-      ->check(oneOf({"auto", "local", "mpi", "nccl"}));
+      ->check(oneOf({"auto", "local", "mpi", "gloo", "nccl"}));
+  app.add_option("--local_rank,--local-rank", out.localRankArg,
+                 "The rank within the node, as torch.distributed.launch passes it (must agree "
+                 "with LOCAL_RANK when both are set)")
+      ->type_name("K")
+      ->check(inRange<int>(0, 1 << 20, "a local rank from 0 to 2^20"));
   app.add_option("--comm-timeout", out.commTimeout,
                  "Give up (and end the job) when a communication with the other ranks takes "
                  "longer than this")
@@ -382,6 +378,7 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   out.threadsGiven = app.count("--threads") > 0;
   out.comm = comm == "local" ? CommKind::Local
              : comm == "mpi"  ? CommKind::Mpi
+             : comm == "gloo" ? CommKind::Gloo
              : comm == "nccl" ? CommKind::Nccl
                               : CommKind::Auto;
   out.device = device == "cpu" ? DeviceKind::Cpu : device == "cuda" ? DeviceKind::Cuda

@@ -48,6 +48,10 @@ struct Options {
   double gradcheckEps = 1e-2, gradcheckAtol = 1e-3, gradcheckRtol = 2e-2;
   CommKind comm = CommKind::Auto;
   double commTimeout = 120; // seconds
+  // --local_rank / --local-rank K (torch.distributed.launch passes it); -1:
+  // not given. detectLaunch takes it; createCommunicator checks it against
+  // LOCAL_RANK.
+  int localRankArg = -1;
   // --overlap: start bucket all-reduces where the step does (on), at their
   // waits (off), or on only when each rank has a core for its communication
   // thread (auto). CPU (MPI) runs; NCCL overlaps on its own stream.

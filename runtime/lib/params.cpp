@@ -84,6 +84,18 @@ void validateSpec(const ModelSpec &spec) {
   }
 }
 
+const char *optimizerName(OptimizerKind k) {
+  switch (k) {
+  case OptimizerKind::SGD:
+    return "sgd";
+  case OptimizerKind::Adam:
+    return "adam";
+  case OptimizerKind::AdamW:
+    return "adamw";
+  }
+  return "?";
+}
+
 int64_t countParams(const ModelSpec &spec) {
   int64_t n = 0;
   for (int32_t i = 0; i < spec.numParams; ++i)

@@ -11,6 +11,9 @@ namespace dtc::rt {
 // (shapes vs numel, offsets outside paramBytes, missing step functions...).
 void validateSpec(const ModelSpec &spec);
 
+// "sgd", "adam", "adamw" (the recipe's and checkpoints' names).
+const char *optimizerName(OptimizerKind k);
+
 // Total number of parameter elements.
 int64_t countParams(const ModelSpec &spec);
 

@@ -111,6 +111,8 @@ int finalize(char *err, size_t errLen) {
 }
 
 const DtcrtMpiApi kApi = {DTCRT_MPI_PLUGIN_ABI,
+                          "mpi",
+                          nullptr, // MPI's launcher is the rendezvous
                           init,
                           allreduceFloatSum,
                           allreduceDoubleSum,

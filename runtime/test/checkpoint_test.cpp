@@ -49,6 +49,20 @@ std::vector<float> filled(size_t floats, float base) {
 
 char *bytes(std::vector<float> &v) { return reinterpret_cast<char *>(v.data()); }
 
+// Rewrites the safetensors header of path (keeping the data) with f applied
+// to its JSON.
+void rewriteHeader(const std::string &path, const std::function<void(nlohmann::json &)> &f) {
+  std::string file = readFile(path);
+  uint64_t n;
+  std::memcpy(&n, file.data(), 8);
+  nlohmann::json h = nlohmann::json::parse(file.substr(8, n));
+  f(h);
+  std::string text = h.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  uint64_t len = text.size();
+  writeFile(path, std::string(reinterpret_cast<char *>(&len), 8) + text + file.substr(8 + n));
+}
+
 template <class Fn> std::string errorOf(Fn fn) {
   try {
     fn();
@@ -72,17 +86,7 @@ protected:
     return err;
   }
   // Rewrites the header (keeping the data) with f applied to its JSON.
-  void editHeader(const std::function<void(nlohmann::json &)> &f) {
-    std::string file = readFile(path);
-    uint64_t n;
-    std::memcpy(&n, file.data(), 8);
-    nlohmann::json h = nlohmann::json::parse(file.substr(8, n));
-    f(h);
-    std::string text = h.dump();
-    text.append((8 - text.size() % 8) % 8, ' ');
-    uint64_t len = text.size();
-    writeFile(path, std::string(reinterpret_cast<char *>(&len), 8) + text + file.substr(8 + n));
-  }
+  void editHeader(const std::function<void(nlohmann::json &)> &f) { rewriteHeader(path, f); }
 
   TempDir dir;
   std::string path = dir.file("model.safetensors");
@@ -252,17 +256,7 @@ protected:
   std::string loadError(const ModelSpec &s) {
     return errorOf([&] { loadTrainingState(path, s); });
   }
-  void editHeader(const std::function<void(nlohmann::json &)> &f) {
-    std::string file = readFile(path);
-    uint64_t n;
-    std::memcpy(&n, file.data(), 8);
-    nlohmann::json h = nlohmann::json::parse(file.substr(8, n));
-    f(h);
-    std::string text = h.dump();
-    text.append((8 - text.size() % 8) % 8, ' ');
-    uint64_t len = text.size();
-    writeFile(path, std::string(reinterpret_cast<char *>(&len), 8) + text + file.substr(8 + n));
-  }
+  void editHeader(const std::function<void(nlohmann::json &)> &f) { rewriteHeader(path, f); }
 
   TempDir dir;
   std::string path = dir.file("ck.safetensors");

@@ -1,7 +1,7 @@
 //===- comm_test.cpp - Local communicator, launch detection, tracer ------===//
 //
 // Everything of the communication layer that runs in one process; the MPI
-// backend is tested inside mpirun by mpi_test.cpp and launch_test.cpp.
+// and gloo backends are tested inside jobs by mpi_test.cpp and launch_test.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "comm_impl.h"
@@ -156,6 +156,176 @@ TEST(CommSetup, Detection) {
   EXPECT_EQ(launchFrom({{"WORLD_SIZE", "two"}}).torchWorldSize, -1);
 }
 
+// torchrun's variables describe a gloo rendezvous at MASTER_ADDR:MASTER_PORT
+// (+1 when torchrun's agent serves its own store there).
+TEST(CommSetup, TorchrunRendezvous) {
+  const std::map<std::string, std::string> base = {{"RANK", "1"},
+                                                   {"WORLD_SIZE", "2"},
+                                                   {"LOCAL_RANK", "1"},
+                                                   {"MASTER_ADDR", "10.1.2.3"},
+                                                   {"MASTER_PORT", "29500"}};
+  Rendezvous r = launchFrom(base).rendezvous;
+  EXPECT_EQ(r.source, "torchrun");
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.size, 2);
+  EXPECT_EQ(r.host, "10.1.2.3");
+  EXPECT_EQ(r.port, 29500);
+  auto with = [&](std::map<std::string, std::string> extra) {
+    for (const auto &kv : base)
+      extra.insert(kv);
+    return launchFrom(extra).rendezvous;
+  };
+  EXPECT_EQ(with({{"TORCHELASTIC_USE_AGENT_STORE", "True"}}).port, 29501);
+  EXPECT_EQ(with({{"TORCHELASTIC_USE_AGENT_STORE", "False"}}).port, 29500);
+  EXPECT_EQ(with({{"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"DTC_RENDEZVOUS_PORT", "4000"}}).port,
+            4000);
+  // One rank, or no torchrun: nothing to meet for.
+  EXPECT_EQ(launchFrom({{"RANK", "0"}, {"WORLD_SIZE", "1"}}).rendezvous.source, "");
+  EXPECT_EQ(launchFrom({}).rendezvous.source, "");
+  EXPECT_EQ(launchFrom({{"WORLD_SIZE", "2"}}).rendezvous.error,
+            "WORLD_SIZE=2 (torchrun) needs RANK, MASTER_ADDR and MASTER_PORT too, but RANK, "
+            "MASTER_ADDR and MASTER_PORT are missing or not a valid number");
+  EXPECT_EQ(
+      launchFrom(
+          {{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}})
+          .rendezvous.error,
+      "WORLD_SIZE=2 (torchrun) needs RANK, MASTER_ADDR and MASTER_PORT too, but "
+      "MASTER_PORT is missing or not a valid number");
+  EXPECT_EQ(launchFrom(
+                {{"WORLD_SIZE", "2"}, {"RANK", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1234"}})
+                .rendezvous.error,
+            "RANK=2 is out of range for WORLD_SIZE=2 (torchrun)");
+  // torchrun wins over an inherited TF_CONFIG.
+  EXPECT_EQ(with({{"TF_CONFIG", "{}"}}).source, "torchrun");
+}
+
+//===--- TF_CONFIG ------------------------------------------------------------===//
+
+TEST(TfConfig, WorkersGiveRankSizeAndRendezvous) {
+  Rendezvous r = parseTfConfig(R"({"cluster": {"worker": ["host0:2222", "host1:2223",
+                               "[fe80::1]:2224"]}, "task": {"type": "worker", "index": 2}})");
+  EXPECT_EQ(r.source, "TF_CONFIG");
+  EXPECT_EQ(r.rank, 2);
+  EXPECT_EQ(r.size, 3);
+  EXPECT_EQ(r.host, "host0"); // worker 0 serves the rendezvous
+  EXPECT_EQ(r.port, 2222);
+  EXPECT_EQ(r.error, "");
+  // A chief comes first (MultiWorkerMirroredStrategy): rank 0, workers after it.
+  const char *withChief = R"({"cluster": {"chief": ["[::1]:5000"], "worker": ["a:1", "b:2"]},
+                             "task": {"type": "TYPE", "index": INDEX}})";
+  auto task = [&](const char *type, int index) {
+    std::string s = withChief;
+    s.replace(s.find("TYPE"), 4, type);
+    s.replace(s.find("INDEX"), 5, std::to_string(index));
+    return parseTfConfig(s);
+  };
+  EXPECT_EQ(task("chief", 0).rank, 0);
+  EXPECT_EQ(task("worker", 0).rank, 1);
+  EXPECT_EQ(task("worker", 1).rank, 2);
+  EXPECT_EQ(task("worker", 1).size, 3);
+  EXPECT_EQ(task("worker", 1).host, "::1");
+  EXPECT_EQ(task("worker", 1).port, 5000);
+  // Through the environment.
+  LaunchInfo l = launchFrom(
+      {{"TF_CONFIG",
+        R"({"cluster":{"worker":["w0:1000","w1:1001"]},"task":{"type":"worker","index":1}})"}});
+  EXPECT_EQ(l.launcher, "");
+  EXPECT_EQ(l.rendezvous.source, "TF_CONFIG");
+  EXPECT_EQ(l.rendezvous.rank, 1);
+  EXPECT_EQ(l.rendezvous.port, 1000);
+}
+
+TEST(TfConfig, MalformedIsAnErrorNamingTfConfig) {
+  const std::string expected =
+      "expected {\"cluster\": {\"worker\": [\"host0:port0\", \"host1:port1\", ...]}, "
+      "\"task\": {\"type\": \"worker\", \"index\": K}}";
+  const std::string notJson = errorOf([] { parseTfConfig("{\"cluster\": "); });
+  EXPECT_EQ(notJson.rfind("TF_CONFIG is not valid JSON (", 0), 0u) << notJson;
+  EXPECT_NE(notJson.find("); " + expected), std::string::npos) << notJson;
+  EXPECT_EQ(errorOf([] { parseTfConfig("[1, 2]"); }),
+            "TF_CONFIG is not a JSON object; " + expected);
+  EXPECT_EQ(errorOf([] { parseTfConfig(R"({"task": {"type": "worker", "index": 0}})"); }),
+            "TF_CONFIG has no \"cluster\" object; " + expected);
+  const std::string noWorkers = "TF_CONFIG has no cluster.worker list of \"host:port\" "
+                                "addresses (or it is empty); " +
+                                expected;
+  EXPECT_EQ(errorOf([] { parseTfConfig(R"({"cluster": {"ps": ["a:1"]}, "task": {}})"); }),
+            noWorkers);
+  EXPECT_EQ(errorOf([] { parseTfConfig(R"({"cluster": {"worker": []}})"); }), noWorkers);
+  EXPECT_EQ(errorOf([] { parseTfConfig(R"({"cluster": {"worker": "a:1"}})"); }), noWorkers);
+  EXPECT_EQ(
+      errorOf([] {
+        parseTfConfig(
+            R"({"cluster": {"worker": ["a:1", "b"]}, "task": {"type": "worker", "index": 0}})");
+      }),
+      "TF_CONFIG's cluster.worker[1] is \"b\", not \"host:port\"");
+  EXPECT_EQ(errorOf([] { parseTfConfig(R"({"cluster": {"worker": ["a:99999"]}})"); }),
+            "TF_CONFIG's cluster.worker[0] is \"a:99999\", not \"host:port\"");
+  EXPECT_EQ(errorOf([] { parseTfConfig(R"({"cluster": {"worker": [7]}})"); }),
+            "TF_CONFIG's cluster.worker[0] is 7, not \"host:port\"");
+  EXPECT_EQ(errorOf([] { parseTfConfig(R"({"cluster": {"worker": ["fe80::1:80"]}})"); }),
+            "TF_CONFIG's cluster.worker[0] is \"fe80::1:80\", not \"host:port\"");
+  EXPECT_EQ(errorOf([] { parseTfConfig(R"({"cluster": {"worker": ["a:1"]}})"); }),
+            "TF_CONFIG has no \"task\" object saying which worker this process is; " + expected);
+  EXPECT_EQ(errorOf([] {
+              parseTfConfig(
+                  R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}})");
+            }),
+            "TF_CONFIG's task.type is \"ps\", but train runs only as a \"worker\" (or the "
+            "\"chief\"): every rank of a data-parallel job trains");
+  EXPECT_EQ(
+      errorOf([] { parseTfConfig(R"({"cluster": {"worker": ["a:1"]}, "task": {"index": 0}})"); }),
+      "TF_CONFIG's task.type is missing, but train runs only as a \"worker\" (or the "
+      "\"chief\"): every rank of a data-parallel job trains");
+  EXPECT_EQ(errorOf([] {
+              parseTfConfig(
+                  R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": "0"}})");
+            }),
+            "TF_CONFIG's task.index is \"0\", not a non-negative integer");
+  EXPECT_EQ(errorOf([] {
+              parseTfConfig(
+                  R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": -1}})");
+            }),
+            "TF_CONFIG's task.index is -1, not a non-negative integer");
+  EXPECT_EQ(
+      errorOf([] {
+        parseTfConfig(
+            R"({"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 2}})");
+      }),
+      "TF_CONFIG's task.index 2 is out of range: cluster.worker has 2 entries");
+  EXPECT_EQ(errorOf([] {
+              parseTfConfig(
+                  R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "chief", "index": 0}})");
+            }),
+            "TF_CONFIG's task.type is \"chief\", but its cluster has no chief list");
+  // Malformed TF_CONFIG matters only when the job needs it: a CPU run
+  // without an MPI launcher stops with the message and the mpirun command.
+  const LaunchInfo bad = launchFrom({{"TF_CONFIG", "not json"}});
+  EXPECT_EQ(bad.rendezvous.source, "TF_CONFIG");
+  const std::string e = errorOf([&] { createCommunicator(CommKind::Auto, 5, bad, "./train"); });
+  EXPECT_EQ(e.rfind("TF_CONFIG is not valid JSON (", 0), 0u) << e;
+  EXPECT_NE(e.find("; or start the job with mpirun: mpirun -np N ./train"), std::string::npos) << e;
+  // One worker: one rank, no rendezvous.
+  auto one = createCommunicator(
+      CommKind::Auto, 5,
+      launchFrom(
+          {{"TF_CONFIG", R"({"cluster":{"worker":["a:1"]},"task":{"type":"worker","index":0}})"}}),
+      "./train");
+  EXPECT_STREQ(one->backend(), "local");
+  EXPECT_EQ(
+      errorOf([] {
+        createCommunicator(
+            CommKind::Local, 5,
+            launchFrom(
+                {{"TF_CONFIG",
+                  R"({"cluster":{"worker":["a:1","b:2"]},"task":{"type":"worker","index":0}})"}}),
+            "./train");
+      }),
+      "--comm local, but TF_CONFIG describes 2 workers; run a single process without "
+      "TF_CONFIG, or use --comm auto");
+}
+
 TEST(CommSetup, BackendChoiceAndRefusals) {
   auto local = createCommunicator(CommKind::Auto, 5, launchFrom({{"LOCAL_RANK", "2"}}), "./train");
   EXPECT_STREQ(local->backend(), "local");
@@ -164,8 +334,9 @@ TEST(CommSetup, BackendChoiceAndRefusals) {
   EXPECT_EQ(errorOf([] {
               createCommunicator(CommKind::Auto, 5, launchFrom({{"WORLD_SIZE", "2"}}), "./train");
             }),
-            "launched with WORLD_SIZE=2 (torchrun), but the CPU build communicates through MPI; "
-            "start it with: mpirun -np 2 ./train");
+            "WORLD_SIZE=2 (torchrun) needs RANK, MASTER_ADDR and MASTER_PORT too, but RANK, "
+            "MASTER_ADDR and MASTER_PORT are missing or not a valid number; or start the job "
+            "with mpirun: mpirun -np 2 ./train");
   EXPECT_EQ(errorOf([] {
               createCommunicator(CommKind::Local, 5,
                                  launchFrom({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}}),
@@ -182,6 +353,54 @@ TEST(CommSetup, BackendChoiceAndRefusals) {
             }),
             "the environment says WORLD_SIZE=2 RANK=1 (torchrun), but local runs 1 ranks and "
             "this is rank 0; start it with mpirun alone");
+}
+
+// srun without a PMI: SLURM_NTASKS says 2 tasks, but MPI comes up as a
+// singleton in each. Every task would train alone: an error, at once.
+TEST(CommSetup, SlurmWithoutPmiIsAnError) {
+  auto single = createLocalCommunicator(); // what MPI's singleton looks like: 1 rank
+  const LaunchInfo slurm =
+      launchFrom({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}});
+  const std::string want =
+      "Slurm started 2 tasks (SLURM_NTASKS=2), but local runs 1 rank: srun gave MPI no PMI, so "
+      "every task would train alone; start it with `srun --mpi=pmix ./train` (`srun "
+      "--mpi=list` shows the PMIs), or with `mpirun -np 2 ./train` inside the allocation";
+  EXPECT_EQ(errorOf([&] { checkLauncherSize(slurm, *single, "./train"); }), want);
+  EXPECT_EQ(errorOf([&] { checkLaunchAgreement(slurm, *single); }), want);
+  // Any launcher that said N ranks while the communicator has another size.
+  EXPECT_EQ(
+      errorOf([&] {
+        checkLauncherSize(launchFrom({{"PMI_SIZE", "4"}, {"PMI_RANK", "1"}}), *single, "bin/train");
+      }),
+      "a PMI launcher started 4 ranks, but local runs 1 rank; start it with `mpirun -np "
+      "4 bin/train`, with every rank under one launcher");
+  EXPECT_NO_THROW(checkLauncherSize(launchFrom({{"PMIX_RANK", "0"}}), *single, "./train"));
+  EXPECT_NO_THROW(checkLauncherSize(launchFrom({{"OMPI_COMM_WORLD_SIZE", "1"}}), *single, "t"));
+}
+
+// torch.distributed.launch passes --local_rank K; torchrun sets LOCAL_RANK.
+TEST(CommSetup, LocalRankArgumentMustAgreeWithLocalRank) {
+  auto from = [](std::map<std::string, std::string> env, int arg) {
+    return detectLaunch(
+        [env](const char *name) -> const char * {
+          auto it = env.find(name);
+          return it == env.end() ? nullptr : it->second.c_str();
+        },
+        arg);
+  };
+  LaunchInfo argOnly = from({}, 3);
+  EXPECT_EQ(argOnly.localRankArg, 3);
+  EXPECT_EQ(argOnly.localRank, 3); // no variable says otherwise
+  EXPECT_EQ(createCommunicator(CommKind::Auto, 5, argOnly, "./train")->localRank(), 3);
+  LaunchInfo agree = from({{"LOCAL_RANK", "1"}}, 1);
+  EXPECT_EQ(createCommunicator(CommKind::Auto, 5, agree, "./train")->localRank(), 1);
+  EXPECT_EQ(from({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}}, 5).localRank,
+            0); // the launcher's wins
+  EXPECT_EQ(errorOf([&] {
+              createCommunicator(CommKind::Auto, 5, from({{"LOCAL_RANK", "0"}}, 1), "./train");
+            }),
+            "--local_rank 1 disagrees with LOCAL_RANK=0; start every rank with one launcher "
+            "(torchrun sets LOCAL_RANK, torch.distributed.launch passes --local_rank)");
 }
 
 TEST(CommSetup, CudaRunsBootstrapNcclAndRefuseMpi) {
@@ -204,6 +423,74 @@ TEST(CommSetup, CudaRunsBootstrapNcclAndRefuseMpi) {
   EXPECT_EQ(errorOf([] { createCommunicator(CommKind::Nccl, 5, launchFrom({}), "./train"); })
                 .rfind("--comm nccl: NCCL connects CUDA devices, but this run uses the CPU", 0),
             0u);
+  EXPECT_EQ(errorOf([] {
+              createCommunicator(CommKind::Gloo, 5, launchFrom({}), "./train", true);
+            }).rfind("--comm gloo all-reduces host memory, but this run uses a CUDA device", 0),
+            0u);
+  EXPECT_EQ(
+      errorOf([] {
+        createCommunicator(
+            CommKind::Auto, 5,
+            launchFrom(
+                {{"TF_CONFIG",
+                  R"({"cluster":{"worker":["a:1","b:2"]},"task":{"type":"worker","index":0}})"}}),
+            "./train", true);
+      }),
+      "TF_CONFIG describes a job of several workers, but a CUDA run's ranks start NCCL "
+      "from mpirun, srun or torchrun; start them with one of those, or run with --device "
+      "cpu");
+}
+
+// --comm gloo under mpirun needs a rendezvous too; alone it is one rank.
+TEST(CommSetup, CommGlooRefusalsAndSingleton) {
+  EXPECT_EQ(errorOf([] {
+              createCommunicator(
+                  CommKind::Gloo, 5,
+                  launchFrom({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "0"}}),
+                  "./train");
+            }),
+            "--comm gloo, but mpirun started 2 ranks without saying where they meet for gloo "
+            "(torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, or TF_CONFIG); under "
+            "mpirun use --comm mpi (or auto)");
+#ifdef DTCRT_HAVE_GLOO
+  auto single = createCommunicator(CommKind::Gloo, 5, launchFrom({}), "./train");
+  EXPECT_STREQ(single->backend(), "gloo");
+  EXPECT_EQ(single->size(), 1);
+  EXPECT_EQ(single->localSize(), 1);
+  EXPECT_EQ(single->libraryVersion().rfind("gloo 0.", 0), 0u) << single->libraryVersion();
+  std::vector<float> x = {1.5f, -2.0f};
+  single->allreduceStart(0, x.data(), 2);
+  single->wait(0);
+  EXPECT_EQ(x, (std::vector<float>{1.5f, -2.0f}));
+  double d = 2.5;
+  single->allreduceSum(&d, 1);
+  EXPECT_EQ(d, 2.5);
+  int64_t send = 7, recv = 0;
+  single->allgather(&send, &recv, sizeof send);
+  EXPECT_EQ(recv, 7);
+  single->barrier();
+#endif
+}
+
+TEST(CommSetup, GlooPluginErrors) {
+  const Rendezvous r{"torchrun", 0, 2, "127.0.0.1", 1, ""};
+  EXPECT_EQ(errorOf([&] { createGlooCommunicator(5, "", "torchrun started 2 ranks", r); })
+                .rfind("gloo is needed (torchrun started 2 ranks), but this runtime was built "
+                       "without gloo (no libdtcrt_gloo.so); install libgloo-dev and rebuild dtc",
+                       0),
+            0u);
+  EXPECT_EQ(errorOf([&] {
+              createGlooCommunicator(5, "/nonexistent/libdtcrt_gloo.so", "--comm gloo", r);
+            }),
+            "cannot load the gloo plugin '/nonexistent/libdtcrt_gloo.so' (needed because --comm "
+            "gloo): /nonexistent/libdtcrt_gloo.so: cannot open shared object file: No such file "
+            "or directory; set DTC_GLOO_PLUGIN to libdtcrt_gloo.so, and install libgloo0");
+#ifdef DTCRT_HAVE_MPI
+  // The MPI plugin is not the gloo plugin.
+  const std::string wrong =
+      errorOf([&] { createGlooCommunicator(5, mpiPluginPath(), "--comm gloo", r); });
+  EXPECT_EQ(wrong.rfind("'" + mpiPluginPath() + "' is not a dtc gloo plugin: ", 0), 0u) << wrong;
+#endif
 }
 
 //===--- the rendezvous (torchrun's ranks exchange the NCCL id) ------------===//
@@ -305,6 +592,21 @@ TEST(CommSetup, PluginPathIsCompiledInAndOverridable) {
   ::setenv("DTC_MPI_PLUGIN", "/x/y.so", 1);
   EXPECT_EQ(mpiPluginPath(), "/x/y.so");
   old ? ::setenv("DTC_MPI_PLUGIN", old, 1) : ::unsetenv("DTC_MPI_PLUGIN");
+}
+
+TEST(CommSetup, GlooPluginPathIsCompiledInAndOverridable) {
+  const char *old = std::getenv("DTC_GLOO_PLUGIN");
+  ::unsetenv("DTC_GLOO_PLUGIN");
+  const std::string builtIn = glooPluginPath();
+#ifdef DTCRT_HAVE_GLOO
+  EXPECT_EQ(builtIn.front(), '/');
+  EXPECT_TRUE(std::ifstream(builtIn).good()) << builtIn;
+#else
+  EXPECT_EQ(builtIn, "");
+#endif
+  ::setenv("DTC_GLOO_PLUGIN", "/x/z.so", 1);
+  EXPECT_EQ(glooPluginPath(), "/x/z.so");
+  old ? ::setenv("DTC_GLOO_PLUGIN", old, 1) : ::unsetenv("DTC_GLOO_PLUGIN");
 }
 
 //===--- the tracer ---------------------------------------------------------===//

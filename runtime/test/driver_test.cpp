@@ -290,7 +290,7 @@ TEST(Driver, CommandLineErrors) {
        {std::vector<std::string>{"--epochs", "-1"}, {"--epochs", "two"}, {"--batch", "-1"},
         {"--shuffle", "maybe"}, {"--progress", "sometimes"}, {"--lr", "-1"},
         {"--threads", "0"}, {"--no-such-option"}, {"stray"}, {"--gradcheck-eps", "0"},
-        {"--comm", "gloo"}, {"--comm-timeout", "0"}, {"--trace-steps", "0"},
+        {"--comm", "tcp"}, {"--comm-timeout", "0"}, {"--trace-steps", "0"},
         {"--device", "gpu"}, {"--log-interval", "0"}, {"--tf32", "maybe"}}) {
     TrainRun r = runTrain(spec, args);
     EXPECT_EQ(r.rc, 2) << args[0];
@@ -424,12 +424,16 @@ private:
 
 } // namespace
 
-TEST(Driver, TorchrunWorldSizeWithoutMpiLauncherIsRefused) {
+// torchrun's ranks meet through gloo at MASTER_ADDR:MASTER_PORT: without
+// them, the run stops with what is missing (a whole gloo job:
+// runtime.Launch.Gloo*).
+TEST(Driver, TorchrunWorldSizeWithoutRendezvousIsRefused) {
   ScopedEnv env({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"LOCAL_RANK", "0"}});
   TrainRun r = runTrain(SoftmaxReg::spec(), {"--progress", "off", "--epochs", "1"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_EQ(r.err, "train: error: launched with WORLD_SIZE=2 (torchrun), but the CPU build "
-                   "communicates through MPI; start it with: mpirun -np 2 train\n");
+  EXPECT_EQ(r.err, "train: error: WORLD_SIZE=2 (torchrun) needs RANK, MASTER_ADDR and "
+                   "MASTER_PORT too, but MASTER_ADDR and MASTER_PORT are missing or not a valid "
+                   "number; or start the job with mpirun: mpirun -np 2 train\n");
   EXPECT_EQ(r.out, "");
 }
 

@@ -2,9 +2,9 @@
 //
 // Starts dtcrt_test_train (test_train.cpp) as users do: `./train`, `mpirun
 // -np 2 ./train`, two different programs in one job, a rank that dies or
-// stops. Every job runs in its own process group under a deadline; each
-// carries a unique DTCRT_TEST_JOB variable, and a job that leaves any process
-// behind (found through /proc/*/environ) fails the test.
+// stops, and (gloo) two processes with torchrun's variables or TF_CONFIG. Every job runs in its own
+// process group under a deadline; each carries a unique DTCRT_TEST_JOB variable, and a job that
+// leaves any process behind (found through /proc/*/environ) fails the test.
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint.h"
@@ -15,13 +15,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <regex>
 #include <sstream>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -330,5 +333,264 @@ TEST(Launch, TraceOfTwoRanksShowsAllreducesDuringBackward) {
     (void)reduced;
   }
 }
+
+// srun without a PMI (Slurm's variables, no PMI for MPI to reach): MPI comes
+// up as a singleton in each task, which must stop at once instead of
+// training alone.
+TEST(Launch, SlurmWithoutPmiStopsAtOnce) {
+  Job job = runJob({kTrain, "--epochs", "1"},
+                   {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0"}, 60);
+  EXPECT_JOB_CLEAN(job);
+  EXPECT_EQ(job.rc, 1) << job.out;
+  EXPECT_LT(job.seconds, 30) << job.out;
+  EXPECT_NE(job.out.find("train: error: Slurm started 2 tasks (SLURM_NTASKS=2), but mpi runs 1 "
+                         "rank: srun gave MPI no PMI, so every task would train alone; start it "
+                         "with `srun --mpi=pmix " +
+                         kTrain + "` (`srun --mpi=list` shows the PMIs), or with `mpirun -np 2 " +
+                         kTrain + "` inside the allocation\n"),
+            std::string::npos)
+      << job.out;
+  EXPECT_EQ(job.out.find("epoch 1/"), std::string::npos) << job.out;
+}
+
+// torch.distributed.launch's --local_rank, in each spelling; it must agree
+// with LOCAL_RANK.
+TEST(Launch, LocalRankArgument) {
+  for (std::vector<std::string> arg : {std::vector<std::string>{"--local_rank", "0"},
+                                       {"--local_rank=0"},
+                                       {"--local-rank", "0"},
+                                       {"--local-rank=0"}}) {
+    Job ok = runJob(std::vector<std::string>{kTrain, "--epochs", "1"} + arg, {"LOCAL_RANK=0"}, 60);
+    EXPECT_EQ(ok.rc, 0) << ok.out;
+    EXPECT_NE(ok.out.find(" ranks 1 backend local\n"), std::string::npos) << ok.out;
+  }
+  Job bad = runJob({kTrain, "--epochs", "1", "--local_rank=1"}, {"LOCAL_RANK=0"}, 60);
+  EXPECT_EQ(bad.rc, 1) << bad.out;
+  EXPECT_NE(bad.out.find("train: error: --local_rank 1 disagrees with LOCAL_RANK=0; start every "
+                         "rank with one launcher (torchrun sets LOCAL_RANK, "
+                         "torch.distributed.launch passes --local_rank)\n"),
+            std::string::npos)
+      << bad.out;
+  Job notNumber = runJob({kTrain, "--local_rank", "x"}, {}, 60);
+  EXPECT_EQ(notNumber.rc, 2) << notNumber.out;
+}
+
+#ifdef DTCRT_HAVE_GLOO
+//===--- gloo: torchrun's variables and TF_CONFIG, no MPI launcher -----------===//
+
+// A port that was free a moment ago.
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string shellQuote(const std::string &s) {
+  std::string q = "'";
+  for (char c : s)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string shellCommand(const std::vector<std::string> &env,
+                         const std::vector<std::string> &argv) {
+  std::string cmd = "env";
+  for (const auto &e : env)
+    cmd += " " + shellQuote(e);
+  for (const auto &a : argv)
+    cmd += " " + shellQuote(a);
+  return cmd;
+}
+
+// Two ranks started by hand, as torchrun or a TF_CONFIG job starts them:
+// rank 1 in the background, rank 0 in the foreground; once rank 0 has
+// ended, rank 1 gets `grace` seconds, then (like a launcher) SIGKILL. The
+// output is rank 0's, then "--- rank 1 exited N" and rank 1's; rc is rank
+// 0's status if it failed, else rank 1's.
+Job runTwoRanks(const std::vector<std::string> &argv, const std::vector<std::string> &env0,
+                const std::vector<std::string> &env1, double timeoutSeconds, int grace = 20) {
+  TempDir dir;
+  const std::string log1 = dir.file("rank1.log");
+  const std::string script =
+      shellCommand(env1, argv) + " >" + shellQuote(log1) + " 2>&1 & p=$!\n" +
+      shellCommand(env0, argv) + "\nr0=$?\ni=0\nwhile kill -0 $p 2>/dev/null && [ $i -lt " +
+      std::to_string(grace * 10) +
+      " ]; do sleep 0.1; i=$((i+1)); done\nkill -9 $p 2>/dev/null\nwait $p\nr1=$?\n"
+      "echo \"--- rank 1 exited $r1\"\ncat " +
+      shellQuote(log1) + "\nif [ $r0 -ne 0 ]; then exit $r0; fi\nexit $r1\n";
+  return runJob({"sh", "-c", script}, {}, timeoutSeconds);
+}
+
+std::vector<std::string> torchEnv(int rank, int port) {
+  return {"RANK=" + std::to_string(rank),
+          "WORLD_SIZE=2",
+          "LOCAL_RANK=" + std::to_string(rank),
+          "LOCAL_WORLD_SIZE=2",
+          "MASTER_ADDR=127.0.0.1",
+          "MASTER_PORT=" + std::to_string(port)};
+}
+
+// torchrun's variables without an MPI launcher: gloo, and the parameters
+// are bit-identical to mpirun's (a two-rank float sum a + b is exact).
+TEST(Launch, GlooTorchrunVariablesTrainLikeMpirun) {
+  TempDir dir;
+  const std::vector<std::string> common = {
+      kTrain,      "--data", "synthetic:101,37", "--epochs", "3", "--batch", "8",
+      "--threads", "1",      "--progress",       "off"};
+  Job mpi =
+      runJob(mpirun(2) + common + std::vector<std::string>{"--save", dir.file("mpi.st")}, {}, 60);
+  ASSERT_EQ(mpi.rc, 0) << mpi.out;
+  const int port = freePort();
+  Job gloo = runTwoRanks(common + std::vector<std::string>{"--save", dir.file("gloo.st")},
+                         torchEnv(0, port), torchEnv(1, port), 90);
+  EXPECT_JOB_CLEAN(gloo);
+  ASSERT_EQ(gloo.rc, 0) << gloo.out;
+  EXPECT_NE(gloo.out.find(" ranks 2 backend gloo\n"), std::string::npos) << gloo.out;
+  EXPECT_NE(gloo.out.find("--- rank 1 exited 0\n"), std::string::npos) << gloo.out;
+  EXPECT_EQ(gloo.out.find("libmpi"), std::string::npos) << gloo.out;
+  EXPECT_EQ(loadParams(dir.file("gloo.st")), loadParams(dir.file("mpi.st")));
+  auto e1 = epochs(mpi.out), e2 = epochs(gloo.out);
+  ASSERT_EQ(e2.size(), 3u) << gloo.out;
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(e1[i].testLoss, e2[i].testLoss);
+}
+
+// The same job from TF_CONFIG: worker 0 serves the rendezvous on its port.
+TEST(Launch, GlooTfConfigWorkersTrainLikeMpirun) {
+  TempDir dir;
+  const std::vector<std::string> common = {
+      kTrain,      "--data", "synthetic:101,37", "--epochs", "2", "--batch", "8",
+      "--threads", "1",      "--progress",       "off"};
+  Job mpi =
+      runJob(mpirun(2) + common + std::vector<std::string>{"--save", dir.file("mpi.st")}, {}, 60);
+  ASSERT_EQ(mpi.rc, 0) << mpi.out;
+  const int p0 = freePort(), p1 = freePort();
+  auto tf = [&](int index) {
+    return std::vector<std::string>{
+        "TF_CONFIG={\"cluster\": {\"worker\": [\"localhost:" + std::to_string(p0) +
+        "\", \"localhost:" + std::to_string(p1) +
+        "\"]}, \"task\": {\"type\": \"worker\", \"index\": " + std::to_string(index) + "}}"};
+  };
+  Job gloo = runTwoRanks(common + std::vector<std::string>{"--save", dir.file("gloo.st")}, tf(0),
+                         tf(1), 90);
+  EXPECT_JOB_CLEAN(gloo);
+  ASSERT_EQ(gloo.rc, 0) << gloo.out;
+  EXPECT_NE(gloo.out.find(" ranks 2 backend gloo\n"), std::string::npos) << gloo.out;
+  EXPECT_EQ(loadParams(dir.file("gloo.st")), loadParams(dir.file("mpi.st")));
+}
+
+// A rank killed in step 3: the other ends at once (its peer's connection
+// closed), with an error naming the all-reduce, well within --comm-timeout.
+TEST(Launch, GlooKilledRankEndsTheOther) {
+  const int port = freePort();
+  const std::vector<std::string> kill = {"DTCRT_TEST_SIGNAL=KILL", "DTCRT_TEST_SIGNAL_RANK=1",
+                                         "DTCRT_TEST_SIGNAL_STEP=3"};
+  Job job = runTwoRanks({kTrain, "--epochs", "1000", "--comm-timeout", "10", "--progress", "off"},
+                        torchEnv(0, port) + kill, torchEnv(1, port) + kill, 90, 5);
+  EXPECT_JOB_CLEAN(job);
+  EXPECT_EQ(job.rc, 1) << job.out;
+  EXPECT_LT(job.seconds, 15) << job.out;
+  EXPECT_NE(job.out.find("train: error: rank 0: all-reduce of bucket 0 (fc.weight, fc.bias) "),
+            std::string::npos)
+      << job.out;
+  EXPECT_NE(job.out.find("--- rank 1 exited 137\n"), std::string::npos) << job.out;
+  std::printf("gloo, killed rank: rank 0 ended after %.1f s:\n%s", job.seconds,
+              job.out.substr(0, job.out.find("--- rank 1")).c_str());
+}
+
+// A rank that stops: the other's all-reduce times out after --comm-timeout.
+TEST(Launch, GlooStoppedRankTimesOut) {
+  const int port = freePort();
+  const std::vector<std::string> stop = {"DTCRT_TEST_SIGNAL=STOP", "DTCRT_TEST_SIGNAL_RANK=1",
+                                         "DTCRT_TEST_SIGNAL_STEP=3"};
+  Job job = runTwoRanks({kTrain, "--epochs", "1000", "--comm-timeout", "5", "--progress", "off"},
+                        torchEnv(0, port) + stop, torchEnv(1, port) + stop, 90, 0);
+  EXPECT_JOB_CLEAN(job);
+  EXPECT_EQ(job.rc, 1) << job.out;
+  EXPECT_GE(job.seconds, 5) << job.out;
+  EXPECT_LT(job.seconds, 30) << job.out;
+  EXPECT_NE(job.out.find("train: error: rank 0: all-reduce of bucket 0 (fc.weight, fc.bias) "),
+            std::string::npos)
+      << job.out;
+  std::printf("gloo, stopped rank: rank 0 ended after %.1f s\n", job.seconds);
+}
+
+// A rank alone: the rendezvous gives up after --comm-timeout, naming where
+// it waited.
+TEST(Launch, GlooRendezvousTimesOutClearly) {
+  const int port = freePort();
+  Job lonely1 = runJob({kTrain, "--comm-timeout", "2"}, torchEnv(1, port), 60);
+  EXPECT_JOB_CLEAN(lonely1);
+  EXPECT_EQ(lonely1.rc, 1) << lonely1.out;
+  EXPECT_LT(lonely1.seconds, 15) << lonely1.out;
+  EXPECT_NE(lonely1.out.find("train: error: cannot initialize gloo: rank 1 could not reach rank "
+                             "0 at 127.0.0.1:" +
+                             std::to_string(port) + " within 2 s ("),
+            std::string::npos)
+      << lonely1.out;
+  Job lonely0 = runJob({kTrain, "--comm-timeout", "2"}, torchEnv(0, port), 60);
+  EXPECT_EQ(lonely0.rc, 1) << lonely0.out;
+  EXPECT_LT(lonely0.seconds, 15) << lonely0.out;
+  EXPECT_NE(lonely0.out.find("train: error: cannot initialize gloo: the ranks did not all meet "
+                             "at 127.0.0.1:" +
+                             std::to_string(port) + " within 2 s (rank 0 waited for '"),
+            std::string::npos)
+      << lonely0.out;
+  Job badTf = runJob({kTrain}, {"TF_CONFIG={\"cluster\": {}}"}, 60);
+  EXPECT_EQ(badTf.rc, 1) << badTf.out;
+  EXPECT_NE(badTf.out.find("train: error: TF_CONFIG has no cluster.worker list"), std::string::npos)
+      << badTf.out;
+}
+// Ranks that disagree on the world size, or claim the same rank, are
+// refused at the rendezvous, on both sides, at once.
+TEST(Launch, GlooRanksThatDisagreeAreRefused) {
+  const int port = freePort();
+  Job sizes = runTwoRanks({kTrain, "--comm-timeout", "20"}, torchEnv(0, port),
+                          torchEnv(1, port) + std::vector<std::string>{"WORLD_SIZE=3"}, 60, 5);
+  EXPECT_JOB_CLEAN(sizes);
+  EXPECT_EQ(sizes.rc, 1) << sizes.out;
+  EXPECT_LT(sizes.seconds, 15) << sizes.out;
+  EXPECT_NE(sizes.out.find("train: error: cannot initialize gloo: rank 1 runs with a world size "
+                           "of 3, rank 0 with 2\n"),
+            std::string::npos)
+      << sizes.out;
+  EXPECT_NE(sizes.out.find("train: error: cannot initialize gloo: rank 0 runs with a world size "
+                           "of 2, rank 1 with 3; give every rank the same one\n"),
+            std::string::npos)
+      << sizes.out;
+  const int port3 = freePort();
+  TempDir dir;
+  // Two processes claim rank 1 of 3 beside rank 0.
+  const std::string script =
+      shellCommand(torchEnv(1, port3) + std::vector<std::string>{"WORLD_SIZE=3"},
+                   {kTrain, "--comm-timeout", "10"}) +
+      " >" + shellQuote(dir.file("a.log")) + " 2>&1 & a=$!\n" +
+      shellCommand(torchEnv(1, port3) + std::vector<std::string>{"WORLD_SIZE=3"},
+                   {kTrain, "--comm-timeout", "10"}) +
+      " >" + shellQuote(dir.file("b.log")) + " 2>&1 & b=$!\n" +
+      shellCommand(torchEnv(0, port3) + std::vector<std::string>{"WORLD_SIZE=3"},
+                   {kTrain, "--comm-timeout", "10"}) +
+      "\nr0=$?\nkill -9 $a $b 2>/dev/null; wait\ncat " + shellQuote(dir.file("a.log")) + " " +
+      shellQuote(dir.file("b.log")) + "\nexit $r0\n";
+  Job dup = runJob({"sh", "-c", script}, {}, 60);
+  EXPECT_JOB_CLEAN(dup);
+  EXPECT_EQ(dup.rc, 1) << dup.out;
+  EXPECT_LT(dup.seconds, 10) << dup.out;
+  EXPECT_NE(dup.out.find("train: error: cannot initialize gloo: two ranks claim rank 1 (or it is "
+                         "out of range); give every process its own rank\n"),
+            std::string::npos)
+      << dup.out;
+  EXPECT_NE(dup.out.find("train: error: cannot initialize gloo: rank 0 refused rank 1: another "
+                         "process claims that rank\n"),
+            std::string::npos)
+      << dup.out;
+}
+#endif // DTCRT_HAVE_GLOO
 
 } // namespace

@@ -1,9 +1,13 @@
-//===- mpi_test.cpp - The MPI communicator inside an mpirun job ----------===//
+//===- mpi_test.cpp - The MPI (or gloo) communicator inside an mpirun job ===//
 //
 // Run by ctest as `mpirun -np 2 dtcrt_mpi_test --gtest_filter=Mpi<Group>.*`.
 // Every rank runs the same tests in the same order, so their collectives
 // match; assertions never skip a collective (EXPECT, not ASSERT, before
-// one). The process fails if any rank's tests fail.
+// one). The process fails if any rank's tests fail. With
+// DTCRT_TEST_BACKEND=gloo and DTCRT_TEST_GLOO_PORT=P (runtime.gloo.*), the
+// same tests run on the gloo plugin instead: mpirun only starts the two
+// processes (rank and size from OMPI_COMM_WORLD_*), which meet at
+// 127.0.0.1:P, and MPI is never loaded.
 //
 //===----------------------------------------------------------------------===//
 #include "comm_impl.h"
@@ -14,7 +18,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -24,6 +30,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 CommBase *gComm = nullptr;
+std::string gBackend = "mpi";
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -38,7 +45,7 @@ template <class Fn> std::string errorOf(Fn fn) {
 
 TEST(MpiAllreduce, IdentifiesItself) {
   CommBase &c = *gComm;
-  EXPECT_STREQ(c.backend(), "mpi");
+  EXPECT_EQ(c.backend(), gBackend);
   EXPECT_EQ(c.size(), 2);
   EXPECT_EQ(c.localSize(), 2); // both ranks run on this machine
   EXPECT_EQ(c.localRank(), c.rank());
@@ -258,8 +265,26 @@ TEST(MpiProgress, AllreduceCompletesWhileTheCallerComputes) {
 int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
   std::unique_ptr<CommBase> comm;
+  if (const char *b = std::getenv("DTCRT_TEST_BACKEND"))
+    gBackend = b;
   try {
-    comm = createMpiCommunicator(60, mpiPluginPath(), "the test");
+    if (gBackend == "gloo") {
+      const char *rank = std::getenv("OMPI_COMM_WORLD_RANK"),
+                 *size = std::getenv("OMPI_COMM_WORLD_SIZE"),
+                 *port = std::getenv("DTCRT_TEST_GLOO_PORT");
+      if (!rank || !size || !port)
+        throw Error("DTCRT_TEST_BACKEND=gloo needs OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE "
+                    "(run it under Open MPI's mpirun) and DTCRT_TEST_GLOO_PORT");
+      Rendezvous r;
+      r.source = "the test";
+      r.rank = std::atoi(rank);
+      r.size = std::atoi(size);
+      r.host = "127.0.0.1";
+      r.port = std::atoi(port);
+      comm = createGlooCommunicator(60, glooPluginPath(), "the test", r);
+    } else {
+      comm = createMpiCommunicator(60, mpiPluginPath(), "the test");
+    }
   } catch (const std::exception &e) {
     std::fprintf(stderr, "dtcrt_mpi_test: %s\n", e.what());
     return 1;
@@ -272,6 +297,6 @@ int main(int argc, char **argv) {
   int failed = RUN_ALL_TESTS() != 0;
   double anyFailed = failed;
   comm->allreduceSum(&anyFailed, 1); // fail on every rank if one failed
-  comm.reset();                      // MPI_Finalize
+  comm.reset();                      // MPI_Finalize (gloo: closes the connections)
   return anyFailed != 0;
 }

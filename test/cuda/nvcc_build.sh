@@ -10,6 +10,10 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "SKIP: nvcc not found (install the CUDA toolkit to build the CUDA target)"
   exit 77
 fi
+if [ "${DTC_CUDA_RUNTIME:-1}" = 0 ]; then
+  echo "SKIP: this dtc was built without the CUDA runtime (e.g. the sanitizer build)"
+  exit 77
+fi
 mkdir -p "$work"
 exe="$work/$(basename "$model" .dsl)-cuda" # per model: ctest runs them in parallel
 "$dtc" "$model" --target=cuda --cuda-arch=sm_90 -o "$exe"

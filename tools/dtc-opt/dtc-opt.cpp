@@ -1,5 +1,6 @@
 //===- dtc-opt.cpp - Runs dtc's (and upstream) passes on .mlir files -----===//
 #include "passes/Passes.h"
+#include "tools/sanitizer_defaults.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"

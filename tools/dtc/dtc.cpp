@@ -24,6 +24,7 @@
 #include <chrono>
 
 #include "tools/dtc/Config.h"
+#include "tools/sanitizer_defaults.h"
 
 using namespace llvm;
 
@@ -267,8 +268,15 @@ void printReport(mlir::ModuleOp module) {
 /// Runs the host compiler (nvcc for CUDA) on `source`, producing `output`
 /// atomically.
 int compileAndLink(StringRef source, StringRef output, bool cuda) {
-  SmallString<256> tmpOut(output);
-  tmpOut += ".dtc-tmp";
+  // A fresh name in the output's directory, created exclusively (a file or
+  // symlink planted there is never written through), renamed at the end.
+  SmallString<256> tmpOut;
+  {
+    int tmpFd;
+    if (auto ec = sys::fs::createUniqueFile(output + ".dtc-tmp-%%%%%%", tmpFd, tmpOut))
+      return fail("cannot write '" + output + "': " + ec.message());
+    sys::fs::closeFile(tmpFd);
+  }
   SmallVector<StringRef> flags;
   StringRef(cxxFlags).split(flags, ' ', -1, false);
   for (StringRef f : flags)
@@ -291,6 +299,13 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   // scalar): its dynamic cost model (before --cxx-flags, which may undo it).
   if (!cuda && isGcc(*path))
     args.push_back("-fvect-cost-model=dynamic");
+  // A sanitizer build's runtime needs its programs built the same way.
+  if (!cuda && *DTC_SANITIZE_FLAGS) {
+    SmallVector<StringRef> san;
+    StringRef(DTC_SANITIZE_FLAGS).split(san, ' ', -1, false);
+    for (StringRef f : san)
+      args.push_back(f.str());
+  }
   // glibc's vector math (dtc/vector_math.h) where the program is for this
   // machine; --static-libs programs are for others.
   const bool vectorMath = !cuda && !staticLibs && *DTC_VECTOR_MATH_LINK_LIBS;
@@ -396,6 +411,25 @@ int main(int argc, char **argv) {
     return fail("--gemm=onednn: this dtc was built without oneDNN "
                 "(libdnnl-dev was not installed when it was configured)");
 
+  // The output's directory is checked before any work, in dtc's words (the
+  // linker would say "cannot open output file ...dtc-tmp").
+  std::string out = outputFile.empty()
+                        ? (emitKind == Emit::Exe ? "train" : "-")
+                        : outputFile.getValue();
+  if (out != "-") {
+    SmallString<256> dir(sys::path::parent_path(out));
+    if (dir.empty())
+      dir = ".";
+    if (sys::fs::is_directory(out))
+      return fail("cannot write '" + out + "': it is a directory");
+    if (!sys::fs::is_directory(dir))
+      return fail("cannot write '" + out + "': the directory '" + dir +
+                  "' does not exist");
+    if (sys::fs::access(dir, sys::fs::AccessMode::Write))
+      return fail("cannot write '" + out + "': the directory '" + dir +
+                  "' is not writable");
+  }
+
   StageTimer timer;
   auto file = MemoryBuffer::getFile(inputFile, /*IsText=*/true);
   if (!file)
@@ -420,9 +454,6 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   timer.lap("mlirgen");
-  std::string out = outputFile.empty()
-                        ? (emitKind == Emit::Exe ? "train" : "-")
-                        : outputFile.getValue();
   if (emitKind == Emit::MLIR)
     return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
 

@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# Several hosts on one machine: three network namespaces joined by a Linux
+# bridge stand for three hosts, and mpirun (on host a, as on a real cluster's
+# first node) starts one rank on each through a launch agent, so that the
+# ranks talk over TCP across the bridge, not through shared memory.
+#  1. 1, 2 and 3 hosts with the same global batch (96: 1 x 96, 2 x 48, 3 x 32)
+#     train to the same parameters (1001 samples, shuffle off, so the last
+#     global batch of 41 is split 21/20 and 14/14/13). fp32 sums happen in
+#     another order, so the tolerance of equivalence.sh (atol 1e-6, rtol 1e-5)
+#     applies; its control (lr x 1.01) must be told apart.
+#  2. faults end the whole job, with an error and in bounded time:
+#     (a) a host cut off the network mid-training (its veth set down),
+#     (b) a rank killed with SIGKILL on one host;
+#     and leave no process behind.
+# The job ending after a host vanishes needs the launcher to give up on that
+# host's daemon: mpirun's abort message to it sits in TCP retransmission, which
+# Linux keeps up for ~15 minutes by default (net.ipv4.tcp_retries2 = 15), so
+# the hosts here use tcp_retries2 = 5 (~13 s), set in their own namespaces.
+# Skips (exit 77) where network namespaces cannot be made (not root, no ip).
+# usage: multihost.sh DTC MODEL.dsl WORKDIR
+set -uo pipefail
+dtc=$1 model=$2 work=$3
+cmp="/usr/bin/python3 $(cd "$(dirname "$0")" && pwd)/compare_safetensors.py"
+fail() { echo "FAIL: $*"; exit 1; }
+skip() { echo "SKIP: cannot create network namespaces here: $*"; exit 77; }
+
+[ "$(id -u)" = 0 ] || skip "not root (uid $(id -u))"
+command -v ip >/dev/null 2>&1 || skip "no ip command (iproute2)"
+command -v mpirun >/dev/null 2>&1 || fail "no mpirun"
+mkdir -p "$work" && work=$(cd "$work" && pwd -P) || fail "cannot make $work"
+rm -rf "$work/tmp" "$work"/*.safetensors "$work"/*.log "$work"/*.ckpt "$work"/*.out "$work"/*.err "$work"/trace*.json
+
+# Names unique to this run ($$), so that runs in parallel never share one. The
+# addresses live only inside the namespaces (the bridge has none), so runs
+# whose $$ % 200 agree do not clash either.
+tag=dtcmh$$
+hosts=("${tag}a" "${tag}b" "${tag}c") # namespace names; the veth ends outside are named alike
+bridge=${tag}br
+net=10.213.$(($$ % 200))
+subnet=$net.0/24
+ips=("$net.1" "$net.2" "$net.3")
+job=
+
+# Ends what this test started: the processes in its namespaces (mpirun,
+# orted, train), then the namespaces, veths and bridge.
+stop_processes() {
+  local pids
+  [ -n "$job" ] && { kill -9 "$job"; wait "$job"; } 2>/dev/null
+  for _ in $(seq 40); do
+    pids=$(for h in "${hosts[@]}"; do ip netns pids "$h" 2>/dev/null; done)
+    [ -z "$pids" ] && return 0
+    kill -9 $pids 2>/dev/null
+    sleep 0.25
+  done
+  echo "warning: processes still running in the test's namespaces: $pids"
+}
+cleanup() {
+  set +e
+  stop_processes
+  for h in "${hosts[@]}"; do
+    ip link del "$h" 2>/dev/null
+    ip netns del "$h" 2>/dev/null
+  done
+  ip link del "$bridge" 2>/dev/null
+}
+trap cleanup EXIT
+trap 'echo "FAIL: interrupted"; exit 130' INT
+trap 'echo "FAIL: terminated"; exit 143' TERM
+cleanup # names left by an earlier run that had this process id
+
+echo "== hosts ${hosts[*]} on $subnet, bridge $bridge"
+err=$(ip netns add "${hosts[0]}" 2>&1) || skip "ip netns add: $err"
+err=$(ip link add "$bridge" type bridge 2>&1 && ip link set "$bridge" up 2>&1) ||
+  skip "ip link add type bridge: $err"
+for i in 0 1 2; do
+  h=${hosts[i]}
+  { [ $i -eq 0 ] || ip netns add "$h"; } &&
+    ip -n "$h" link set lo up &&
+    ip link add "$h" type veth peer name "${h}p" netns "$h" &&
+    ip -n "$h" link set "${h}p" name eth0 &&
+    ip -n "$h" addr add "${ips[i]}/24" dev eth0 &&
+    ip -n "$h" link set eth0 up &&
+    ip link set "$h" master "$bridge" up &&
+    ip netns exec "$h" sh -c 'echo 5 >/proc/sys/net/ipv4/tcp_retries2' &&
+    mkdir -p "$work/tmp/$h" || fail "setting up host $h"
+done
+
+# OpenMPI's launch agent: "agent.sh HOST COMMAND..." runs COMMAND on HOST, i.e.
+# in the namespace that has HOST's address, with that host's own TMPDIR (hosts
+# have their own /tmp: the daemons' session directories must not be shared).
+cat >"$work/agent.sh" <<EOF
+#!/bin/sh
+host=\$1; shift
+case \$host in
+  ${ips[0]}) ns=${hosts[0]} ;;
+  ${ips[1]}) ns=${hosts[1]} ;;
+  ${ips[2]}) ns=${hosts[2]} ;;
+  *) echo "agent.sh: unknown host \$host" >&2; exit 1 ;;
+esac
+echo "\$host -> \$ns: \$(ip -n \$ns -o -4 addr show dev eth0)" >>"$work/agent.log"
+exec ip netns exec "\$ns" env TMPDIR="$work/tmp/\$ns" sh -c "\$*"
+EOF
+# Each rank notes where it runs, then becomes the program: "rank.sh LOG PROGRAM ARGS...".
+cat >"$work/rank.sh" <<'EOF'
+#!/bin/sh
+log=$1; shift
+echo "rank $OMPI_COMM_WORLD_RANK netns $(ip netns identify $$) addr $(ip -o -4 addr show dev eth0 | awk '{print $4}')" >>"$log"
+exec "$@"
+EOF
+chmod +x "$work/agent.sh" "$work/rank.sh"
+
+# hosts_run N LIMIT ARGS...: mpirun, on host a, with one rank on each of the
+# first N hosts, ended by SIGTERM (SIGKILL 5 s later) after LIMIT seconds.
+hosts_run() {
+  local n=$1 limit=$2; shift 2
+  local list
+  list=$(IFS=,; echo "${ips[*]:0:n}")
+  timeout -k 5 "$limit" ip netns exec "${hosts[0]}" env TMPDIR="$work/tmp/${hosts[0]}" \
+    mpirun --allow-run-as-root --oversubscribe --bind-to none --host "$list" -np "$n" \
+    --map-by node --mca plm_rsh_agent "$work/agent.sh" --mca btl tcp,self \
+    --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" "$@"
+}
+# check_placement N LOG: rank i ran in host i's namespace, with its address.
+check_placement() {
+  local n=$1 log=$2 i
+  for ((i = 0; i < n; i++)); do
+    grep -qx "rank $i netns ${hosts[i]} addr ${ips[i]}/24" "$log" ||
+      { cat "$log"; fail "rank $i did not run on host ${hosts[i]} (${ips[i]})"; }
+  done
+  [ "$(wc -l <"$log")" -eq "$n" ] || { cat "$log"; fail "expected $n ranks in $log"; }
+}
+# no_leftovers: no process of this test is left in its namespaces.
+no_leftovers() {
+  local pids
+  for _ in $(seq 40); do
+    pids=$(for h in "${hosts[@]}"; do ip netns pids "$h"; done)
+    [ -z "$pids" ] && return 0
+    sleep 0.25
+  done
+  ps -o pid,ppid,stat,etime,args -p "$(tr '\n' , <<<"$pids" | sed 's/,$//')"
+  fail "processes left behind 10 s after the job ended"
+}
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+"$dtc" "$model" -o "$work/train" || fail "compile"
+
+echo "== 1. the same global batch on 1, 2 and 3 hosts: the same parameters"
+common=(--data synthetic:1001,0 --shuffle off --eval off --threads 1 --epochs 1 --quiet --overlap on)
+"$work/train" "${common[@]}" --batch 96 --save "$work/hosts1.safetensors" || fail "1 host"
+for n in 2 3; do
+  b=$((96 / n))
+  echo "-- $n hosts x batch $b"
+  hosts_run $n 120 "$work/rank.sh" "$work/ranks$n.log" "$work/train" "${common[@]}" --batch $b \
+    --save "$work/hosts$n.safetensors" || fail "$n hosts x batch $b (exit $?)"
+  check_placement $n "$work/ranks$n.log"
+  $cmp "$work/hosts$n.safetensors" "$work/hosts1.safetensors" --atol 1e-6 --rtol 1e-5 ||
+    fail "$n hosts x batch $b differ from 1 host x batch 96"
+done
+echo "-- control: lr 0.0101 instead of 0.01 must be told apart"
+"$work/train" "${common[@]}" --batch 96 --lr 0.0101 --save "$work/control.safetensors" || fail "control"
+$cmp "$work/control.safetensors" "$work/hosts1.safetensors" --atol 1e-6 --rtol 1e-5 --differ ||
+  fail "the check cannot tell a 1% larger step apart"
+echo "-- the launch agent started daemons on:"
+cat "$work/agent.log"
+
+echo "== timing: 3 hosts, 30 steps of batch 3 x 32 (trace of 20 steps)"
+hosts_run 3 120 "$work/train" --data synthetic:4096,0 --threads 1 --batch 32 --eval off \
+  --overlap on --max-steps 30 --trace-steps 20 --trace "$work/trace.json" --quiet ||
+  fail "3 hosts traced (exit $?)"
+/usr/bin/python3 - "$work/trace.json" <<'EOF' || fail "reading the trace"
+import json, statistics, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+def median_ms(pred):
+    d = [e["dur"] for e in ev if e.get("ph") == "X" and pred(e.get("name", ""))]
+    return f"{statistics.median(d) / 1e3:.1f} ms (median of {len(d)})" if d else "none traced"
+print("rank 0: step", median_ms(lambda n: n.startswith("step ")),
+      "| all-reduce", median_ms(lambda n: n.startswith("allreduce bucket")),
+      "| wait", median_ms(lambda n: n.startswith("wait")))
+EOF
+
+# fault NAME N: starts a long N-host run in the background ($job, output in
+# $work/NAME.out/.err) and waits until it trains (its first checkpoint exists).
+fault_start() {
+  local name=$1 n=$2
+  rm -f "$work/$name.ckpt"
+  job_start=$EPOCHREALTIME
+  hosts_run "$n" 120 "$work/train" --data synthetic:200000,0 --epochs 20 --threads 1 --batch 32 \
+    --eval off --comm-timeout 10 --progress off --checkpoint "$work/$name.ckpt" \
+    --checkpoint-every 20 >"$work/$name.out" 2>"$work/$name.err" &
+  job=$!
+  for _ in $(seq 300); do
+    [ -f "$work/$name.ckpt" ] && break
+    kill -0 $job 2>/dev/null || { cat "$work/$name.out" "$work/$name.err"; fail "$name: the job ended before training"; }
+    sleep 0.2
+  done
+  [ -f "$work/$name.ckpt" ] || fail "$name: no checkpoint after 60 s"
+  grep -q "ranks $n backend mpi" "$work/$name.out" || { cat "$work/$name.out"; fail "$name: not $n ranks over MPI"; }
+  sleep 2
+}
+# fault_end NAME FAULT_TIME BOUND REGEX: the job must end, non-zero, within
+# BOUND s of the fault, with an error that matches REGEX (names the rank, the
+# bucket or the peer) on stderr.
+fault_end() {
+  local name=$1 t0=$2 bound=$3 regex=$4 rc
+  for _ in $(seq $((bound * 10))); do
+    kill -0 $job 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 $job 2>/dev/null; then
+    echo "-- the job is still running $(secs "$t0" "$EPOCHREALTIME") s after the fault:"
+    tail -5 "$work/$name.err"
+    stop_processes
+    fail "$name: the job did not end within $bound s"
+  fi
+  wait $job
+  rc=$?
+  job=
+  echo "-- ended with exit $rc, $(secs "$t0" "$EPOCHREALTIME") s after the fault; stderr:"
+  grep -v 'plm:rsh: Warning: setpgid' "$work/$name.err" | head -12
+  [ $rc -ne 0 ] || fail "$name: the job exited 0"
+  # (mpirun itself exits 137 when a rank was killed: only the time tells a timeout)
+  [ $rc -ne 124 ] && [ "$(secs "$job_start" "$EPOCHREALTIME" | cut -d. -f1)" -lt 120 ] ||
+    fail "$name: the job hung (ended by timeout)"
+  echo "-- the error lines that name a rank, the bucket or the peer:"
+  grep -E "$regex" "$work/$name.err" || fail "$name: no error matching '$regex' on stderr"
+  no_leftovers
+}
+
+echo "== 2a. host ${hosts[2]} cut off the network mid-training (3 hosts)"
+fault_start cut 3
+ip link set "${hosts[2]}" down || fail "ip link set down"
+t0=$EPOCHREALTIME
+# (rank 2 times out too, but its message cannot reach mpirun across the cut)
+fault_end cut "$t0" 60 "train: error: rank [01]: all-reduce of bucket [0-9]+ .*did not complete within 10 s"
+ip link set "${hosts[2]}" up || fail "ip link set up"
+# The address resolutions that failed while cut off would fail new connections
+# from that host for a while (its neighbour entries stay INCOMPLETE/FAILED).
+for h in "${hosts[@]}"; do ip -n "$h" neigh flush all; done
+for i in $(seq 5); do
+  hosts_run 3 30 true >/dev/null 2>&1 && break
+  [ "$i" -lt 5 ] || fail "the 3 hosts cannot run a job after ${hosts[2]}'s link came back"
+  sleep 1
+done
+
+echo "== 2b. the rank on host ${hosts[1]} killed with SIGKILL mid-training (3 hosts)"
+fault_start killed 3
+victim=
+for p in $(ip netns pids "${hosts[1]}"); do
+  [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$work/train" ] && victim=$p
+done
+[ -n "$victim" ] || fail "no rank found on host ${hosts[1]}"
+kill -9 "$victim"
+t0=$EPOCHREALTIME
+# this one comes from Open MPI: mpirun's report or a rank's lost TCP peer
+fault_end killed "$t0" 60 "process rank 1 with PID [0-9]+ on node ${ips[1]}|Peer host: +${ips[1]}\$|train: error: rank [0-9]+:"
+echo PASS
