@@ -8,7 +8,7 @@ PKGS=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   openmpi-bin libopenmpi-dev libgloo-dev
   libopenblas-dev libgfortran-12-dev libdnnl-dev
-  zlib1g-dev libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
+  zlib1g-dev libdeflate-dev libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
   dataset-fashion-mnist
   python3-torch python3-numpy
   clang-22 libclang-rt-22-dev

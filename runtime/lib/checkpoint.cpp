@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <cerrno>
 #include <cstring>
@@ -65,8 +65,7 @@ bool toIndices(const nlohmann::json &j, std::vector<int64_t> &out) {
 }
 
 uint32_t crc32Of(uint32_t crc, const char *data, size_t n) {
-  return static_cast<uint32_t>(
-      ::crc32_z(crc, reinterpret_cast<const Bytef *>(data), static_cast<z_size_t>(n)));
+  return n ? libdeflate_crc32(crc, data, n) : crc; // zlib's CRC-32
 }
 
 // One tensor to write: name, shape, bytes.

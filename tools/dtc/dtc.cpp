@@ -351,8 +351,8 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
     if (staticLibs && l == "-lopenblas") {
       for (const char *a : {"-l:libopenblas.a", "-l:libgfortran.a", "-l:libquadmath.a"})
         args.push_back(a);
-    } else if (staticLibs && l == "-lz") {
-      args.push_back("-l:libz.a");
+    } else if (staticLibs && l == "-ldeflate") {
+      args.push_back("-l:libdeflate.a");
     } else {
       args.push_back(l.str());
     }
