@@ -18,6 +18,7 @@ fuzz=$build/test/fuzz
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
+cd "$fuzz" # libFuzzer's -jobs write fuzz-N.log here
 for h in $harnesses; do
   case $h in
     dsl) seeds="$root/examples $root/test/Frontend $root/test/gradcheck $root/test/Train/Inputs" ;;
