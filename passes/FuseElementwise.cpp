@@ -98,7 +98,7 @@ void FuseElementwisePass::runOnOperation() {
       continue;
     // Join the group of a producer when legal; a new group otherwise.
     std::optional<unsigned> joined;
-    for (Value v : op.getOperands()) {
+    for (Value v : chains ? op.getOperands() : OperandRange(op.operand_end(), op.operand_end())) {
       auto it = groupOf.find(v.getDefiningOp());
       if (it == groupOf.end() || !canJoin(groups[it->second], &op))
         continue;

@@ -29,8 +29,14 @@ def FuseElementwise : Pass<"dtc-fuse-elementwise", "mlir::func::FuncOp"> {
     each input once and writes only the values used outside it. Splat
     constants and `dtc.batch_size` used by the chain are cloned into the body.
     Every remaining elementwise op becomes a one-op kernel, so code generators
-    emit elementwise work only through `dtc.fused`.
+    emit elementwise work only through `dtc.fused`. With `chains=false`
+    (`dtc --no-fuse`) every elementwise op becomes a one-op kernel: the
+    unfused program, for comparisons and debugging.
   }];
+  let options = [
+    Option<"chains", "chains", "bool", /*default=*/"true",
+           "Fuse def-use chains (false: one kernel per elementwise op)">,
+  ];
   let dependentDialects = ["dtc::DtcDialect"];
 }
 

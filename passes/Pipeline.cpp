@@ -22,8 +22,11 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     if (options.overlap)
       pm.addPass(createOverlapAllReduce());
   }
-  if (options.fuse)
-    pm.addNestedPass<func::FuncOp>(createFuseElementwise());
+  // Elementwise ops reach the emitters only inside dtc.fused: without
+  // fusion (dtc --no-fuse), one kernel per op.
+  FuseElementwiseOptions fuse;
+  fuse.chains = options.fuse;
+  pm.addNestedPass<func::FuncOp>(createFuseElementwise(fuse));
   pm.addPass(createPlanMemory());
 }
 

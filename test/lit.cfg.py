@@ -46,3 +46,5 @@ if (config.dtc_vector_math and platform.machine() == "x86_64" and libc == "glibc
         and config.dtc_cxx_id == "GNU"):
     config.available_features.add("vector-math")
 config.substitutions.append(("%examples", os.path.join(config.dtc_src_root, "examples")))
+# Debian's Python with numpy and torch (the reference and the comparison scripts).
+config.substitutions.append(("%python", "/usr/bin/python3"))

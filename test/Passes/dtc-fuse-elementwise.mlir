@@ -1,4 +1,5 @@
 // RUN: dtc-opt %s --dtc-fuse-elementwise --split-input-file | FileCheck %s --enable-var-scope
+// RUN: dtc-opt %s --dtc-fuse-elementwise=chains=false --split-input-file | FileCheck %s --check-prefix=NOFUSE --enable-var-scope
 
 // A bias add + relu chain becomes one kernel; the matmul stays outside.
 // CHECK-LABEL: func.func @bias_relu
@@ -10,6 +11,18 @@
 // CHECK:   dtc.yield %[[R]] : tensor<?x8xf32>
 // CHECK: }
 // CHECK: return %[[F]]
+// Without chains (dtc --no-fuse): a one-op kernel each.
+// NOFUSE-LABEL: func.func @bias_relu
+// NOFUSE: %[[M:.*]] = dtc.matmul
+// NOFUSE: %[[F1:.*]] = dtc.fused(%[[M]], %arg1)
+// NOFUSE-NEXT: ^bb0
+// NOFUSE-NEXT: dtc.add
+// NOFUSE-NEXT: dtc.yield
+// NOFUSE: %[[F2:.*]] = dtc.fused(%[[F1]])
+// NOFUSE-NEXT: ^bb0
+// NOFUSE-NEXT: dtc.relu
+// NOFUSE-NEXT: dtc.yield
+// NOFUSE: return %[[F2]]
 func.func @bias_relu(%x: tensor<?x4xf32>, %b: tensor<8xf32>, %w: tensor<8x4xf32>) -> tensor<?x8xf32> {
   %m = dtc.matmul %x, %w {transpose_rhs = true} : tensor<?x4xf32>, tensor<8x4xf32> -> tensor<?x8xf32>
   %a = dtc.add %m, %b : tensor<?x8xf32>, tensor<8xf32> -> tensor<?x8xf32>
