@@ -12,6 +12,7 @@ PKGS=(
   dataset-fashion-mnist
   python3-torch python3-numpy
   clang-22 libclang-rt-22-dev
+  iproute2
 )
 
 missing=()
