@@ -29,28 +29,6 @@ std::vector<int64_t> shapeOf(const ParamSpec &p) {
   return std::vector<int64_t>(p.shape, p.shape + p.rank);
 }
 
-// The whole of a regular file (openForReading refuses anything else).
-std::string readWholeFile(const std::string &path) {
-  int fd = openForReading(path, "checkpoint");
-  std::string data;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      throw Error(fmt::format("cannot read checkpoint '{}': {}", path, std::strerror(err)));
-    }
-    if (n == 0)
-      break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return data;
-}
-
 // Reads a JSON array of non-negative integers; false if it is not one.
 bool toIndices(const nlohmann::json &j, std::vector<int64_t> &out) {
   if (!j.is_array())
@@ -149,7 +127,7 @@ struct Safetensors {
 
 Safetensors readSafetensors(const std::string &path) {
   Safetensors st;
-  st.file = readWholeFile(path);
+  st.file = readWholeFile(path, "checkpoint");
   const std::string &file = st.file;
   auto corrupt = [&](const std::string &why) {
     return Error(fmt::format("checkpoint '{}' is not a valid safetensors file: {}", path, why));

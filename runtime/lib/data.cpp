@@ -59,7 +59,7 @@ bool fileExists(const std::string &path) {
 class GzReader {
 public:
   explicit GzReader(const std::string &path) : path_(path) {
-    std::string file = readAll(path);
+    std::string file = readWholeFile(path, "dataset file");
     const auto *in = reinterpret_cast<const unsigned char *>(file.data());
     if (file.size() < 2 || in[0] != 0x1f || in[1] != 0x8b) {
       data_ = std::move(file); // not gzip: the raw file
@@ -125,30 +125,6 @@ public:
   }
 
 private:
-  static std::string readAll(const std::string &path) {
-    const int fd = openForReading(path, "dataset file");
-    std::string data;
-    struct stat st;
-    if (::fstat(fd, &st) == 0 && st.st_size > 0)
-      data.reserve(size_t(st.st_size));
-    char buf[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0) {
-        const int err = errno;
-        ::close(fd);
-        throw Error(fmt::format("cannot read dataset file '{}': {}", path, std::strerror(err)));
-      }
-      if (n == 0)
-        break;
-      data.append(buf, size_t(n));
-    }
-    ::close(fd);
-    return data;
-  }
-
   std::string path_, data_;
   size_t pos_ = 0;
 };

@@ -129,6 +129,30 @@ int openForReading(const std::string &path, const std::string &what) {
   return fd;
 }
 
+std::string readWholeFile(const std::string &path, const std::string &what) {
+  const int fd = openForReading(path, what);
+  std::string data;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0)
+    data.reserve(size_t(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(err)));
+    }
+    if (n == 0)
+      break;
+    data.append(buf, size_t(n));
+  }
+  ::close(fd);
+  return data;
+}
+
 void checkWritable(const std::string &path, const std::string &what) {
   AtomicFile probe(path, what); // throws as a real write would; removed unused
 }

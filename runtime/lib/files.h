@@ -62,4 +62,8 @@ std::string directoryOf(const std::string &path);
 // or Error("<what> 'PATH' is not a regular file ...").
 int openForReading(const std::string &path, const std::string &what);
 
+// The whole of the regular file at path (openForReading's checks), sized
+// from fstat; errors as openForReading's, or "cannot read <what> 'PATH': ...".
+std::string readWholeFile(const std::string &path, const std::string &what);
+
 } // namespace dtc::rt
