@@ -13,8 +13,8 @@ threads=${BENCH_THREADS:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "== compile stages (dtc --time-stages, examples/mlp.dsl)"
-"$build/bin/dtc" "$root/examples/mlp.dsl" -o "$work/train" --time-stages 2>&1 | sed 's/^dtc: stage /  /'
+echo "== compile stages (dtc --mlir-timing, examples/mlp.dsl)"
+"$build/bin/dtc" "$root/examples/mlp.dsl" -o "$work/train" --mlir-timing 2>&1 | sed -n 's/^ *//; /Wall Time/,$p'
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 : > "$work/dtc.txt"; : > "$work/torch.txt"

@@ -18,6 +18,10 @@ namespace dtc {
 
 /// Options of the whole compile pipeline (`dtc-pipeline` in dtc-opt).
 struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
+  Option<bool> autodiff{*this, "autodiff",
+                        llvm::cl::desc("Derive @train_step (false: the module "
+                                       "has it already)"),
+                        llvm::cl::init(true)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("Fuse elementwise chains"),
                     llvm::cl::init(true)};
   Option<bool> allreduce{*this, "allreduce",

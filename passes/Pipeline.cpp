@@ -10,7 +10,8 @@
 using namespace mlir;
 
 void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  pm.addPass(createAutodiff());
+  if (options.autodiff)
+    pm.addPass(createAutodiff());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (options.allreduce) {

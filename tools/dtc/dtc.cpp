@@ -7,11 +7,15 @@
 #include "frontends/dsl/MLIRGen.h"
 #include "frontends/dsl/Parser.h"
 #include "passes/Passes.h"
+#include "passes/Steps.h"
 #include "passes/codegen/Emit.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -21,7 +25,6 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
-#include <chrono>
 
 #include "tools/dtc/Config.h"
 #include "tools/sanitizer_defaults.h"
@@ -32,7 +35,8 @@ namespace {
 enum class Emit { MLIR, MLIROpt, Cpp, Exe };
 
 cl::OptionCategory category("dtc options");
-cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.dsl>"),
+cl::opt<std::string> inputFile(cl::Positional,
+                               cl::desc("<model.dsl or .mlir at any stage>"),
                                cl::Required, cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: train, "
                                               "or stdout for --emit other "
@@ -63,9 +67,6 @@ cl::opt<bool> verbose("v", cl::desc("Show the commands dtc runs"),
 cl::opt<bool> report("report", cl::desc("Print the compile-time plan "
                                         "(parameters, arena, peak memory)"),
                      cl::cat(category));
-cl::opt<bool> timeStages("time-stages",
-                         cl::desc("Print the time of each compile stage"),
-                         cl::cat(category));
 cl::opt<bool> noFuse("no-fuse", cl::desc("Do not fuse elementwise ops"),
                      cl::cat(category));
 cl::opt<double> bucketMB("bucket-mb",
@@ -105,19 +106,6 @@ cl::opt<std::string> gemmEngine(
              "where dtc was built with it), openblas, or auto (onednn if "
              "available, openblas with --static-libs)"),
     cl::init("auto"), cl::cat(category));
-
-struct StageTimer {
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point start = Clock::now();
-  void lap(const char *stage) {
-    auto now = Clock::now();
-    if (timeStages)
-      llvm::errs() << llvm::format(
-          "dtc: stage %-8s %9.3f ms\n", stage,
-          std::chrono::duration<double, std::milli>(now - start).count());
-    start = now;
-  }
-};
 
 /// Whether this machine has an NVIDIA GPU (the driver lists it).
 bool hasGpu() {
@@ -388,9 +376,19 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter([](raw_ostream &os) {
     os << "dtc " DTC_VERSION " (MLIR " DTC_MLIR_VERSION ")\n";
   });
+  // MLIR's own options: --mlir-print-ir-after-all, --mlir-timing, ...; the
+  // passes registered (the hub dtc-opt uses too) so that they can be named.
+  dtc::registerAllPasses();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
   cl::ParseCommandLineOptions(argc, argv,
                               "dtc: compiles a model and its training recipe "
-                              "into a training program\n");
+                              "into a training program\n\n"
+                              "MLIR's pass-manager, timing and printing options "
+                              "(--mlir-print-ir-after-all, --mlir-timing, ...) "
+                              "apply too: dtc --help-hidden lists them\n");
   bool cudaBuilt = StringRef(DTC_RUNTIME_CUDA_LIBRARY).size() > 0;
   if (target != "cpu" && target != "cuda" && target != "auto")
     return fail("unknown target '" + target + "' (expected cpu, cuda, auto)");
@@ -430,7 +428,12 @@ int main(int argc, char **argv) {
                   "' is not writable");
   }
 
-  StageTimer timer;
+  // One timing tree for the whole compile (--mlir-timing): the front end,
+  // each pass, emission and the host compiler.
+  mlir::DefaultTimingManager timing;
+  mlir::applyDefaultTimingManagerCLOptions(timing);
+  mlir::TimingScope rootTiming = timing.getRootScope();
+
   auto file = MemoryBuffer::getFile(inputFile, /*IsText=*/true);
   if (!file)
     return fail("cannot open '" + inputFile + "': " +
@@ -446,14 +449,27 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
-  auto program = dtc::dsl::parse(source, inputFile, &context);
-  if (!program)
-    return 1;
-  timer.lap("parse");
-  auto module = dtc::dsl::buildModule(*program, inputFile, &context);
-  if (!module)
-    return 1;
-  timer.lap("mlirgen");
+  // A model: DSL source, or dtc IR at any stage (the pipeline's passes
+  // leave IR they have already transformed as it is).
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (StringRef(inputFile).ends_with(".mlir")) {
+    mlir::TimingScope t = rootTiming.nest("parse .mlir");
+    module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return 1;
+  } else {
+    std::optional<dtc::dsl::Program> program;
+    {
+      mlir::TimingScope t = rootTiming.nest("parse");
+      program = dtc::dsl::parse(source, inputFile, &context);
+    }
+    if (!program)
+      return 1;
+    mlir::TimingScope t = rootTiming.nest("mlirgen");
+    module = dtc::dsl::buildModule(*program, inputFile, &context);
+    if (!module)
+      return 1;
+  }
   if (emitKind == Emit::MLIR)
     return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
 
@@ -465,21 +481,30 @@ int main(int argc, char **argv) {
   options.bucketBytes = int64_t(bucketMB * 1048576.0);
   options.firstBucketBytes = int64_t(firstBucketMB * 1048576.0);
   options.overlap = !noOverlap;
+  // IR that already has its training step (a .mlir input) keeps it.
+  options.autodiff = !module->lookupSymbol(dtc::steps::kTrain);
   dtc::buildPipeline(pm, options);
-  if (mlir::failed(pm.run(*module)))
+  if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return 1;
-  timer.lap("passes");
+  {
+    mlir::TimingScope t = rootTiming.nest("passes");
+    pm.enableTiming(t);
+    if (mlir::failed(pm.run(*module)))
+      return 1;
+  }
   if (report)
     printReport(*module);
   if (emitKind == Emit::MLIROpt)
     return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
 
   std::string cpp;
-  llvm::raw_string_ostream cppStream(cpp);
-  if (mlir::failed(cuda ? dtc::emitCuda(*module, cppStream)
-                        : dtc::emitCpp(*module, cppStream)))
-    return 1;
-  timer.lap("emit");
+  {
+    mlir::TimingScope t = rootTiming.nest("emit");
+    llvm::raw_string_ostream cppStream(cpp);
+    if (mlir::failed(cuda ? dtc::emitCuda(*module, cppStream)
+                          : dtc::emitCpp(*module, cppStream)))
+      return 1;
+  }
   if (emitKind == Emit::Cpp)
     return writeOutput(out, [&](raw_ostream &os) { os << cpp; });
 
@@ -492,8 +517,11 @@ int main(int argc, char **argv) {
     raw_fd_ostream src(fd, /*shouldClose=*/true);
     src << cpp;
   }
-  int rc = compileAndLink(srcPath, out, cuda);
+  int rc;
+  {
+    mlir::TimingScope t = rootTiming.nest("host compile");
+    rc = compileAndLink(srcPath, out, cuda);
+  }
   sys::fs::remove(srcPath);
-  timer.lap("compile");
   return rc;
 }

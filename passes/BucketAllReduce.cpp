@@ -1,0 +1,91 @@
+//===- BucketAllReduce.cpp - Fuses gradient all-reduces into buckets --------===//
+//
+// One of the three data-parallel passes (insert, bucket, overlap). What
+// PyTorch DDP decides at run time with autograd hooks and Horovod with its
+// fusion buffer, dtc decides at compile time, identically on every rank, and
+// shows in the IR.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/Steps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_BUCKETALLREDUCE
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+
+int64_t bytesOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return t.getNumElements() * (t.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+struct BucketAllReducePass
+    : public dtc::impl::BucketAllReduceBase<BucketAllReducePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    func::FuncOp step = steps::trainStep(getOperation(), *this);
+    if (!step)
+      return signalPassFailure();
+    if (bucketBytes < 0 || firstBucketBytes < 0) {
+      step.emitError("bucket byte caps must be >= 0");
+      return signalPassFailure();
+    }
+    // Backward order: the order in which the gradients are produced.
+    Block &block = step.front();
+    DenseMap<Operation *, int64_t> position;
+    int64_t n = 0;
+    for (Operation &op : block)
+      position[&op] = n++;
+    SmallVector<AllReduceOp> reduces(step.getOps<AllReduceOp>());
+    auto producedAt = [&](AllReduceOp r) {
+      return position.lookup(r.getGrad().getDefiningOp());
+    };
+    llvm::stable_sort(reduces, [&](AllReduceOp a, AllReduceOp b) {
+      return producedAt(a) < producedAt(b);
+    });
+
+    SmallVector<SmallVector<AllReduceOp>> buckets;
+    int64_t bytes = 0;
+    for (AllReduceOp r : reduces) {
+      if (buckets.empty() || bytes >= (buckets.size() == 1 ? firstBucketBytes
+                                                           : bucketBytes)) {
+        buckets.emplace_back();
+        bytes = 0;
+      }
+      buckets.back().push_back(r);
+      bytes += bytesOf(r.getGrad());
+    }
+
+    // All buckets, in order, before the first reader of any averaged
+    // gradient (the optimizer updates, after backward).
+    Operation *firstUse = nullptr;
+    for (AllReduceOp r : reduces)
+      for (Operation *u : r->getUsers())
+        if (!firstUse || u->isBeforeInBlock(firstUse))
+          firstUse = u;
+    OpBuilder b(firstUse ? firstUse : block.getTerminator());
+    for (auto [id, members] : llvm::enumerate(buckets)) {
+      SmallVector<Value> grads;
+      SmallVector<Type> types;
+      for (AllReduceOp r : members) {
+        grads.push_back(r.getGrad());
+        types.push_back(r.getType());
+      }
+      auto bucket = AllReduceBucketOp::create(b, members.front().getLoc(),
+                                              types, grads, id);
+      for (auto [r, result] : llvm::zip(members, bucket.getResults())) {
+        r.getResult().replaceAllUsesWith(result);
+        r.erase();
+      }
+    }
+  }
+};
+
+} // namespace
