@@ -48,16 +48,11 @@ void registerDialects(mlir::DialectRegistry &registry);
 /// Registers dtc's passes, the upstream ones the pipeline uses, and pipelines.
 void registerAllPasses();
 
-/// Number of optimizer state buffers per parameter for the module's
-/// `dtc.optimizer` attribute (SGD with momentum: 1, Adam/AdamW: 2, else 0).
+/// The module's optimizer (`dtc.optimizer`), or null.
+OptimizerAttr optimizerOf(mlir::ModuleOp module);
+/// Its state buffers per parameter (OptimizerAttr::numStateBuffers; 0
+/// without an optimizer).
 int optimizerStateBuffers(mlir::ModuleOp module);
-
-/// Whether the momentum of the module's optimizer can be folded into its
-/// gradient buckets: SGD with momentum, no dampening, Nesterov or weight
-/// decay (m = mu m + g; w -= lr m). Then each rank writes
-/// g_r + (mu / W) m into the momentum buffer and the all-reduce sums it to
-/// the new m (docs/passes.md, dtc-plan-memory).
-bool momentumFoldable(mlir::ModuleOp module);
 
 /// A gradient bucket of @train_step (after dtc-plan-memory's arena plan):
 /// its all-reduce op, its size, and each parameter with its gradient's byte

@@ -44,16 +44,19 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
   let summary = "Places every buffer of each step in one arena, reusing memory by liveness";
   let description = [{
     For each function, every tensor an op produces gets a byte offset
-    (`dtc.offsets`, one per result) in the step's arena. Buffers whose size
-    scales with the batch live in the per-sample region (offsets in bytes per
-    sample; the real offset is offset * batch), the others in the fixed region
-    placed after it. A buffer is live from its definition to its last use
-    (reshapes alias their operand); best-fit placement reuses freed ranges.
-    The function gets `dtc.arena_per_sample`, `dtc.arena_fixed` and, for
-    comparison, `dtc.naive_per_sample`/`dtc.naive_fixed` (no reuse). Module
-    parameters get `dtc.offset` in the persistent block and their optimizer
-    state `dtc.state_offset` after all parameters; the module gets
-    `dtc.param_bytes` and `dtc.persistent_bytes`.
+    (`dtc.offsets`, one per result, -1 for a result without a buffer of its
+    own) in the step's arena. Buffers whose size scales with the batch live
+    in the per-sample region (offsets in bytes per sample; the real offset is
+    offset * batch), the others in the fixed region placed before it. A
+    buffer is live from its definition to its last use (results tied to an
+    operand, as reshapes and in-place collectives, share its buffer);
+    best-fit placement reuses freed ranges. Each gradient collective gets its
+    bucket's place (`dtc.bucket_plan = #dtc.bucket_plan<offset, count>`), each
+    function its arena (`dtc.arena = #dtc.arena<per_sample, fixed,
+    naive_per_sample, naive_fixed>`, the naive sizes without reuse), each
+    parameter its place and its optimizer state's in the persistent block
+    (`dtc.placement = #dtc.placement<offset, state_offset>`), and the module
+    the block's size (`dtc.persistent = #dtc.persistent<param_bytes, bytes>`).
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
@@ -63,7 +66,7 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
     Option<"foldMomentum", "fold-momentum", "bool", /*default=*/"true",
            "Lay SGD momentum buffers out like the gradient buckets, so that "
            "code generation can fold the momentum into them "
-           "(dtc.fold_momentum)">
+           "(the buckets' momentum_offset)">
   ];
 }
 

@@ -16,30 +16,16 @@ namespace dtc {
 using namespace mlir;
 using namespace dtc;
 
-int dtc::optimizerStateBuffers(ModuleOp module) {
-  auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
-  if (!opt)
-    return 0;
-  auto kind = opt.getAs<StringAttr>("kind");
-  if (kind && (kind.getValue() == "adam" || kind.getValue() == "adamw"))
-    return 2;
-  auto momentum = opt.getAs<FloatAttr>("momentum");
-  return momentum && momentum.getValueAsDouble() != 0.0 ? 1 : 0;
+OptimizerAttr dtc::optimizerOf(ModuleOp module) {
+  return module->getContext()
+      ->getLoadedDialect<DtcDialect>()
+      ->getOptimizerAttrHelper()
+      .getAttr(module);
 }
 
-bool dtc::momentumFoldable(ModuleOp module) {
-  auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
-  if (!opt)
-    return false;
-  auto num = [&](StringRef k) {
-    auto f = opt.getAs<FloatAttr>(k);
-    return f ? f.getValueAsDouble() : 0.0;
-  };
-  auto kind = opt.getAs<StringAttr>("kind");
-  auto nesterov = opt.getAs<BoolAttr>("nesterov");
-  return kind && kind.getValue() == "sgd" && num("momentum") != 0.0 &&
-         num("dampening") == 0.0 && num("weight_decay") == 0.0 &&
-         !(nesterov && nesterov.getValue());
+int dtc::optimizerStateBuffers(ModuleOp module) {
+  OptimizerAttr opt = optimizerOf(module);
+  return opt ? opt.numStateBuffers() : 0;
 }
 
 std::optional<SmallVector<dtc::MomentumBucket>> dtc::momentumBuckets(ModuleOp module) {
@@ -48,6 +34,7 @@ std::optional<SmallVector<dtc::MomentumBucket>> dtc::momentumBuckets(ModuleOp mo
     return std::nullopt;
   SmallVector<MomentumBucket> buckets;
   llvm::StringSet<> seen;
+  DtcDialect *dialect = module->getContext()->getLoadedDialect<DtcDialect>();
   bool ok = true;
   step.walk([&](Operation *op) {
     if (isa<AllReduceOp>(op)) {
@@ -56,9 +43,8 @@ std::optional<SmallVector<dtc::MomentumBucket>> dtc::momentumBuckets(ModuleOp mo
     }
     if (!isa<AllReduceBucketOp, AllReduceStartOp>(op))
       return;
-    auto base = op->getAttrOfType<IntegerAttr>("dtc.bucket_offset");
-    auto count = op->getAttrOfType<IntegerAttr>("dtc.bucket_count");
-    if (!base || !count) {
+    BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(op);
+    if (!plan) {
       ok = false;
       return;
     }
@@ -73,17 +59,17 @@ std::optional<SmallVector<dtc::MomentumBucket>> dtc::momentumBuckets(ModuleOp mo
       }
       sums = wait.getResults();
     }
-    MomentumBucket bucket{op, count.getInt() * 4, {}};
+    MomentumBucket bucket{op, plan.getCount() * 4, {}};
     for (auto [grad, sum] : llvm::zip(op->getOperands(), sums)) {
       auto def = grad.getDefiningOp();
-      auto offsets = def ? def->getAttrOfType<DenseI64ArrayAttr>("dtc.offsets") : nullptr;
+      auto offsets = def ? dialect->getOffsetsAttrHelper().getAttr(def) : nullptr;
       ApplyGradientOp update =
           sum.hasOneUse() ? dyn_cast<ApplyGradientOp>(*sum.getUsers().begin()) : nullptr;
       if (!offsets || !update) {
         ok = false;
         return;
       }
-      int64_t at = offsets[cast<OpResult>(grad).getResultNumber()] - base.getInt();
+      int64_t at = offsets[cast<OpResult>(grad).getResultNumber()] - plan.getOffset();
       // Each parameter once, each gradient inside its bucket (hand-written
       // IR may break either): else no fold.
       if (!seen.insert(update.getParam()).second || at < 0 ||
@@ -229,6 +215,7 @@ struct Plan {
 
 std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
   Block &block = func.front();
+  DtcDialect *dialect = func->getContext()->getLoadedDialect<DtcDialect>();
   DenseMap<Operation *, int64_t> index;
   int64_t n = 0;
   for (Operation &op : block)
@@ -312,7 +299,7 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
         dying[index[&op]].push_back(r);
     }
     if (needsStorage)
-      op.setAttr("dtc.offsets", b.getDenseI64ArrayAttr(offsets));
+      dialect->getOffsetsAttrHelper().setAttr(&op, b.getDenseI64ArrayAttr(offsets));
     auto it = dying.find(index[&op]);
     if (it == dying.end())
       continue;
@@ -331,18 +318,16 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
           .release(off->second, bytesOf(t));
     }
   }
-  for (Bucket &bucket : buckets) {
-    bucket.op->setAttr("dtc.bucket_offset", b.getI64IntegerAttr(bucket.offset));
-    bucket.op->setAttr("dtc.bucket_count",
-                       b.getI64IntegerAttr(bucket.bytes / 4));
-  }
+  MLIRContext *ctx = func.getContext();
+  for (Bucket &bucket : buckets)
+    dialect->getBucketPlanAttrHelper().setAttr(
+        bucket.op, BucketPlanAttr::get(ctx, bucket.offset, bucket.bytes / 4,
+                                       std::nullopt));
   plan.perSample = batched.peakBytes();
   plan.fixed = fixedRegion.peakBytes();
-  func->setAttr("dtc.arena_per_sample", b.getI64IntegerAttr(plan.perSample));
-  func->setAttr("dtc.arena_fixed", b.getI64IntegerAttr(plan.fixed));
-  func->setAttr("dtc.naive_per_sample",
-                b.getI64IntegerAttr(plan.naivePerSample));
-  func->setAttr("dtc.naive_fixed", b.getI64IntegerAttr(plan.naiveFixed));
+  dialect->getArenaAttrHelper().setAttr(
+      func, ArenaAttr::get(ctx, plan.perSample, plan.fixed, plan.naivePerSample,
+                           plan.naiveFixed));
   return plan;
 }
 } // namespace
@@ -353,15 +338,17 @@ void PlanMemoryPass::runOnOperation() {
     module.emitError("alignment must be a power of two >= 16");
     return signalPassFailure();
   }
-  Builder b(module.getContext());
+  MLIRContext *ctx = module.getContext();
+  DtcDialect *dialect = ctx->getLoadedDialect<DtcDialect>();
   // Persistent block: parameters, then optimizer state.
   int64_t offset = 0;
   SmallVector<ParamOp> params(module.getOps<ParamOp>());
+  llvm::StringMap<int64_t> paramOffset;
   for (ParamOp p : params) {
-    p->setAttr("dtc.offset", b.getI64IntegerAttr(offset));
+    paramOffset[p.getSymName()] = offset;
     offset = alignTo(offset + bytesOf(p.getType()), alignment);
   }
-  module->setAttr("dtc.param_bytes", b.getI64IntegerAttr(offset));
+  const int64_t paramBytes = offset;
 
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
@@ -386,26 +373,30 @@ void PlanMemoryPass::runOnOperation() {
   // the arena, so that the bucket's all-reduce can work on them directly.
   int states = optimizerStateBuffers(module);
   llvm::StringMap<int64_t> stateOffset;
-  module->removeAttr("dtc.fold_momentum"); // from an earlier plan
-  module.walk([](Operation *op) { op->removeAttr("dtc.bucket_state_offset"); });
-  if (foldMomentum && momentumFoldable(module)) {
+  OptimizerAttr opt = optimizerOf(module);
+  if (foldMomentum && opt && opt.isFoldableMomentum()) {
     if (auto buckets = momentumBuckets(module)) {
       for (const MomentumBucket &bucket : *buckets) {
-        bucket.op->setAttr("dtc.bucket_state_offset", b.getI64IntegerAttr(offset));
+        BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(bucket.op);
+        dialect->getBucketPlanAttrHelper().setAttr(
+            bucket.op, BucketPlanAttr::get(ctx, plan.getOffset(), plan.getCount(), offset));
         for (const auto &[param, within] : bucket.members)
           stateOffset[param] = offset + within;
         offset = alignTo(offset + bucket.bytes, alignment);
       }
-      module->setAttr("dtc.fold_momentum", b.getUnitAttr());
     }
   }
   for (ParamOp p : params) {
+    int64_t state;
     if (auto it = stateOffset.find(p.getSymName()); it != stateOffset.end()) {
-      p->setAttr("dtc.state_offset", b.getI64IntegerAttr(it->second));
-      continue;
+      state = it->second;
+    } else {
+      state = offset;
+      offset = alignTo(offset + states * bytesOf(p.getType()), alignment);
     }
-    p->setAttr("dtc.state_offset", b.getI64IntegerAttr(offset));
-    offset = alignTo(offset + states * bytesOf(p.getType()), alignment);
+    dialect->getPlacementAttrHelper().setAttr(
+        p, PlacementAttr::get(ctx, paramOffset[p.getSymName()], state));
   }
-  module->setAttr("dtc.persistent_bytes", b.getI64IntegerAttr(offset));
+  dialect->getPersistentAttrHelper().setAttr(module,
+                                             PersistentAttr::get(ctx, paramBytes, offset));
 }

@@ -18,6 +18,7 @@ using namespace dtc;
 #include "dialects/dtc/DtcTypes.cpp.inc"
 
 void DtcDialect::initialize() {
+  registerAttributes();
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "dialects/dtc/DtcTypes.cpp.inc"
@@ -50,17 +51,11 @@ static std::optional<double> splatValue(Value v) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ParamOp::verify() {
-  static const char *kInits[] = {"zeros",          "constant",
-                                 "uniform",        "normal",
-                                 "glorot_uniform", "glorot_normal",
-                                 "he_uniform",     "he_normal"};
-  if (!llvm::is_contained(kInits, getInit()))
-    return emitOpError("unknown initializer '") << getInit() << "'";
   auto t = cast<RankedTensorType>(getType());
   if (!t.hasStaticShape())
     return emitOpError("parameter shape must be static, got ")
            << shape::str(t);
-  if (getInit() == "normal" && getB().convertToDouble() < 0)
+  if (getInit() == InitKind::Normal && getB().convertToDouble() < 0)
     return emitOpError("normal initializer needs std >= 0");
   // The name is a safetensors key: not the metadata's, not under the
   // optimizer state's prefix, no control characters.

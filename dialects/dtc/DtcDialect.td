@@ -16,9 +16,29 @@ def Dtc_Dialect : Dialect {
     `i32`); a dynamic first dimension (`?`) is the batch dimension, whose size
     is known only when a step runs.
   }];
-  let useDefaultAttributePrinterParser = 0;
+  let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
   let hasConstantMaterializer = 1;
+  // The dtc.* attributes that stand on ops other than dtc's own: the module's
+  // recipe, the functions' plans, the collectives' buckets. Named here once;
+  // DtcDialect::verifyOperationAttribute checks their types and places.
+  let discardableAttrs = (ins
+    "::dtc::RecipeAttr":$recipe,
+    "::dtc::OptimizerAttr":$optimizer,
+    "::mlir::StringAttr":$model,
+    "::mlir::StringAttr":$source,
+    "::dtc::PersistentAttr":$persistent,
+    "::dtc::ArenaAttr":$arena,
+    "::mlir::ArrayAttr":$outputs,
+    "::mlir::DenseI64ArrayAttr":$offsets,
+    "::dtc::PlacementAttr":$placement,
+    "::dtc::BucketPlanAttr":$bucket_plan
+  );
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
+  let hasRegionArgAttrVerify = 1;
 }
 
 class Dtc_Op<string mnemonic, list<Trait> traits = []>

@@ -3,6 +3,7 @@
 #define DTC_OPS_TD
 
 include "DtcDialect.td"
+include "DtcAttrs.td"
 include "DtcInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -32,17 +33,18 @@ def Dtc_ParamOp : Dtc_Op<"param", [Symbol]> {
     Declares a parameter at module level: its name (the key it has in
     checkpoints), its type, and its initializer. `init` is one of `zeros`,
     `constant` (value `a`), `uniform` (in [`a`, `b`)), `normal` (mean `a`, std
-    `b`), `glorot_uniform`, `glorot_normal`, `he_uniform`, `he_normal`. The
+    `b`), `glorot_uniform`, `glorot_normal`, `he_uniform`, `he_normal`
+    (`#dtc.init<...>`). The
     fan-in of a parameter is the product of all its dimensions but the last,
     its fan-out the last dimension (both the size, for rank 1).
 
     ```mlir
-    dtc.param @"fc1.weight" : tensor<500x784xf32> {a = -0.0357 : f64, b = 0.0357 : f64, init = "uniform"}
+    dtc.param @"fc1.weight" : tensor<500x784xf32> {a = -0.0357 : f64, b = 0.0357 : f64, init = #dtc.init<uniform>}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Dtc_F32Tensor>:$type,
-                       DefaultValuedAttr<StrAttr, "\"zeros\"">:$init,
+                       DefaultValuedAttr<Dtc_InitKindAttr, "InitKind::Zeros">:$init,
                        DefaultValuedAttr<F64Attr, "0.0">:$a,
                        DefaultValuedAttr<F64Attr, "0.0">:$b);
   let assemblyFormat = "$sym_name `:` $type attr-dict";

@@ -55,7 +55,7 @@ private:
   RankedTensorType declaredType(const TypeDecl &t, bool allowBatch);
   bool declare(const std::string &name, Loc l, Value v);
   Value declareParam(const std::string &name, Loc l, RankedTensorType type,
-                     llvm::StringRef init, double a, double bb);
+                     InitKind init, double a, double bb);
   Value paramFromDecl(const Stmt &s);
 
   // Expressions ---------------------------------------------------------------
@@ -84,9 +84,15 @@ private:
                                 std::optional<int64_t> dflt);
 
   // Recipe ---------------------------------------------------------------------
+  /// The recipe's data set: its kind and where it is.
+  struct Data {
+    DataKind kind = DataKind::None;
+    std::string dir, train, test;
+    int64_t trainSize = 0, testSize = 0;
+  };
   void genRecipe(const Program &p);
-  DictionaryAttr genOptimizer(const Expr &e);
-  void genData(const Expr &e, SmallVectorImpl<NamedAttribute> &recipe);
+  OptimizerAttr genOptimizer(const Expr &e);
+  void genData(const Expr &e, Data &data);
 
   MLIRContext *ctx;
   std::string filename;
@@ -156,7 +162,7 @@ bool Gen::declare(const std::string &name, Loc l, Value v) {
 }
 
 Value Gen::declareParam(const std::string &name, Loc l, RankedTensorType type,
-                        llvm::StringRef init, double a, double bb) {
+                        InitKind init, double a, double bb) {
   if (!paramNames.insert(name).second) {
     error(l) << "parameter '" << name << "' is defined twice";
     return {};
@@ -171,7 +177,7 @@ Value Gen::declareParam(const std::string &name, Loc l, RankedTensorType type,
   // Parameters go before the function so that the module reads top-down.
   b.setInsertionPoint(body->getParentOp());
   ParamOp::create(b, loc(l), b.getStringAttr(name), TypeAttr::get(type),
-                  b.getStringAttr(init), b.getF64FloatAttr(a),
+                  InitKindAttr::get(ctx, init), b.getF64FloatAttr(a),
                   b.getF64FloatAttr(bb));
   OpBuilder::InsertionGuard g2(b);
   b.setInsertionPointToEnd(body);
@@ -187,7 +193,7 @@ Value Gen::paramFromDecl(const Stmt &s) {
     error(s.type.loc) << "parameters are f32";
     return {};
   }
-  std::string init = "zeros";
+  InitKind init = InitKind::Zeros;
   double a = 0, bb = 0;
   if (s.value) {
     const Expr &e = *s.value;
@@ -195,28 +201,23 @@ Value Gen::paramFromDecl(const Stmt &s) {
       error(e.loc) << "expected an initializer call such as normal(0, 0.01)";
       return {};
     }
-    static const llvm::StringMap<std::string> aliases = {
-        {"zeros", "zeros"},
-        {"constant", "constant"},
-        {"uniform", "uniform"},
-        {"normal", "normal"},
-        {"glorot_uniform", "glorot_uniform"},
-        {"xavier_uniform", "glorot_uniform"},
-        {"glorot_normal", "glorot_normal"},
-        {"xavier_normal", "glorot_normal"},
-        {"he_uniform", "he_uniform"},
-        {"kaiming_uniform", "he_uniform"},
-        {"he_normal", "he_normal"},
-        {"kaiming_normal", "he_normal"}};
+    // The dialect's names, and PyTorch's for the same initializers.
+    static const llvm::StringMap<InitKind> aliases = {
+        {"xavier_uniform", InitKind::GlorotUniform},
+        {"xavier_normal", InitKind::GlorotNormal},
+        {"kaiming_uniform", InitKind::HeUniform},
+        {"kaiming_normal", InitKind::HeNormal}};
     auto it = aliases.find(e.text);
-    if (it == aliases.end()) {
+    std::optional<InitKind> kind =
+        it != aliases.end() ? std::optional(it->second) : symbolizeInitKind(e.text);
+    if (!kind) {
       error(e.loc) << "unknown initializer '" << e.text
                    << "' (expected zeros, constant, uniform, normal, "
                       "glorot_uniform, glorot_normal, he_uniform, he_normal)";
       return {};
     }
-    init = it->second;
-    if (init == "constant") {
+    init = *kind;
+    if (init == InitKind::Constant) {
       if (!checkArgs(e, 1, {"value"}))
         return {};
       const Expr *v = arg(e, 0, "value", true);
@@ -224,8 +225,8 @@ Value Gen::paramFromDecl(const Stmt &s) {
       if (!x)
         return {};
       a = *x;
-    } else if (init == "uniform" || init == "normal") {
-      bool u = init == "uniform";
+    } else if (init == InitKind::Uniform || init == InitKind::Normal) {
+      bool u = init == InitKind::Uniform;
       llvm::StringRef n0 = u ? "low" : "mean", n1 = u ? "high" : "std";
       if (!checkArgs(e, 2, {n0, n1}))
         return {};
@@ -503,7 +504,7 @@ Value Gen::genLinear(const Expr &e, llvm::StringRef assignedName) {
   double bound = 1.0 / std::sqrt((double)in);
   auto f32 = b.getF32Type();
   Value w = declareParam((assignedName + ".weight").str(), e.loc,
-                         RankedTensorType::get({*units, in}, f32), "uniform",
+                         RankedTensorType::get({*units, in}, f32), InitKind::Uniform,
                          -bound, bound);
   if (!w)
     return {};
@@ -512,7 +513,7 @@ Value Gen::genLinear(const Expr &e, llvm::StringRef assignedName) {
   Value y = MatmulOp::create(b, at, *t, x, w, false, true);
   if (hasBias) {
     Value bias = declareParam((assignedName + ".bias").str(), e.loc,
-                              RankedTensorType::get({*units}, f32), "uniform",
+                              RankedTensorType::get({*units}, f32), InitKind::Uniform,
                               -bound, bound);
     if (!bias)
       return {};
@@ -753,13 +754,14 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
 // The training recipe
 //===----------------------------------------------------------------------===//
 
-DictionaryAttr Gen::genOptimizer(const Expr &e) {
-  if (e.kind != Expr::Kind::Call ||
-      (e.text != "sgd" && e.text != "adam" && e.text != "adamw")) {
+OptimizerAttr Gen::genOptimizer(const Expr &e) {
+  std::optional<OptimizerKind> kind =
+      e.kind == Expr::Kind::Call ? symbolizeOptimizerKind(e.text) : std::nullopt;
+  if (!kind) {
     error(e.loc) << "expected an optimizer: sgd(...), adam(...) or adamw(...)";
     return {};
   }
-  bool isSgd = e.text == "sgd";
+  bool isSgd = *kind == OptimizerKind::SGD;
   SmallVector<llvm::StringRef> keys =
       isSgd ? SmallVector<llvm::StringRef>{"lr", "momentum", "dampening",
                                            "weight_decay", "nesterov"}
@@ -767,12 +769,15 @@ DictionaryAttr Gen::genOptimizer(const Expr &e) {
                                            "weight_decay"};
   if (!checkArgs(e, 1, keys))
     return {};
+  // torch.optim's defaults (the dialect's), then what the call gives; the
+  // attribute's verifier checks the values, at the call.
+  OptimizerAttr d = defaultOptimizer(ctx, *kind);
   llvm::StringMap<double> v = {
-      {"lr", isSgd ? 0.01 : 0.001}, {"momentum", 0.0},
-      {"dampening", 0.0},           {"weight_decay", e.text == "adamw" ? 0.01 : 0.0},
-      {"beta1", 0.9},               {"beta2", 0.999},
-      {"eps", 1e-8}};
-  bool nesterov = false;
+      {"lr", d.getLr()},           {"momentum", d.getMomentum()},
+      {"dampening", d.getDampening()}, {"weight_decay", d.getWeightDecay()},
+      {"beta1", d.getBeta1()},     {"beta2", d.getBeta2()},
+      {"eps", d.getEps()}};
+  bool nesterov = d.getNesterov();
   for (auto [i, key] : llvm::enumerate(keys)) {
     const Expr *a = arg(e, i == 0 ? 0 : 99, key, false);
     if (!a)
@@ -787,33 +792,16 @@ DictionaryAttr Gen::genOptimizer(const Expr &e) {
     auto x = number(*a, key);
     if (!x)
       return {};
-    if (*x < 0 || (key == "lr" && *x == 0) ||
-        ((key == "beta1" || key == "beta2" || key == "momentum" ||
-          key == "dampening") &&
-         *x >= 1 && key != "dampening") ||
-        (key == "dampening" && *x > 1)) {
-      error(a->loc) << "invalid value " << *x << " for " << key;
-      return {};
-    }
     v[key] = *x;
   }
-  if (nesterov && (v["momentum"] <= 0 || v["dampening"] != 0)) {
-    error(e.loc) << "nesterov needs momentum > 0 and dampening = 0";
-    return {};
-  }
-  SmallVector<NamedAttribute> attrs;
-  attrs.push_back(b.getNamedAttr("kind", b.getStringAttr(e.text)));
-  for (auto key : {"lr", "momentum", "dampening", "weight_decay", "beta1",
-                   "beta2", "eps"})
-    attrs.push_back(b.getNamedAttr(key, b.getF64FloatAttr(v[key])));
-  attrs.push_back(b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)));
-  return b.getDictionaryAttr(attrs);
+  auto at = [&] { return error(e.loc) << e.text << "(): "; };
+  return OptimizerAttr::getChecked(
+      llvm::function_ref<InFlightDiagnostic()>(at), ctx, *kind, F64(v["lr"]),
+      F64(v["weight_decay"]), F64(v["momentum"]), F64(v["dampening"]), nesterov,
+      F64(v["beta1"]), F64(v["beta2"]), F64(v["eps"]));
 }
 
-void Gen::genData(const Expr &e, SmallVectorImpl<NamedAttribute> &recipe) {
-  auto set = [&](llvm::StringRef k, Attribute a) {
-    recipe.push_back(b.getNamedAttr(k, a));
-  };
+void Gen::genData(const Expr &e, Data &data) {
   if (e.kind != Expr::Kind::Call) {
     error(e.loc) << "expected a dataset: mnist(dir), fashion_mnist(dir), "
                     "idx(dir), csv(train, test) or synthetic(train, test)";
@@ -831,8 +819,8 @@ void Gen::genData(const Expr &e, SmallVectorImpl<NamedAttribute> &recipe) {
     } else if (e.text != "fashion_mnist") {
       return;
     }
-    set("data", b.getStringAttr("idx"));
-    set("dir", b.getStringAttr(dir));
+    data.kind = DataKind::IDX;
+    data.dir = dir;
     return;
   }
   if (e.text == "csv") {
@@ -842,13 +830,13 @@ void Gen::genData(const Expr &e, SmallVectorImpl<NamedAttribute> &recipe) {
     auto trs = tr ? string(*tr, "the training file") : std::nullopt;
     if (!trs)
       return;
-    set("data", b.getStringAttr("csv"));
-    set("train", b.getStringAttr(*trs));
+    data.kind = DataKind::CSV;
+    data.train = *trs;
     if (const Expr *te = arg(e, 1, "test", false)) {
       auto tes = string(*te, "the test file");
       if (!tes)
         return;
-      set("test", b.getStringAttr(*tes));
+      data.test = *tes;
     }
     return;
   }
@@ -868,9 +856,9 @@ void Gen::genData(const Expr &e, SmallVectorImpl<NamedAttribute> &recipe) {
         return;
       test = *n;
     }
-    set("data", b.getStringAttr("synthetic"));
-    set("train_size", b.getI64IntegerAttr(train));
-    set("test_size", b.getI64IntegerAttr(test));
+    data.kind = DataKind::Synthetic;
+    data.trainSize = train;
+    data.testSize = test;
     return;
   }
   error(e.loc) << "unknown dataset '" << e.text
@@ -878,9 +866,9 @@ void Gen::genData(const Expr &e, SmallVectorImpl<NamedAttribute> &recipe) {
 }
 
 void Gen::genRecipe(const Program &p) {
-  SmallVector<NamedAttribute> recipe;
+  Data data;
   int64_t batch = 64, epochs = 1, seed = 0;
-  DictionaryAttr optimizer;
+  OptimizerAttr opt;
   llvm::StringMap<Loc> seen;
   for (const Setting &s : p.train) {
     // Aliases name the same setting.
@@ -893,7 +881,7 @@ void Gen::genRecipe(const Program &p) {
     }
     const Expr &v = *s.value;
     if (s.key == "data" || s.key == "dataset") {
-      genData(v, recipe);
+      genData(v, data);
     } else if (s.key == "batch" || s.key == "batch_size") {
       if (auto n = integer(v, "the batch size", 1))
         batch = *n;
@@ -904,7 +892,7 @@ void Gen::genRecipe(const Program &p) {
       if (auto n = integer(v, "the seed", 0))
         seed = *n;
     } else if (s.key == "optimizer") {
-      optimizer = genOptimizer(v);
+      opt = genOptimizer(v);
     } else if (s.key == "lr") {
       auto x = number(v, "the learning rate");
       if (x && *x <= 0)
@@ -918,25 +906,26 @@ void Gen::genRecipe(const Program &p) {
   }
   if (hadError)
     return;
-  if (!optimizer) {
+  if (!opt) {
     Expr sgd(Expr::Kind::Call, p.trainLoc);
     sgd.text = "sgd";
-    optimizer = genOptimizer(sgd);
+    opt = genOptimizer(sgd);
   }
-  if (lrOverride) {
-    NamedAttrList attrs(optimizer);
-    attrs.set("lr", b.getF64FloatAttr(*lrOverride));
-    optimizer = attrs.getDictionary(ctx);
-  }
-  if (!llvm::any_of(recipe, [](NamedAttribute a) {
-        return a.getName() == "data";
-      }))
-    recipe.push_back(b.getNamedAttr("data", b.getStringAttr("none")));
-  recipe.push_back(b.getNamedAttr("batch", b.getI64IntegerAttr(batch)));
-  recipe.push_back(b.getNamedAttr("epochs", b.getI64IntegerAttr(epochs)));
-  recipe.push_back(b.getNamedAttr("seed", b.getI64IntegerAttr(seed)));
-  module->setAttr("dtc.recipe", b.getDictionaryAttr(recipe));
-  module->setAttr("dtc.optimizer", optimizer);
+  if (opt && lrOverride) // the recipe's `lr = ...`
+    opt = OptimizerAttr::get(ctx, opt.getKind(), *lrOverride, opt.getWeightDecay(),
+                             opt.getMomentum(), opt.getDampening(), opt.getNesterov(),
+                             opt.getBeta1(), opt.getBeta2(), opt.getEps());
+  auto at = [&] { return error(p.trainLoc) << "train: "; };
+  auto recipe = RecipeAttr::getChecked(
+      llvm::function_ref<InFlightDiagnostic()>(at), ctx, data.kind,
+      llvm::StringRef(data.dir), llvm::StringRef(data.train),
+      llvm::StringRef(data.test), data.trainSize, data.testSize, batch, epochs,
+      seed);
+  if (!opt || !recipe)
+    return;
+  DtcDialect *dialect = ctx->getLoadedDialect<DtcDialect>();
+  dialect->getRecipeAttrHelper().setAttr(module, recipe);
+  dialect->getOptimizerAttrHelper().setAttr(module, opt);
 }
 
 //===----------------------------------------------------------------------===//
@@ -950,8 +939,9 @@ OwningOpRef<ModuleOp> Gen::run(const Program &p) {
   std::string name = p.modelName;
   if (name.empty())
     name = llvm::sys::path::stem(filename).str();
-  module->setAttr("dtc.model", b.getStringAttr(name));
-  module->setAttr("dtc.source", b.getStringAttr(filename));
+  DtcDialect *dialect = ctx->getLoadedDialect<DtcDialect>();
+  dialect->getModelAttrHelper().setAttr(module, b.getStringAttr(name));
+  dialect->getSourceAttrHelper().setAttr(module, b.getStringAttr(filename));
 
   // The signature: the input, then the labels.
   const Stmt *input = nullptr, *label = nullptr;
@@ -1066,7 +1056,7 @@ OwningOpRef<ModuleOp> Gen::run(const Program &p) {
   for (Value v : results)
     resultTypes.push_back(v.getType());
   func.setFunctionType(b.getFunctionType({xt, yt}, resultTypes));
-  func->setAttr("dtc.outputs", b.getArrayAttr(outputNames));
+  dialect->getOutputsAttrHelper().setAttr(func, b.getArrayAttr(outputNames));
   if (mlir::failed(verify(module)))
     return nullptr;
   return owned;

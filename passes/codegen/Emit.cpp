@@ -106,7 +106,9 @@ std::string traceName(Operation *op) {
 
 class Emitter {
 public:
-  Emitter(ModuleOp module, llvm::raw_ostream &os) : module(module), os(os) {}
+  Emitter(ModuleOp module, llvm::raw_ostream &os)
+      : module(module), os(os),
+        dialect(module->getContext()->getLoadedDialect<DtcDialect>()) {}
   LogicalResult emit(Target programTarget);
 
 private:
@@ -134,8 +136,8 @@ private:
   /// [outer, n, inner] of a reduction over `axis`.
   std::string axisView(Type t, int64_t axis);
   std::string name(Value v) { return names.lookup(v); }
-  int64_t paramAttr(StringRef param, StringRef attr) {
-    return cast<IntegerAttr>(paramInfo(param).op->getAttr(attr)).getInt();
+  PlacementAttr placement(StringRef param) {
+    return dialect->getPlacementAttrHelper().getAttr(paramInfo(param).op);
   }
   /// A parameter by name: its op, index, and offset (in floats) in the
   /// packed gradient vector of gradStep. Built once: lookups stay O(1).
@@ -159,6 +161,7 @@ private:
 
   ModuleOp module;
   llvm::raw_ostream &os;
+  DtcDialect *dialect;
   DenseMap<Value, std::string> names;
   unsigned counter = 0;
   Target target = Target::Cpu;       // of the step being emitted
@@ -175,7 +178,7 @@ private:
 };
 
 std::string Emitter::define(Value r, Operation *op, unsigned index) {
-  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("dtc.offsets");
+  auto offsets = dialect->getOffsetsAttrHelper().getAttr(op);
   auto t = cast<RankedTensorType>(r.getType());
   std::string n = "v" + std::to_string(counter++);
   names[r] = n;
@@ -452,7 +455,7 @@ LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
         std::string n = "v" + std::to_string(counter++);
         names[p] = n;
         os << "  float *" << n << " = reinterpret_cast<float *>(P + "
-           << paramAttr(p.getParam(), "dtc.offset") << ");\n";
+           << placement(p.getParam()).getOffset() << ");\n";
         return success();
       })
       .Case([&](ReshapeOp r) {
@@ -606,15 +609,13 @@ LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
                          : isa<AllReduceBucketOp>(o)
                              ? cast<AllReduceBucketOp>(o).getBucket()
                              : cast<AllReduceStartOp>(o).getBucket();
-            auto attr = [&](StringRef k) {
-              return cast<IntegerAttr>(o->getAttr(k)).getInt();
-            };
+            BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(o);
             // With folded momentum, the bucket is its momentum buffers.
-            bool folded = !foldSlot.empty() && o->hasAttr("dtc.bucket_state_offset");
+            bool folded = !foldSlot.empty() && plan.getMomentumOffset();
             os << "  a.comm->allreduceStart(" << id
                << ", reinterpret_cast<float *>(" << (folded ? "P + " : "F + ")
-               << attr(folded ? "dtc.bucket_state_offset" : "dtc.bucket_offset") << "), "
-               << attr("dtc.bucket_count") << ");\n";
+               << (folded ? *plan.getMomentumOffset() : plan.getOffset()) << "), "
+               << plan.getCount() << ");\n";
             if (!isa<AllReduceStartOp>(o))
               os << "  a.comm->wait(" << id << ");\n";
             return success();
@@ -810,8 +811,8 @@ LogicalResult Emitter::emitOpCuda(Operation *op, Mode mode) {
 std::string Emitter::updateItem(ApplyGradientOp u) {
   StringRef param = u.getParam();
   std::string n = numel(u.getGrad().getType());
-  int64_t offset = paramAttr(param, "dtc.offset");
-  int64_t state = paramAttr(param, "dtc.state_offset");
+  int64_t offset = placement(param).getOffset();
+  int64_t state = placement(param).getStateOffset();
   int states = optimizerStateBuffers(module);
   auto stateAt = [&](int i) -> std::string {
     if (i >= states)
@@ -825,19 +826,18 @@ std::string Emitter::updateItem(ApplyGradientOp u) {
 }
 
 void Emitter::emitUpdatesCuda(ArrayRef<ApplyGradientOp> updates) {
-  auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
-  StringRef kind = opt ? opt.getAs<StringAttr>("kind").getValue() : "sgd";
+  OptimizerKind kind = optimizerOf(module).getKind();
   std::string items = "u" + std::to_string(counter++);
   os << "  const dtc::cuda::UpdateItem " << items << "[] = {\n";
   for (ApplyGradientOp u : updates)
     os << "      " << updateItem(u) << ",\n";
   os << "  };\n";
-  if (kind == "sgd")
+  if (kind == OptimizerKind::SGD)
     os << "  dtc::cuda::sgdUpdate(c, " << items << ", " << updates.size()
        << ", *a.hyper);\n";
   else
     os << "  dtc::cuda::adamUpdate(c, " << items << ", " << updates.size()
-       << ", *a.hyper, " << (kind == "adamw" ? "true" : "false") << ");\n";
+       << ", *a.hyper, " << (kind == OptimizerKind::AdamW ? "true" : "false") << ");\n";
 }
 
 void Emitter::emitOutputs(func::ReturnOp r) {
@@ -858,7 +858,7 @@ LogicalResult Emitter::emitUpdate(ApplyGradientOp u, Mode mode) {
   // may be a parameter itself).
   emitOutputs(cast<func::ReturnOp>(u->getBlock()->getTerminator()));
   StringRef param = u.getParam();
-  int64_t offset = paramAttr(param, "dtc.offset");
+  int64_t offset = placement(param).getOffset();
   std::string n = numel(u.getGrad().getType());
   if (mode == Mode::Grads) {
     // Gradients packed in parameter order, without padding.
@@ -867,9 +867,8 @@ LogicalResult Emitter::emitUpdate(ApplyGradientOp u, Mode mode) {
        << name(u.getGrad()) << ", " << n << " * sizeof(float));\n";
     return success();
   }
-  auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
-  StringRef kind = opt ? opt.getAs<StringAttr>("kind").getValue() : "sgd";
-  int64_t state = paramAttr(param, "dtc.state_offset");
+  OptimizerKind kind = optimizerOf(module).getKind();
+  int64_t state = placement(param).getStateOffset();
   std::string w = "reinterpret_cast<float *>(P + " + std::to_string(offset) + ")";
   auto stateAt = [&](int i) {
     return "reinterpret_cast<float *>(P + " + std::to_string(state) + " + " +
@@ -878,14 +877,14 @@ LogicalResult Emitter::emitUpdate(ApplyGradientOp u, Mode mode) {
   if (foldedParams.contains(param)) {
     os << "  dtc::kern::sgdApplyMomentum(" << w << ", " << stateAt(0) << ", " << n
        << ", *a.hyper);\n";
-  } else if (kind == "sgd") {
+  } else if (kind == OptimizerKind::SGD) {
     os << "  dtc::kern::sgdUpdate(" << w << ", " << name(u.getGrad()) << ", "
        << (optimizerStateBuffers(module) ? stateAt(0) : "nullptr") << ", " << n
        << ", *a.hyper);\n";
   } else {
     os << "  dtc::kern::adamUpdate(" << w << ", " << name(u.getGrad()) << ", "
        << stateAt(0) << ", " << stateAt(1) << ", " << n << ", *a.hyper, "
-       << (kind == "adamw" ? "true" : "false") << ");\n";
+       << (kind == OptimizerKind::AdamW ? "true" : "false") << ");\n";
   }
   return success();
 }
@@ -896,8 +895,8 @@ LogicalResult Emitter::emitFunction(func::FuncOp f, StringRef fnName,
   outputsWritten = false;
   emittedUpdates.clear();
   int64_t fixedBytes = 0;
-  if (auto a = f->getAttrOfType<IntegerAttr>("dtc.arena_fixed"))
-    fixedBytes = a.getInt();
+  if (ArenaAttr arena = dialect->getArenaAttrHelper().getAttr(f))
+    fixedBytes = arena.getFixed();
   else
     return f.emitError("the C++ emitter needs a memory plan (dtc-plan-memory)");
   // The fixed region first, so that its buffers (gradients, buckets) stay put
@@ -924,12 +923,15 @@ LogicalResult Emitter::emitFunction(func::FuncOp f, StringRef fnName,
   foldSlot.clear();
   foldedParams.clear();
   foldedInPlace.clear();
-  if (target == Target::Cpu && mode == Mode::Update &&
-      module->hasAttr("dtc.fold_momentum")) {
-    if (auto buckets = momentumBuckets(module)) {
+  auto folded = [&](const MomentumBucket &bucket) {
+    return bool(dialect->getBucketPlanAttrHelper().getAttr(bucket.op).getMomentumOffset());
+  };
+  if (target == Target::Cpu && mode == Mode::Update) {
+    auto buckets = momentumBuckets(module);
+    if (buckets && llvm::all_of(*buckets, folded)) {
       for (const MomentumBucket &bucket : *buckets)
         for (auto [grad, member] : llvm::zip(bucket.op->getOperands(), bucket.members)) {
-          foldSlot[grad] = paramAttr(member.first, "dtc.state_offset");
+          foldSlot[grad] = placement(member.first).getStateOffset();
           foldedParams.insert(member.first);
         }
       os << "  // SGD momentum folded into the gradient buckets "
@@ -963,31 +965,26 @@ LogicalResult Emitter::emitFunction(func::FuncOp f, StringRef fnName,
 }
 
 void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
-  auto recipe = module->getAttrOfType<DictionaryAttr>("dtc.recipe");
-  auto opt = module->getAttrOfType<DictionaryAttr>("dtc.optimizer");
-  auto str = [](DictionaryAttr d, StringRef k, StringRef dflt = "") {
-    auto a = d ? d.getAs<StringAttr>(k) : StringAttr();
-    return a ? a.getValue().str() : dflt.str();
-  };
-  auto i64 = [](DictionaryAttr d, StringRef k, int64_t dflt) {
-    auto a = d ? d.getAs<IntegerAttr>(k) : IntegerAttr();
-    return a ? a.getInt() : dflt;
-  };
-  auto f64 = [](DictionaryAttr d, StringRef k, double dflt) {
-    auto a = d ? d.getAs<FloatAttr>(k) : FloatAttr();
-    return a ? a.getValueAsDouble() : dflt;
-  };
+  RecipeAttr recipe = dialect->getRecipeAttrHelper().getAttr(module);
+  OptimizerAttr opt = optimizerOf(module);
+  PersistentAttr persistent = dialect->getPersistentAttrHelper().getAttr(module);
+  auto str = [&](StringAttr a) { return a ? a.getValue().str() : std::string(); };
 
   // Parameters.
-  static const llvm::StringMap<const char *> inits = {
-      {"zeros", "Zeros"},
-      {"constant", "Constant"},
-      {"uniform", "Uniform"},
-      {"normal", "Normal"},
-      {"glorot_uniform", "GlorotUniform"},
-      {"glorot_normal", "GlorotNormal"},
-      {"he_uniform", "HeUniform"},
-      {"he_normal", "HeNormal"}};
+  // The runtime's names of the initializers (dtc::rt::InitKind).
+  auto init = [](InitKind k) {
+    switch (k) {
+    case InitKind::Zeros: return "Zeros";
+    case InitKind::Constant: return "Constant";
+    case InitKind::Uniform: return "Uniform";
+    case InitKind::Normal: return "Normal";
+    case InitKind::GlorotUniform: return "GlorotUniform";
+    case InitKind::GlorotNormal: return "GlorotNormal";
+    case InitKind::HeUniform: return "HeUniform";
+    case InitKind::HeNormal: return "HeNormal";
+    }
+    llvm_unreachable("an initializer");
+  };
   SmallVector<ParamOp> params(module.getOps<ParamOp>());
   os << "static const dtc::rt::ParamSpec kParams[] = {\n";
   for (ParamOp p : params) {
@@ -1002,12 +999,12 @@ void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
     for (size_t i = 0; i < 6; ++i)
       os << (i ? ", " : "") << (i < s.size() ? s[i] : 0);
     os << "}, " << t.getNumElements() << ", "
-       << cast<IntegerAttr>(p->getAttr("dtc.offset")).getInt()
-       << ", dtc::rt::InitKind::" << inits.lookup(p.getInit()) << ", "
+       << placement(p.getSymName()).getOffset()
+       << ", dtc::rt::InitKind::" << init(p.getInit()) << ", "
        << llvm::format("%.17g", p.getA().convertToDouble()) << ", "
        << llvm::format("%.17g", p.getB().convertToDouble()) << ", " << fanIn
        << ", " << fanOut << ", "
-       << cast<IntegerAttr>(p->getAttr("dtc.state_offset")).getInt() << "},\n";
+       << placement(p.getSymName()).getStateOffset() << "},\n";
   }
   if (params.empty())
     os << "    {\"\", 0, {0, 0, 0, 0, 0, 0}, 0, 0, dtc::rt::InitKind::Zeros, 0, 0, 0, 0, 0},\n";
@@ -1036,7 +1033,7 @@ void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
         members.push_back(paramOfGrad.lookup(g));
       int64_t id = cast<IntegerAttr>(op->getAttr("bucket")).getInt();
       buckets.push_back({id, members});
-      counts.push_back(cast<IntegerAttr>(op->getAttr("dtc.bucket_count")).getInt());
+      counts.push_back(dialect->getBucketPlanAttrHelper().getAttr(op).getCount());
     });
   }
   for (auto [i, bk] : llvm::enumerate(buckets)) {
@@ -1053,7 +1050,7 @@ void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
     os << "    {0, 0, 0, nullptr},\n";
   os << "};\n\n";
 
-  auto outputs = forward->getAttrOfType<ArrayAttr>("dtc.outputs");
+  ArrayAttr outputs = dialect->getOutputsAttrHelper().getAttr(forward);
   os << "static const char *const kOutputNames[] = {";
   for (auto [i, n] : llvm::enumerate(outputs))
     os << (i ? ", " : "") << cppStringLiteral(cast<StringAttr>(n).getValue());
@@ -1071,21 +1068,19 @@ void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
   });
   int64_t perSample = 0, fixed = 0;
   for (auto f : module.getOps<func::FuncOp>()) {
-    perSample = std::max(perSample, cast<IntegerAttr>(
-        f->getAttr("dtc.arena_per_sample")).getInt());
-    fixed = std::max(fixed, cast<IntegerAttr>(
-        f->getAttr("dtc.arena_fixed")).getInt());
+    ArenaAttr arena = dialect->getArenaAttrHelper().getAttr(f);
+    perSample = std::max(perSample, arena.getPerSample());
+    fixed = std::max(fixed, arena.getFixed());
   }
-  std::string data = str(recipe, "data", "none");
-  const char *dataKind = data == "idx"         ? "IDX"
-                         : data == "csv"       ? "CSV"
-                         : data == "synthetic" ? "Synthetic"
-                                               : "None";
-  std::string optKind = str(opt, "kind", "sgd");
+  const char *dataKind = recipe.getData() == DataKind::IDX         ? "IDX"
+                         : recipe.getData() == DataKind::CSV       ? "CSV"
+                         : recipe.getData() == DataKind::Synthetic ? "Synthetic"
+                                                                   : "None";
+  OptimizerKind optKind = opt.getKind();
   os << "static dtc::rt::ModelSpec makeSpec() {\n"
      << "  dtc::rt::ModelSpec s{};\n"
-     << "  s.name = " << cppStringLiteral(str(module->getAttrDictionary(), "dtc.model")) << ";\n"
-     << "  s.source = " << cppStringLiteral(str(module->getAttrDictionary(), "dtc.source")) << ";\n"
+     << "  s.name = " << cppStringLiteral(str(dialect->getModelAttrHelper().getAttr(module))) << ";\n"
+     << "  s.source = " << cppStringLiteral(str(dialect->getSourceAttrHelper().getAttr(module))) << ";\n"
      << "  s.inputRank = " << xt.getRank() - 1 << ";\n";
   for (int64_t i = 1; i < xt.getRank(); ++i)
     os << "  s.inputShape[" << i - 1 << "] = " << xt.getDimSize(i) << ";\n";
@@ -1095,8 +1090,8 @@ void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
      << "  s.numClasses = " << numClasses << ";\n"
      << "  s.numParams = " << params.size() << ";\n"
      << "  s.params = kParams;\n"
-     << "  s.persistentBytes = " << i64(module->getAttrDictionary(), "dtc.persistent_bytes", 0) << ";\n"
-     << "  s.paramBytes = " << i64(module->getAttrDictionary(), "dtc.param_bytes", 0) << ";\n"
+     << "  s.persistentBytes = " << persistent.getBytes() << ";\n"
+     << "  s.paramBytes = " << persistent.getParamBytes() << ";\n"
      << "  s.numStates = " << optimizerStateBuffers(module) << ";\n"
      << "  s.arenaPerSample = " << perSample << ";\n"
      << "  s.arenaFixed = " << fixed + 64 << "; // + alignment of the fixed region\n"
@@ -1106,24 +1101,25 @@ void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
      << "  s.evalStep = evalStep;\n"
      << "  s.gradStep = gradStep;\n"
      << "  s.recipe.data.kind = dtc::rt::DatasetKind::" << dataKind << ";\n"
-     << "  s.recipe.data.dir = " << cppStringLiteral(str(recipe, "dir")) << ";\n"
-     << "  s.recipe.data.trainPath = " << cppStringLiteral(str(recipe, "train")) << ";\n"
-     << "  s.recipe.data.testPath = " << cppStringLiteral(str(recipe, "test")) << ";\n"
-     << "  s.recipe.data.trainSize = " << i64(recipe, "train_size", 0) << ";\n"
-     << "  s.recipe.data.testSize = " << i64(recipe, "test_size", 0) << ";\n"
-     << "  s.recipe.batch = " << i64(recipe, "batch", 64) << ";\n"
-     << "  s.recipe.epochs = " << i64(recipe, "epochs", 1) << ";\n"
-     << "  s.recipe.seed = " << i64(recipe, "seed", 0) << "ULL;\n"
+     << "  s.recipe.data.dir = " << cppStringLiteral(recipe.getDir()) << ";\n"
+     << "  s.recipe.data.trainPath = " << cppStringLiteral(recipe.getTrain()) << ";\n"
+     << "  s.recipe.data.testPath = " << cppStringLiteral(recipe.getTest()) << ";\n"
+     << "  s.recipe.data.trainSize = " << recipe.getTrainSize() << ";\n"
+     << "  s.recipe.data.testSize = " << recipe.getTestSize() << ";\n"
+     << "  s.recipe.batch = " << recipe.getBatch() << ";\n"
+     << "  s.recipe.epochs = " << recipe.getEpochs() << ";\n"
+     << "  s.recipe.seed = " << recipe.getSeed() << "ULL;\n"
      << "  s.recipe.optimizer = dtc::rt::OptimizerKind::"
-     << (optKind == "adam" ? "Adam" : optKind == "adamw" ? "AdamW" : "SGD") << ";\n";
-  for (auto [field, key, dflt] :
-       {std::tuple{"lr", "lr", 0.01}, {"momentum", "momentum", 0.0},
-        {"dampening", "dampening", 0.0}, {"weightDecay", "weight_decay", 0.0},
-        {"beta1", "beta1", 0.9}, {"beta2", "beta2", 0.999}, {"eps", "eps", 1e-8}})
-    os << "  s.recipe.hyper." << field << " = "
-       << floatLiteral(f64(opt, key, dflt)) << ";\n";
-  auto nesterov = opt ? opt.getAs<BoolAttr>("nesterov") : BoolAttr();
-  os << "  s.recipe.hyper.nesterov = " << (nesterov && nesterov.getValue() ? 1 : 0) << ";\n"
+     << (optKind == OptimizerKind::Adam    ? "Adam"
+         : optKind == OptimizerKind::AdamW ? "AdamW"
+                                           : "SGD")
+     << ";\n";
+  for (auto [field, value] :
+       {std::pair<const char *, double>{"lr", opt.getLr()}, {"momentum", opt.getMomentum()},
+        {"dampening", opt.getDampening()}, {"weightDecay", opt.getWeightDecay()},
+        {"beta1", opt.getBeta1()}, {"beta2", opt.getBeta2()}, {"eps", opt.getEps()}})
+    os << "  s.recipe.hyper." << field << " = " << floatLiteral(value) << ";\n";
+  os << "  s.recipe.hyper.nesterov = " << (opt.getNesterov() ? 1 : 0) << ";\n"
      << "  s.recipe.hyper.step = 0;\n"
      << "  s.fingerprint = 0x" << llvm::format_hex_no_prefix(fingerprint, 16) << "ULL;\n"
      << "  s.numBuckets = " << buckets.size() << ";\n"
@@ -1138,6 +1134,10 @@ LogicalResult Emitter::emit(Target programTarget) {
     return module.emitError("the C++ emitter needs @forward and @train_step");
   if (forward.getNumArguments() != 2)
     return forward.emitError("@forward must take the input and the labels");
+  if (!dialect->getRecipeAttrHelper().getAttr(module) || !optimizerOf(module))
+    return module.emitError("the emitter needs the module's dtc.recipe and dtc.optimizer");
+  if (!dialect->getPersistentAttrHelper().getAttr(module))
+    return module.emitError("the emitter needs a memory plan (dtc-plan-memory)");
   bool cuda = programTarget == Target::Cuda;
   os << "// Generated by dtc. Do not edit: recompile the model instead.\n"
      << "#include \"dtc/kernels.h\"\n"

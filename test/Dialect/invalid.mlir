@@ -112,8 +112,9 @@ func.func @sum_to_bad(%a: tensor<2x4xf32>) {
 
 // -----
 
-// expected-error @+1 {{unknown initializer 'ones'}}
-dtc.param @w : tensor<3xf32> {init = "ones"}
+// expected-error @+2 {{expected ::dtc::InitKind to be one of: zeros, constant, uniform, normal, glorot_uniform, glorot_normal, he_uniform, he_normal}}
+// expected-error @+1 {{failed to parse Dtc_InitKindAttr parameter 'value'}}
+dtc.param @w : tensor<3xf32> {init = #dtc.init<ones>}
 
 // -----
 

@@ -1,8 +1,8 @@
 // RUN: dtc-opt %s --verify-roundtrip | FileCheck %s
 // Every dtc op parses, verifies and prints back.
 
-// CHECK: dtc.param @"layer one.weight" : tensor<3x4xf32> {a = -1.000000e-01 : f64, b = 1.000000e-01 : f64, init = "uniform"}
-dtc.param @"layer one.weight" : tensor<3x4xf32> {a = -0.1 : f64, b = 0.1 : f64, init = "uniform"}
+// CHECK: dtc.param @"layer one.weight" : tensor<3x4xf32> {a = -1.000000e-01 : f64, b = 1.000000e-01 : f64, init = #dtc.init<uniform>}
+dtc.param @"layer one.weight" : tensor<3x4xf32> {a = -0.1 : f64, b = 0.1 : f64, init = #dtc.init<uniform>}
 dtc.param @b : tensor<3xf32>
 
 // CHECK-LABEL: func.func @all_ops

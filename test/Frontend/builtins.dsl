@@ -13,8 +13,8 @@ q = sigmoid(tanh(relu(p))) + sqrt(exp(v)) / log(v * v + 2)
 m = max(q, axis=1, keepdims=true)
 s = softmax(q - m)
 loss = mse(s, t)
-# CHECK: dtc.param @w : tensor<3x3xf32> {init = "he_normal"}
-# CHECK: dtc.param @v : tensor<3xf32> {a = -1.000000e-01 : f64, b = 1.000000e-01 : f64, init = "uniform"}
+# CHECK: dtc.param @w : tensor<3x3xf32> {init = #dtc.init<he_normal>}
+# CHECK: dtc.param @v : tensor<3xf32> {a = -1.000000e-01 : f64, b = 1.000000e-01 : f64, init = #dtc.init<uniform>}
 # CHECK: dtc.reshape %arg0 : tensor<?x2x3xf32> -> tensor<?x6xf32>
 # CHECK: dtc.reshape %{{.*}} : tensor<?x6xf32> -> tensor<?x3x2xf32>
 # CHECK: dtc.transpose %{{.*}} {perm = array<i64: 1, 0>} : tensor<3x3xf32> -> tensor<3x3xf32>

@@ -16,9 +16,9 @@ train {
   optimizer = adamw(lr=0.002, weight_decay=0.05)
   seed = 7
 }
-# CHECK: module attributes {dtc.model = "tiny", dtc.optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, dampening = 0.000000e+00 : f64, eps = 1.000000e-08 : f64, kind = "adamw", lr = 2.000000e-03 : f64, momentum = 0.000000e+00 : f64, nesterov = false, weight_decay = 5.000000e-02 : f64}, dtc.recipe = {batch = 10 : i64, data = "synthetic", epochs = 3 : i64, seed = 7 : i64, test_size = 20 : i64, train_size = 100 : i64}
-# CHECK-DAG: dtc.param @scale : tensor<4xf32> {a = 5.000000e-01 : f64, init = "constant"}
-# CHECK-DAG: dtc.param @fc1.weight : tensor<16x8xf32> {a = -0.35355339059327373 : f64, b = 0.35355339059327373 : f64, init = "uniform"}
+# CHECK: module attributes {dtc.model = "tiny", dtc.optimizer = #dtc.optimizer<adamw, lr = 0.002, weight_decay = 0.05>, dtc.recipe = #dtc.recipe<data = synthetic, train_size = 100, test_size = 20, batch = 10, epochs = 3, seed = 7>
+# CHECK-DAG: dtc.param @scale : tensor<4xf32> {a = 5.000000e-01 : f64, init = #dtc.init<constant>}
+# CHECK-DAG: dtc.param @fc1.weight : tensor<16x8xf32> {a = -0.35355339059327373 : f64, b = 0.35355339059327373 : f64, init = #dtc.init<uniform>}
 # CHECK-DAG: dtc.param @fc1.bias : tensor<16xf32>
 # CHECK-DAG: dtc.param @fc2.weight : tensor<4x16xf32>
 # CHECK-NOT: dtc.param @fc2.bias

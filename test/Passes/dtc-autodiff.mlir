@@ -32,7 +32,7 @@
 // CHECK: dtc.apply_gradient @fc2.bias, %[[DB2]]
 // CHECK: return %[[LOSS]], %[[ACC]]
 module {
-  dtc.param @fc1.weight : tensor<500x784xf32> {a = -0.0357 : f64, b = 0.0357 : f64, init = "uniform"}
+  dtc.param @fc1.weight : tensor<500x784xf32> {a = -0.0357 : f64, b = 0.0357 : f64, init = #dtc.init<uniform>}
   dtc.param @fc1.bias : tensor<500xf32>
   dtc.param @fc2.weight : tensor<10x500xf32>
   dtc.param @fc2.bias : tensor<10xf32>

@@ -26,7 +26,7 @@
 // First cap 100 B: @w2 (96) + @b1 (32) close bucket 0; @w1 is bucket 1.
 // CAPS: dtc.all_reduce_bucket(%{{.*}}, %{{.*}}) {bucket = 0 : i64} : (tensor<3x8xf32>, tensor<8xf32>)
 // CAPS-NEXT: dtc.all_reduce_bucket(%{{.*}}) {bucket = 1 : i64} : (tensor<8x4xf32>)
-module attributes {dtc.optimizer = {kind = "sgd", momentum = 9.000000e-01 : f64}} {
+module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.01, weight_decay = 0.0, momentum = 0.9>} {
   dtc.param @w1 : tensor<8x4xf32>
   dtc.param @b1 : tensor<8xf32>
   dtc.param @w2 : tensor<3x8xf32>

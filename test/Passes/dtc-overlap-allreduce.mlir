@@ -14,7 +14,7 @@
 // CHECK-NEXT: %[[W1:.*]] = dtc.all_reduce_wait %[[S1]], (%[[GW1]]) {bucket = 1 : i64}
 // CHECK-NEXT: dtc.apply_gradient @w1, %[[W1]]
 // CHECK-NEXT: return
-module attributes {dtc.optimizer = {kind = "sgd", momentum = 9.000000e-01 : f64}} {
+module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.01, weight_decay = 0.0, momentum = 0.9>} {
   dtc.param @w1 : tensor<8x4xf32>
   dtc.param @b1 : tensor<8xf32>
   dtc.param @w2 : tensor<3x8xf32>

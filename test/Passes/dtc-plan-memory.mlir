@@ -4,16 +4,16 @@
 // the batched buffers live in the per-sample region (offsets in bytes per
 // sample), the fixed ones in the fixed region. The reshape aliases %c.
 // SGD with momentum keeps one state buffer per parameter, after them all.
-// CHECK: dtc.param @w {{.*}}dtc.offset = 0 : i64, dtc.state_offset = 64 : i64
+// CHECK: dtc.param @w {{.*}}dtc.placement = #dtc.placement<offset = 0, state_offset = 64>
 // CHECK-LABEL: func.func @chain
-// CHECK-SAME: dtc.arena_fixed = 128 : i64, dtc.arena_per_sample = 32 : i64, dtc.naive_fixed = 192 : i64, dtc.naive_per_sample = 48 : i64
+// CHECK-SAME: dtc.arena = #dtc.arena<per_sample = 32, fixed = 128, naive_per_sample = 48, naive_fixed = 192>
 // CHECK: dtc.fused{{.*}}dtc.offsets = array<i64: 0>
 // CHECK: dtc.fused{{.*}}dtc.offsets = array<i64: 16>
 // CHECK: dtc.fused{{.*}}dtc.offsets = array<i64: 0>
 // CHECK: dtc.reshape
 // CHECK-NOT: dtc.offsets
 // CHECK: dtc.reduce_sum{{.*}}dtc.offsets = array<i64: 0>
-module attributes {dtc.optimizer = {kind = "sgd", momentum = 0.9 : f64}} {
+module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.01, weight_decay = 0.0, momentum = 0.9>} {
   dtc.param @w : tensor<4xf32>
   // expected-remark @+1 {{arena 32 B/sample + 128 B (without reuse: 48 B/sample + 192 B)}}
   func.func @chain(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32> {
@@ -44,10 +44,10 @@ module attributes {dtc.optimizer = {kind = "sgd", momentum = 0.9 : f64}} {
 
 // Adam keeps two state buffers per parameter after all parameters.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: dtc.param_bytes = 128 : i64, dtc.persistent_bytes = 256 : i64
-// CHECK: dtc.param @a {{.*}}dtc.offset = 0 : i64, dtc.state_offset = 128 : i64
-// CHECK: dtc.param @b {{.*}}dtc.offset = 64 : i64, dtc.state_offset = 192 : i64
-module attributes {dtc.optimizer = {kind = "adam"}} {
+// CHECK-SAME: dtc.persistent = #dtc.persistent<param_bytes = 128, bytes = 256>
+// CHECK: dtc.param @a {{.*}}dtc.placement = #dtc.placement<offset = 0, state_offset = 128>
+// CHECK: dtc.param @b {{.*}}dtc.placement = #dtc.placement<offset = 64, state_offset = 192>
+module attributes {dtc.optimizer = #dtc.optimizer<adam, lr = 0.001, weight_decay = 0.0>} {
   dtc.param @a : tensor<4xf32>
   dtc.param @b : tensor<2x2xf32>
 }
@@ -60,9 +60,9 @@ module attributes {dtc.optimizer = {kind = "adam"}} {
 // CHECK-LABEL: func.func @buckets
 // CHECK: %[[A:.*]] = dtc.fused{{.*}}dtc.offsets = array<i64: 0>
 // CHECK: %[[B:.*]] = dtc.fused{{.*}}dtc.offsets = array<i64: 16>
-// CHECK: dtc.all_reduce_start(%[[A]], %[[B]]) {bucket = 0 : i64, dtc.bucket_count = 8 : i64, dtc.bucket_offset = 0 : i64}
+// CHECK: dtc.all_reduce_start(%[[A]], %[[B]]) {bucket = 0 : i64, dtc.bucket_plan = #dtc.bucket_plan<offset = 0, count = 8>}
 // CHECK: %[[C:.*]] = dtc.fused{{.*}}dtc.offsets = array<i64: 64>
-// CHECK: dtc.all_reduce_start(%[[C]]) {bucket = 1 : i64, dtc.bucket_count = 4 : i64, dtc.bucket_offset = 64 : i64}
+// CHECK: dtc.all_reduce_start(%[[C]]) {bucket = 1 : i64, dtc.bucket_plan = #dtc.bucket_plan<offset = 64, count = 4>}
 // Bucket 0's block is free again once its updates are done:
 // CHECK: dtc.constant {dtc.offsets = array<i64: 0>
 // CHECK: return

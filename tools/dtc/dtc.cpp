@@ -151,37 +151,39 @@ int writeOutput(StringRef path, function_ref<void(raw_ostream &)> write) {
 
 void printReport(mlir::ModuleOp module) {
   auto &os = llvm::outs();
-  auto i64 = [](mlir::Operation *op, StringRef k) {
-    auto a = op->getAttrOfType<mlir::IntegerAttr>(k);
-    return a ? a.getInt() : 0;
-  };
+  auto *dialect = module->getContext()->getLoadedDialect<dtc::DtcDialect>();
   int64_t batch = 64;
-  if (auto r = module->getAttrOfType<mlir::DictionaryAttr>("dtc.recipe"))
-    if (auto b = r.getAs<mlir::IntegerAttr>("batch"))
-      batch = b.getInt();
+  if (auto r = dialect->getRecipeAttrHelper().getAttr(module))
+    batch = r.getBatch();
   int64_t count = 0, elems = 0;
   os << "parameters:\n";
   for (auto p : module.getOps<dtc::ParamOp>()) {
     auto t = mlir::cast<mlir::RankedTensorType>(p.getType());
+    auto placement = dialect->getPlacementAttrHelper().getAttr(p);
     os << llvm::format("  %-24s %10lld floats  offset %lld\n",
                        p.getSymName().str().c_str(),
                        (long long)t.getNumElements(),
-                       (long long)i64(p, "dtc.offset"));
+                       (long long)(placement ? placement.getOffset() : 0));
     ++count;
     elems += t.getNumElements();
   }
   os << llvm::format("  %lld parameters, %lld floats (%lld bytes)\n",
                      (long long)count, (long long)elems,
                      (long long)elems * 4);
+  auto persistent = dialect->getPersistentAttrHelper().getAttr(module);
+  int64_t persistentBytes = persistent ? persistent.getBytes() : 0;
   os << llvm::format("persistent block: %lld bytes (parameters %lld + "
                      "optimizer state)\n",
-                     (long long)i64(module, "dtc.persistent_bytes"),
-                     (long long)i64(module, "dtc.param_bytes"));
+                     (long long)persistentBytes,
+                     (long long)(persistent ? persistent.getParamBytes() : 0));
   os << "arena (batch " << batch << "):\n";
   int64_t peak = 0;
   for (auto f : module.getOps<mlir::func::FuncOp>()) {
-    int64_t ps = i64(f, "dtc.arena_per_sample"), fx = i64(f, "dtc.arena_fixed");
-    int64_t nps = i64(f, "dtc.naive_per_sample"), nfx = i64(f, "dtc.naive_fixed");
+    auto arena = dialect->getArenaAttrHelper().getAttr(f);
+    if (!arena)
+      continue;
+    int64_t ps = arena.getPerSample(), fx = arena.getFixed();
+    int64_t nps = arena.getNaivePerSample(), nfx = arena.getNaiveFixed();
     int64_t planned = ps * batch + fx, naive = nps * batch + nfx;
     peak = std::max(peak, planned);
     os << llvm::format("  @%-12s %7lld B/sample + %9lld B = %10lld bytes "
@@ -198,14 +200,14 @@ void printReport(mlir::ModuleOp module) {
       if (!mlir::isa<dtc::AllReduceBucketOp, dtc::AllReduceStartOp,
                      dtc::AllReduceOp>(op))
         return;
-      int64_t bytes = i64(op, "dtc.bucket_count") * 4;
+      auto plan = dialect->getBucketPlanAttrHelper().getAttr(op);
+      int64_t bytes = plan ? plan.getCount() * 4 : 0;
       total += bytes;
       if (buckets++ == 0)
         os << "gradient buckets (all-reduce order):\n";
+      auto id = op->getAttrOfType<mlir::IntegerAttr>("bucket");
       os << llvm::format("  bucket %-3lld %10lld bytes:",
-                         (long long)(op->hasAttr("bucket")
-                                         ? i64(op, "bucket")
-                                         : buckets - 1),
+                         (long long)(id ? id.getInt() : buckets - 1),
                          (long long)bytes);
       // The parameters whose gradients it carries, through the updates.
       for (mlir::Value g : op->getOperands()) {
@@ -249,8 +251,7 @@ void printReport(mlir::ModuleOp module) {
   }
   os << llvm::format("peak memory of a step: %lld bytes (arena) + %lld "
                      "bytes (persistent)\n",
-                     (long long)peak,
-                     (long long)i64(module, "dtc.persistent_bytes"));
+                     (long long)peak, (long long)persistentBytes);
 }
 
 /// Runs the host compiler (nvcc for CUDA) on `source`, producing `output`

@@ -1,0 +1,263 @@
+//===- DtcAttrs.cpp - dtc attributes: verifiers, printing, placement ------===//
+#include "dialects/dtc/DtcDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace mlir;
+using namespace dtc;
+
+#include "dialects/dtc/DtcEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "dialects/dtc/DtcAttrs.cpp.inc"
+
+void DtcDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/dtc/DtcAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter parsing and printing
+//===----------------------------------------------------------------------===//
+
+FailureOr<F64> dtc::parseF64(AsmParser &parser) {
+  double v;
+  if (parser.parseFloat(v))
+    return failure();
+  return F64(v);
+}
+
+std::string dtc::f64Text(double value) {
+  // The shortest of %.1g ... %.17g that reads back to the same double.
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value)
+      break;
+  }
+  // A float literal to MLIR's parser has a '.': "1" or "1e-06" would not be.
+  std::string text = buf;
+  if (std::isfinite(value) && text.find('.') == std::string::npos) {
+    size_t e = text.find('e');
+    text.insert(e == std::string::npos ? text.size() : e, ".0");
+  }
+  return text;
+}
+
+void dtc::printF64(AsmPrinter &printer, double value) { printer << f64Text(value); }
+
+FailureOr<bool> dtc::parseBool(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(), "expected true or false");
+}
+
+//===----------------------------------------------------------------------===//
+// The optimizer and the recipe
+//===----------------------------------------------------------------------===//
+
+OptimizerAttr dtc::defaultOptimizer(MLIRContext *context, OptimizerKind kind) {
+  bool sgd = kind == OptimizerKind::SGD;
+  return OptimizerAttr::get(context, kind, /*lr=*/sgd ? 0.01 : 0.001,
+                            /*weight_decay=*/kind == OptimizerKind::AdamW ? 0.01 : 0.0,
+                            /*momentum=*/0.0, /*dampening=*/0.0,
+                            /*nesterov=*/false, /*beta1=*/0.9, /*beta2=*/0.999,
+                            /*eps=*/1e-8);
+}
+
+LogicalResult OptimizerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                    OptimizerKind kind, F64 lr, F64 weightDecay,
+                                    F64 momentum, F64 dampening, bool nesterov,
+                                    F64 beta1, F64 beta2, F64 eps) {
+  auto bad = [&](StringRef what, double v, StringRef range) {
+    return emitError() << "invalid value " << f64Text(v) << " for " << what << " (expected "
+                       << range << ")";
+  };
+  for (double v : {lr.value, weightDecay.value, momentum.value, dampening.value,
+                   beta1.value, beta2.value, eps.value})
+    if (!std::isfinite(v))
+      return emitError() << "optimizer hyper-parameters must be finite";
+  if (!(lr > 0))
+    return bad("lr", lr, "> 0");
+  if (weightDecay < 0)
+    return bad("weight_decay", weightDecay, ">= 0");
+  if (momentum < 0 || momentum >= 1)
+    return bad("momentum", momentum, "in [0, 1)");
+  if (dampening < 0 || dampening > 1)
+    return bad("dampening", dampening, "in [0, 1]");
+  if (beta1 < 0 || beta1 >= 1)
+    return bad("beta1", beta1, "in [0, 1)");
+  if (beta2 < 0 || beta2 >= 1)
+    return bad("beta2", beta2, "in [0, 1)");
+  if (!(eps > 0))
+    return bad("eps", eps, "> 0");
+  bool sgd = kind == OptimizerKind::SGD;
+  if (sgd && (beta1.value != 0.9 || beta2.value != 0.999 || eps.value != 1e-8))
+    return emitError() << "beta1, beta2 and eps are Adam's, not sgd's";
+  if (!sgd && (momentum.value != 0 || dampening.value != 0 || nesterov))
+    return emitError() << "momentum, dampening and nesterov are sgd's, not "
+                       << stringifyOptimizerKind(kind) << "'s";
+  if (nesterov && (momentum.value <= 0 || dampening.value != 0))
+    return emitError() << "nesterov needs momentum > 0 and dampening = 0";
+  return success();
+}
+
+int OptimizerAttr::numStateBuffers() const {
+  if (getKind() != OptimizerKind::SGD)
+    return 2;
+  return getMomentum().value != 0.0 ? 1 : 0;
+}
+
+bool OptimizerAttr::isFoldableMomentum() const {
+  return getKind() == OptimizerKind::SGD && getMomentum().value != 0.0 &&
+         getDampening().value == 0.0 && getWeightDecay().value == 0.0 && !getNesterov();
+}
+
+LogicalResult RecipeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 DataKind data, StringRef dir, StringRef train,
+                                 StringRef test, int64_t trainSize, int64_t testSize,
+                                 int64_t batch, int64_t epochs, int64_t seed) {
+  if (batch < 1)
+    return emitError() << "the batch must be >= 1, got " << batch;
+  if (epochs < 0)
+    return emitError() << "epochs must be >= 0, got " << epochs;
+  if (seed < 0)
+    return emitError() << "the seed must be >= 0, got " << seed;
+  if (trainSize < 0 || testSize < 0)
+    return emitError() << "data set sizes must be >= 0";
+  if ((data == DataKind::IDX) != !dir.empty())
+    return emitError() << "'dir' belongs to idx data, which needs it";
+  if (data == DataKind::CSV ? train.empty() : !train.empty() || !test.empty())
+    return emitError() << "'train' and 'test' files belong to csv data, which "
+                          "needs 'train'";
+  if (data == DataKind::Synthetic ? trainSize < 1 : trainSize || testSize)
+    return emitError() << "'train_size' and 'test_size' belong to synthetic "
+                          "data, which needs train_size >= 1";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The plan
+//===----------------------------------------------------------------------===//
+
+static LogicalResult nonNegative(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef attr, ArrayRef<std::pair<StringRef, int64_t>> fields) {
+  for (auto [name, v] : fields)
+    if (v < 0)
+      return emitError() << "#dtc." << attr << ": " << name << " must be >= 0, got " << v;
+  return success();
+}
+
+LogicalResult ArenaAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t perSample, int64_t fixed, int64_t naivePerSample,
+                                int64_t naiveFixed) {
+  return nonNegative(emitError, "arena",
+                     {{"per_sample", perSample}, {"fixed", fixed},
+                      {"naive_per_sample", naivePerSample}, {"naive_fixed", naiveFixed}});
+}
+
+LogicalResult PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                    int64_t offset, int64_t stateOffset) {
+  return nonNegative(emitError, "placement", {{"offset", offset}, {"state_offset", stateOffset}});
+}
+
+LogicalResult PersistentAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                     int64_t paramBytes, int64_t bytes) {
+  if (failed(nonNegative(emitError, "persistent", {{"param_bytes", paramBytes}, {"bytes", bytes}})))
+    return failure();
+  if (bytes < paramBytes)
+    return emitError() << "#dtc.persistent: the block (" << bytes
+                       << " bytes) is smaller than its parameters (" << paramBytes << ")";
+  return success();
+}
+
+LogicalResult BucketPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                     int64_t offset, int64_t count,
+                                     std::optional<int64_t> momentumOffset) {
+  if (count < 1)
+    return emitError() << "#dtc.bucket_plan: count must be >= 1, got " << count;
+  return nonNegative(emitError, "bucket_plan",
+                     {{"offset", offset}, {"momentum_offset", momentumOffset.value_or(0)}});
+}
+
+//===----------------------------------------------------------------------===//
+// Where each dtc.* attribute may stand
+//===----------------------------------------------------------------------===//
+
+LogicalResult DtcDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  Attribute value = attr.getValue();
+  // The attribute's declared type, and the kind of op it belongs on.
+  auto expect = [&](bool typeOk, bool placeOk, StringRef type, StringRef place) -> LogicalResult {
+    if (!typeOk)
+      return op->emitError() << "'" << name << "' must be " << type << ", got " << value;
+    if (!placeOk)
+      return op->emitError() << "'" << name << "' belongs on " << place << ", not on '"
+                             << op->getName() << "'";
+    return success();
+  };
+  bool onModule = isa<ModuleOp>(op), onFunc = isa<func::FuncOp>(op);
+  if (name == getRecipeAttrHelper().getName())
+    return expect(isa<RecipeAttr>(value), onModule, "#dtc.recipe", "the module");
+  if (name == getOptimizerAttrHelper().getName())
+    return expect(isa<OptimizerAttr>(value), onModule, "#dtc.optimizer", "the module");
+  if (name == getModelAttrHelper().getName() || name == getSourceAttrHelper().getName())
+    return expect(isa<StringAttr>(value), onModule, "a string", "the module");
+  if (name == getPersistentAttrHelper().getName())
+    return expect(isa<PersistentAttr>(value), onModule, "#dtc.persistent", "the module");
+  if (name == getArenaAttrHelper().getName())
+    return expect(isa<ArenaAttr>(value), onFunc, "#dtc.arena", "a step function");
+  if (name == getOutputsAttrHelper().getName()) {
+    auto names = dyn_cast<ArrayAttr>(value);
+    bool strings = names && llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); });
+    if (failed(expect(strings, onFunc, "an array of strings", "a step function")))
+      return failure();
+    auto f = cast<func::FuncOp>(op);
+    if (names.size() != f.getNumResults())
+      return op->emitError() << "'" << name << "' names " << names.size()
+                             << " outputs of a function with " << f.getNumResults() << " results";
+    return success();
+  }
+  if (name == getOffsetsAttrHelper().getName()) {
+    auto offsets = dyn_cast<DenseI64ArrayAttr>(value);
+    if (failed(expect(bool(offsets), op->getNumResults() > 0, "an array of i64",
+                      "an op with results")))
+      return failure();
+    if (offsets.size() != (int64_t)op->getNumResults())
+      return op->emitError() << "'" << name << "' has " << offsets.size()
+                             << " offsets for " << op->getNumResults() << " results";
+    for (int64_t o : offsets.asArrayRef())
+      if (o < -1)
+        return op->emitError() << "'" << name << "': offsets are >= 0, or -1 for a "
+                                  "result without a buffer of its own";
+    return success();
+  }
+  if (name == getPlacementAttrHelper().getName())
+    return expect(isa<PlacementAttr>(value), isa<ParamOp>(op), "#dtc.placement", "a dtc.param");
+  if (name == getBucketPlanAttrHelper().getName())
+    return expect(isa<BucketPlanAttr>(value),
+                  isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(op),
+                  "#dtc.bucket_plan", "a gradient collective");
+  return op->emitError() << "unknown dtc attribute '" << name << "'";
+}
+
+LogicalResult DtcDialect::verifyRegionArgAttribute(Operation *op, unsigned, unsigned,
+                                                   NamedAttribute attr) {
+  // The DSL's name of an input (dtc.name on a step's arguments).
+  if (attr.getName() == "dtc.name") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'dtc.name' must be a string";
+    return success();
+  }
+  return op->emitError() << "unknown dtc argument attribute '" << attr.getName().getValue()
+                         << "'";
+}
