@@ -48,6 +48,10 @@ void registerDialects(mlir::DialectRegistry &registry);
 /// Registers dtc's passes, the upstream ones the pipeline uses, and pipelines.
 void registerAllPasses();
 
+/// Checks the contract between planning and emission
+/// (dtc-verify-backend-contract), with a diagnostic per violation.
+mlir::LogicalResult verifyBackendContract(mlir::ModuleOp module);
+
 /// The module's optimizer (`dtc.optimizer`), or null.
 OptimizerAttr optimizerOf(mlir::ModuleOp module);
 /// Its state buffers per parameter (OptimizerAttr::numStateBuffers; 0

@@ -117,4 +117,26 @@ def OverlapAllReduce : Pass<"dtc-overlap-allreduce", "mlir::ModuleOp"> {
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def VerifyBackendContract : Pass<"dtc-verify-backend-contract", "mlir::ModuleOp"> {
+  let summary = "Checks that the IR is fully planned for the back end";
+  let description = [{
+    The contract between planning and emission (as torch-mlir's backend
+    contract), checked with one diagnostic per violation:
+    - the module has its `dtc.recipe`, `dtc.optimizer` and `dtc.persistent`;
+      every `dtc.param` a `dtc.placement` whose value and optimizer state lie
+      inside the persistent block;
+    - `@forward` and `@train_step` exist, each with one block, the input and
+      the labels as arguments, and a `dtc.arena`;
+    - elementwise ops appear only inside `dtc.fused` (dtc-fuse-elementwise);
+    - every tensor result that is not tied to an operand, a parameter or a
+      block argument has a `dtc.offsets` entry, and its buffer lies inside
+      its region of the arena (per sample when batched, else fixed);
+    - every gradient collective has a `dtc.bucket_plan` inside the fixed
+      region, and its gradients lie inside the bucket.
+    The pipeline ends with it, and the emitters check it before printing, so
+    hand-written or edited IR that is not fully planned is rejected with a
+    diagnostic at the op, never printed.
+  }];
+}
+
 #endif // DTC_PASSES_TD

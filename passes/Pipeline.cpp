@@ -29,6 +29,7 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   fuse.chains = options.fuse;
   pm.addNestedPass<func::FuncOp>(createFuseElementwise(fuse));
   pm.addPass(createPlanMemory());
+  pm.addPass(createVerifyBackendContract());
 }
 
 void dtc::registerDialects(DialectRegistry &registry) {
@@ -43,6 +44,6 @@ void dtc::registerAllPasses() {
       "dtc-pipeline",
       "The whole dtc pipeline: autodiff, canonicalize, cse, "
       "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
-      "fuse-elementwise, plan-memory",
+      "fuse-elementwise, plan-memory, verify-backend-contract",
       buildPipeline);
 }

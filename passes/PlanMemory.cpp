@@ -166,23 +166,12 @@ int64_t bytesOf(Type t) {
          (rt.getElementType().getIntOrFloatBitWidth() / 8);
 }
 
-/// The operand whose buffer result `v` reuses, if it is an alias: reshapes,
-/// and all-reduces (in place).
+/// The operand whose buffer result `v` lives in (TiedOpInterface: views and
+/// in-place collectives), or null.
 Value aliasedOperand(Value v) {
   auto r = dyn_cast<OpResult>(v);
-  if (!r)
-    return {};
-  Operation *op = r.getOwner();
-  unsigned i = r.getResultNumber();
-  if (auto reshape = dyn_cast<ReshapeOp>(op))
-    return reshape.getX();
-  if (auto reduce = dyn_cast<AllReduceOp>(op))
-    return reduce.getGrad();
-  if (auto bucket = dyn_cast<AllReduceBucketOp>(op))
-    return bucket.getGrads()[i];
-  if (auto wait = dyn_cast<AllReduceWaitOp>(op))
-    return wait.getGrads()[i];
-  return {};
+  auto tied = r ? dyn_cast<TiedOpInterface>(r.getOwner()) : TiedOpInterface();
+  return tied ? tied.getTiedOperand(r.getResultNumber()) : Value();
 }
 
 /// Values that need no arena storage: parameters, inputs, aliases, requests.

@@ -449,3 +449,12 @@ LogicalResult AllReduceWaitOp::verify() {
 
 #define GET_OP_CLASSES
 #include "dialects/dtc/DtcOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Tied results (TiedOpInterface)
+//===----------------------------------------------------------------------===//
+
+Value ReshapeOp::getTiedOperand(unsigned) { return getX(); }
+Value AllReduceOp::getTiedOperand(unsigned) { return getGrad(); }
+Value AllReduceBucketOp::getTiedOperand(unsigned index) { return getGrads()[index]; }
+Value AllReduceWaitOp::getTiedOperand(unsigned index) { return getGrads()[index]; }

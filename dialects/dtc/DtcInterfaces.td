@@ -25,6 +25,23 @@ def Dtc_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def Dtc_TiedOpInterface : OpInterface<"TiedOpInterface"> {
+  let cppNamespace = "::dtc";
+  let description = [{
+    An op some of whose results live in the buffer of one of its operands
+    (as IREE's tied ops): a view of it (dtc.reshape) or an in-place update
+    of it (the gradient collectives, which sum over the ranks where the
+    gradient is). Memory planning gives a tied result no buffer of its own
+    and keeps the operand's buffer alive as long as the result is used;
+    the back end reads and writes the result where the operand is.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The operand whose buffer result `index` lives in, or null.",
+      "::mlir::Value", "getTiedOperand", (ins "unsigned":$index)>
+  ];
+}
+
 // Ops computed one element at a time (with numpy broadcasting of operands):
 // `dtc-fuse-elementwise` may put them inside one `dtc.fused` loop nest, and
 // each code generator knows the scalar expression of each of them.

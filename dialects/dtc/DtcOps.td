@@ -190,7 +190,8 @@ def Dtc_SumToOp : Dtc_Op<"sum_to", [Pure,
 }
 
 def Dtc_ReshapeOp : Dtc_Op<"reshape", [Pure,
-    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Dtc_TiedOpInterface>]> {
   let summary = "Reinterprets a tensor with another shape of the same size";
   let description = [{
     Row-major reinterpretation; the number of elements is unchanged. A
@@ -376,7 +377,7 @@ def Dtc_CopyOp : Dtc_Op<"copy", [Pure, Dtc_Elementwise,
 }
 
 def Dtc_AllReduceOp : Dtc_Op<"all_reduce", [SameOperandsAndResultType,
-    MemoryEffects<[MemWrite]>]> {
+    MemoryEffects<[MemWrite]>, DeclareOpInterfaceMethods<Dtc_TiedOpInterface>]> {
   let summary = "Sums a gradient over all data-parallel ranks";
   let description = [{
     The result is the sum over the ranks of the operand (in place: it
@@ -391,7 +392,7 @@ def Dtc_AllReduceOp : Dtc_Op<"all_reduce", [SameOperandsAndResultType,
 }
 
 def Dtc_AllReduceBucketOp : Dtc_Op<"all_reduce_bucket", [
-    MemoryEffects<[MemWrite]>]> {
+    MemoryEffects<[MemWrite]>, DeclareOpInterfaceMethods<Dtc_TiedOpInterface>]> {
   let summary = "Sums a bucket of gradients over the ranks with one all-reduce";
   let description = [{
     The gradients live contiguously in one buffer (the memory plan places
@@ -420,7 +421,7 @@ def Dtc_AllReduceStartOp : Dtc_Op<"all_reduce_start", [
 }
 
 def Dtc_AllReduceWaitOp : Dtc_Op<"all_reduce_wait", [
-    MemoryEffects<[MemWrite]>]> {
+    MemoryEffects<[MemWrite]>, DeclareOpInterfaceMethods<Dtc_TiedOpInterface>]> {
   let summary = "Waits for a bucket's all-reduce; its results are the sums";
   let description = [{
     Takes the request and the bucket's gradients; result i is the sum over

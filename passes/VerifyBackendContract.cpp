@@ -1,0 +1,171 @@
+//===- VerifyBackendContract.cpp - Fully planned IR, or a diagnostic ------===//
+//
+// What the emitters may assume, checked once (Passes.td says what the
+// contract is). The emitters call verifyBackendContract before printing.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/Steps.h"
+
+#include "dialects/dtc/ShapeInference.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_VERIFYBACKENDCONTRACT
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+int64_t bytesOf(Type t) {
+  auto rt = cast<RankedTensorType>(t);
+  return shape::numElementsPerBatch(rt) * (rt.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+/// Whether `v` needs a buffer of its own in the arena.
+bool needsBuffer(Value v) {
+  if (!isa<RankedTensorType>(v.getType()) || isa<BlockArgument>(v) ||
+      v.getDefiningOp<ParamRefOp>())
+    return false;
+  auto r = cast<OpResult>(v);
+  auto tied = dyn_cast<TiedOpInterface>(r.getOwner());
+  return !(tied && tied.getTiedOperand(r.getResultNumber()));
+}
+
+struct Checker {
+  ModuleOp module;
+  DtcDialect *dialect;
+  bool ok = true;
+
+  InFlightDiagnostic violation(Operation *op) {
+    ok = false;
+    return op->emitError("backend contract: ");
+  }
+
+  void checkModule() {
+    if (!dialect->getRecipeAttrHelper().getAttr(module))
+      violation(module) << "the module has no dtc.recipe";
+    OptimizerAttr opt = dialect->getOptimizerAttrHelper().getAttr(module);
+    if (!opt)
+      violation(module) << "the module has no dtc.optimizer";
+    PersistentAttr persistent = dialect->getPersistentAttrHelper().getAttr(module);
+    if (!persistent) {
+      violation(module) << "the module has no dtc.persistent (run dtc-plan-memory)";
+      return;
+    }
+    int states = opt ? opt.numStateBuffers() : 0;
+    for (ParamOp p : module.getOps<ParamOp>()) {
+      PlacementAttr at = dialect->getPlacementAttrHelper().getAttr(p);
+      if (!at) {
+        violation(p) << "parameter '" << p.getSymName() << "' has no dtc.placement";
+        continue;
+      }
+      int64_t bytes = bytesOf(p.getType());
+      if (at.getOffset() + bytes > persistent.getParamBytes())
+        violation(p) << "parameter '" << p.getSymName()
+                     << "' lies outside the parameters of the persistent block";
+      if (at.getStateOffset() < persistent.getParamBytes() && states)
+        violation(p) << "the optimizer state of '" << p.getSymName()
+                     << "' overlaps the parameters";
+      if (at.getStateOffset() + states * bytes > persistent.getBytes())
+        violation(p) << "the optimizer state of '" << p.getSymName()
+                     << "' lies outside the persistent block";
+    }
+  }
+
+  void checkStep(func::FuncOp f) {
+    if (f.isExternal() || !f.getBody().hasOneBlock()) {
+      violation(f) << "a step has one block";
+      return;
+    }
+    if (f.getNumArguments() != 2) {
+      violation(f) << "a step takes the input and the labels";
+      return;
+    }
+    ArenaAttr arena = dialect->getArenaAttrHelper().getAttr(f);
+    if (!arena) {
+      violation(f) << "@" << f.getSymName() << " has no dtc.arena (run dtc-plan-memory)";
+      return;
+    }
+    for (Operation &op : f.front()) {
+      if (isElementwise(&op)) {
+        violation(&op) << "elementwise ops are emitted only inside dtc.fused "
+                          "(run dtc-fuse-elementwise)";
+        continue;
+      }
+      checkBuffers(&op, arena);
+      if (isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(op))
+        checkBucket(&op, arena);
+    }
+  }
+
+  void checkBuffers(Operation *op, ArenaAttr arena) {
+    DenseI64ArrayAttr offsets = dialect->getOffsetsAttrHelper().getAttr(op);
+    for (OpResult r : op->getResults()) {
+      if (!needsBuffer(r))
+        continue;
+      if (!offsets || offsets[r.getResultNumber()] < 0) {
+        violation(op) << "result #" << r.getResultNumber()
+                      << " has no buffer (dtc.offsets; run dtc-plan-memory)";
+        continue;
+      }
+      auto t = cast<RankedTensorType>(r.getType());
+      bool batched = shape::isBatched(t);
+      int64_t end = offsets[r.getResultNumber()] + bytesOf(t);
+      int64_t size = batched ? arena.getPerSample() : arena.getFixed();
+      if (end > size)
+        violation(op) << "result #" << r.getResultNumber() << " ends at byte " << end
+                      << (batched ? " per sample" : "") << ", past its arena region ("
+                      << size << ")";
+    }
+  }
+
+  void checkBucket(Operation *op, ArenaAttr arena) {
+    BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(op);
+    if (!plan) {
+      violation(op) << "a gradient collective has no dtc.bucket_plan (run dtc-plan-memory)";
+      return;
+    }
+    int64_t begin = plan.getOffset(), end = begin + plan.getCount() * 4;
+    if (end > arena.getFixed())
+      violation(op) << "the bucket ends at byte " << end << ", past the fixed region ("
+                    << arena.getFixed() << ")";
+    for (auto [i, g] : llvm::enumerate(op->getOperands())) {
+      auto r = dyn_cast<OpResult>(g);
+      DenseI64ArrayAttr offsets = r ? dialect->getOffsetsAttrHelper().getAttr(r.getOwner()) : nullptr;
+      int64_t at = offsets ? offsets[r.getResultNumber()] : -1;
+      if (at < begin || at + bytesOf(g.getType()) > end) {
+        violation(op) << "gradient #" << i << " of the bucket lies outside it";
+        return; // one diagnostic per bucket
+      }
+    }
+  }
+};
+} // namespace
+
+LogicalResult dtc::verifyBackendContract(ModuleOp module) {
+  Checker c{module, module->getContext()->getLoadedDialect<DtcDialect>()};
+  if (!c.dialect)
+    return module.emitError("backend contract: the dtc dialect is not loaded");
+  c.checkModule();
+  for (StringRef name : {steps::kForward, steps::kTrain}) {
+    auto f = module.lookupSymbol<func::FuncOp>(name);
+    if (!f) {
+      c.violation(module) << "the module has no @" << name;
+      continue;
+    }
+    c.checkStep(f);
+  }
+  return success(c.ok);
+}
+
+namespace {
+struct VerifyBackendContractPass
+    : public dtc::impl::VerifyBackendContractBase<VerifyBackendContractPass> {
+  void runOnOperation() override {
+    if (failed(verifyBackendContract(getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace
