@@ -39,8 +39,9 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
                        llvm::cl::init(true)};
 };
 
-/// autodiff -> canonicalize -> cse -> insert-grad-allreduce ->
+/// autodiff -> canonicalize -> cse -> derive-steps -> insert-grad-allreduce ->
 /// bucket-allreduce -> overlap-allreduce -> fuse-elementwise -> plan-memory
+/// -> verify-backend-contract
 void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 
 /// Registers the dialects every dtc tool loads.

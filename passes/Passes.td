@@ -14,8 +14,28 @@ def Autodiff : Pass<"dtc-autodiff", "mlir::ModuleOp"> {
     then one `dtc.apply_gradient` per parameter that the loss depends on.
     Backward starts from `dtc.grad_seed` (1 on one rank, the rank's weight in
     the average under data parallelism). Gradients of values used several
-    times are summed. `@forward` stays as the
+    times are summed. `@forward` stays (dtc-derive-steps makes it `@eval_step`) as the
     evaluation step.
+  }];
+  let dependentDialects = ["dtc::DtcDialect", "mlir::func::FuncDialect"];
+}
+
+def DeriveSteps : Pass<"dtc-derive-steps", "mlir::ModuleOp"> {
+  let summary = "Derives the evaluation and gradient-only steps as functions";
+  let description = [{
+    From `@forward` and `@train_step` (dtc-autodiff), the steps the runtime
+    runs besides training, each a function of its own that later passes plan
+    and the back end prints like any other:
+    - `@eval_step`: `@forward` under its new name, the evaluation step (where
+      evaluation differs from training, as dropout and batch norm do, those
+      ops are rewritten here);
+    - `@grad_step`: `@train_step` with each update replaced by a
+      `dtc.export_gradient` at the parameter's place in the packed gradient
+      vector (parameter order, no padding) and without communication (any
+      collective is dropped for its operand): the local gradients, for
+      gradient checks.
+    `@train_step` gets `dtc.traced`: the step `train --trace` records.
+    A module that already has `@eval_step` and `@grad_step` is left as it is.
   }];
   let dependentDialects = ["dtc::DtcDialect", "mlir::func::FuncDialect"];
 }
@@ -125,8 +145,9 @@ def VerifyBackendContract : Pass<"dtc-verify-backend-contract", "mlir::ModuleOp"
     - the module has its `dtc.recipe`, `dtc.optimizer` and `dtc.persistent`;
       every `dtc.param` a `dtc.placement` whose value and optimizer state lie
       inside the persistent block;
-    - `@forward` and `@train_step` exist, each with one block, the input and
-      the labels as arguments, and a `dtc.arena`;
+    - `@train_step`, `@grad_step` and `@eval_step` exist (dtc-derive-steps),
+      each with one block, the input and the labels as arguments, and a
+      `dtc.arena`;
     - elementwise ops appear only inside `dtc.fused` (dtc-fuse-elementwise);
     - every tensor result that is not tied to an operand, a parameter or a
       block argument has a `dtc.offsets` entry, and its buffer lies inside

@@ -14,6 +14,7 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     pm.addPass(createAutodiff());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createDeriveSteps());
   if (options.allreduce) {
     pm.addPass(createInsertGradAllReduce());
     BucketAllReduceOptions buckets;
@@ -42,7 +43,7 @@ void dtc::registerAllPasses() {
   mlir::registerCSEPass();
   PassPipelineRegistration<PipelineOptions>(
       "dtc-pipeline",
-      "The whole dtc pipeline: autodiff, canonicalize, cse, "
+      "The whole dtc pipeline: autodiff, canonicalize, cse, derive-steps, "
       "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
       "fuse-elementwise, plan-memory, verify-backend-contract",
       buildPipeline);

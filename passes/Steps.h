@@ -15,6 +15,8 @@
 namespace dtc::steps {
 constexpr llvm::StringLiteral kForward = "forward";
 constexpr llvm::StringLiteral kTrain = "train_step";
+constexpr llvm::StringLiteral kGrad = "grad_step";
+constexpr llvm::StringLiteral kEval = "eval_step";
 
 /// The module's @train_step, or an error naming `pass` (which needs it) and
 /// null when there is none.

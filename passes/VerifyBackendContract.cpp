@@ -149,7 +149,7 @@ LogicalResult dtc::verifyBackendContract(ModuleOp module) {
   if (!c.dialect)
     return module.emitError("backend contract: the dtc dialect is not loaded");
   c.checkModule();
-  for (StringRef name : {steps::kForward, steps::kTrain}) {
+  for (StringRef name : {steps::kTrain, steps::kGrad, steps::kEval}) {
     auto f = module.lookupSymbol<func::FuncOp>(name);
     if (!f) {
       c.violation(module) << "the module has no @" << name;

@@ -227,6 +227,8 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op, NamedAttribute
                              << " outputs of a function with " << f.getNumResults() << " results";
     return success();
   }
+  if (name == getTracedAttrHelper().getName())
+    return expect(isa<UnitAttr>(value), onFunc, "a unit attribute", "a step function");
   if (name == getOffsetsAttrHelper().getName()) {
     auto offsets = dyn_cast<DenseI64ArrayAttr>(value);
     if (failed(expect(bool(offsets), op->getNumResults() > 0, "an array of i64",

@@ -92,6 +92,13 @@ LogicalResult ApplyGradientOp::verifySymbolUses(SymbolTableCollection &tables) {
                            getGrad().getType(), tables);
 }
 
+LogicalResult ExportGradientOp::verifySymbolUses(SymbolTableCollection &tables) {
+  if (getOffset() < 0)
+    return emitOpError("offset must be >= 0");
+  return verifyParamSymbol(*this, getParamAttr().getAttr(),
+                           getGrad().getType(), tables);
+}
+
 LogicalResult ConstantOp::verify() {
   if (!getType().hasStaticShape())
     return emitOpError("constant must have a static shape");

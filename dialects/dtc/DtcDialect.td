@@ -30,6 +30,7 @@ def Dtc_Dialect : Dialect {
     "::dtc::PersistentAttr":$persistent,
     "::dtc::ArenaAttr":$arena,
     "::mlir::ArrayAttr":$outputs,
+    "::mlir::UnitAttr":$traced,
     "::mlir::DenseI64ArrayAttr":$offsets,
     "::dtc::PlacementAttr":$placement,
     "::dtc::BucketPlanAttr":$bucket_plan

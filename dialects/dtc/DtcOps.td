@@ -359,6 +359,20 @@ def Dtc_ApplyGradientOp : Dtc_Op<"apply_gradient", [
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
 }
 
+def Dtc_ExportGradientOp : Dtc_Op<"export_gradient", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Hands a parameter's gradient out of the gradient-only step";
+  let description = [{
+    In `@grad_step` (dtc-derive-steps) in place of the update: the gradient
+    goes to the runtime's packed gradient vector (gradient checks), where it
+    starts at element `offset`; the vector holds every parameter's gradient
+    in parameter order, without padding.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$grad, FlatSymbolRefAttr:$param,
+                       I64Attr:$offset);
+  let assemblyFormat = "$param `,` $grad `at` $offset attr-dict `:` type($grad)";
+}
+
 //===----------------------------------------------------------------------===//
 // Data parallelism: gradient all-reduce
 //===----------------------------------------------------------------------===//

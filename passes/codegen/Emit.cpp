@@ -13,6 +13,7 @@
 #include "dialects/dtc/DtcDialect.h"
 #include "dialects/dtc/ShapeInference.h"
 #include "passes/Passes.h"
+#include "passes/Steps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -74,7 +75,6 @@ std::string numel(Type t) {
   return product(s, 0, s.size());
 }
 
-enum class Mode { Eval, Update, Grads };
 enum class Target { Cpu, Cuda };
 
 /// Ops that compute (and so appear in --trace timelines).
@@ -112,9 +112,9 @@ public:
   LogicalResult emit(Target programTarget);
 
 private:
-  LogicalResult emitFunction(func::FuncOp f, llvm::StringRef name, Mode mode);
-  LogicalResult emitOp(Operation *op, Mode mode);
-  LogicalResult emitOpCuda(Operation *op, Mode mode);
+  LogicalResult emitFunction(func::FuncOp f, llvm::StringRef name);
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitOpCuda(Operation *op);
   /// A fused kernel's parameter names (inputs, then outputs), their C++
   /// declarations, and the step's arguments for them (defining the outputs).
   struct KernelSignature {
@@ -127,7 +127,8 @@ private:
   void emitUpdatesCuda(ArrayRef<ApplyGradientOp> updates);
   std::string updateItem(ApplyGradientOp u);
   void emitSpec(func::FuncOp forward, uint64_t fingerprint);
-  LogicalResult emitUpdate(ApplyGradientOp u, Mode mode);
+  LogicalResult emitUpdate(ApplyGradientOp u);
+  void emitExport(ExportGradientOp e);
   void emitOutputs(func::ReturnOp r);
   bool outputsWritten = false;
   /// Declares the result `r` of `op` at its planned place in the arena.
@@ -139,21 +140,16 @@ private:
   PlacementAttr placement(StringRef param) {
     return dialect->getPlacementAttrHelper().getAttr(paramInfo(param).op);
   }
-  /// A parameter by name: its op, index, and offset (in floats) in the
-  /// packed gradient vector of gradStep. Built once: lookups stay O(1).
+  /// A parameter by name: its op and index. Built once: lookups stay O(1).
   struct ParamInfo {
     ParamOp op;
     int32_t index;
-    int64_t packed;
   };
   const ParamInfo &paramInfo(StringRef name) {
     if (paramTable.empty()) {
       int32_t index = 0;
-      int64_t packed = 0;
-      for (ParamOp p : module.getOps<ParamOp>()) {
-        paramTable[p.getSymName()] = {p, index++, packed};
-        packed += cast<RankedTensorType>(p.getType()).getNumElements();
-      }
+      for (ParamOp p : module.getOps<ParamOp>())
+        paramTable[p.getSymName()] = {p, index++};
     }
     return paramTable.find(name)->second;
   }
@@ -448,7 +444,7 @@ void Emitter::emitFusedCuda(FusedOp op) {
   os << "  dtc::cuda::launched(\"" << kname << "\");\n";
 }
 
-LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
+LogicalResult Emitter::emitOp(Operation *op) {
   auto result = [&](unsigned i = 0) { return define(op->getResult(i), op, i); };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ParamRefOp p) {
@@ -595,16 +591,17 @@ LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
            << ", " << name(m.getDloss()) << ", " << out << ");\n";
         return success();
       })
-      .Case([&](ApplyGradientOp u) { return emitUpdate(u, mode); })
+      .Case([&](ApplyGradientOp u) { return emitUpdate(u); })
+      .Case([&](ExportGradientOp e) {
+        emitExport(e);
+        return success();
+      })
       .Case<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(
           [&](Operation *o) {
-            // Results alias the gradients (in place); gradStep and evalStep
-            // keep local gradients, so only trainStep communicates.
+            // Results alias the gradients (in place).
             for (auto [r, g] : llvm::zip(o->getResults(), o->getOperands()))
               if (isa<RankedTensorType>(r.getType()))
                 names[r] = name(g);
-            if (mode != Mode::Update)
-              return success();
             int64_t id = isa<AllReduceOp>(o) ? -1 - (int64_t)counter++
                          : isa<AllReduceBucketOp>(o)
                              ? cast<AllReduceBucketOp>(o).getBucket()
@@ -623,8 +620,7 @@ LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
       .Case([&](AllReduceWaitOp w) {
         for (auto [r, g] : llvm::zip(w.getResults(), w.getGrads()))
           names[r] = name(g);
-        if (mode == Mode::Update)
-          os << "  a.comm->wait(" << w.getBucket() << ");\n";
+        os << "  a.comm->wait(" << w.getBucket() << ");\n";
         return success();
       })
       .Case([&](func::ReturnOp r) {
@@ -637,7 +633,7 @@ LogicalResult Emitter::emitOp(Operation *op, Mode mode) {
       });
 }
 
-LogicalResult Emitter::emitOpCuda(Operation *op, Mode mode) {
+LogicalResult Emitter::emitOpCuda(Operation *op) {
   auto result = [&](unsigned i = 0) { return define(op->getResult(i), op, i); };
   auto call = [&](StringRef fn) -> llvm::raw_ostream & {
     return os << "  dtc::cuda::" << fn << "(c, ";
@@ -646,7 +642,7 @@ LogicalResult Emitter::emitOpCuda(Operation *op, Mode mode) {
       // Pointers, collectives and outputs are the same on both targets.
       .Case<ParamRefOp, ReshapeOp, AllReduceOp, AllReduceBucketOp,
             AllReduceStartOp, AllReduceWaitOp, func::ReturnOp>(
-          [&](Operation *o) { return emitOp(o, mode); })
+          [&](Operation *o) { return emitOp(o); })
       .Case([&](ConstantOp k) {
         std::string n = result();
         call("fill") << n << ", " << numel(k.getType()) << ", "
@@ -778,17 +774,14 @@ LogicalResult Emitter::emitOpCuda(Operation *op, Mode mode) {
                         << name(m.getDloss()) << ", " << out << ");\n";
         return success();
       })
+      .Case([&](ExportGradientOp e) {
+        emitExport(e);
+        return success();
+      })
       .Case([&](ApplyGradientOp u) {
         if (emittedUpdates.contains(u))
           return success();
         emitOutputs(cast<func::ReturnOp>(u->getBlock()->getTerminator()));
-        if (mode == Mode::Grads) {
-          int64_t packed = paramInfo(u.getParam()).packed;
-          call("copy") << "a.paramGrads + " << packed << ", "
-                       << name(u.getGrad()) << ", "
-                       << numel(u.getGrad().getType()) << ");\n";
-          return success();
-        }
         // The run of updates that starts here (a bucket's, after its wait)
         // is one kernel launch.
         SmallVector<ApplyGradientOp> run;
@@ -853,20 +846,25 @@ void Emitter::emitOutputs(func::ReturnOp r) {
   }
 }
 
-LogicalResult Emitter::emitUpdate(ApplyGradientOp u, Mode mode) {
+void Emitter::emitExport(ExportGradientOp e) {
+  // The loss and metrics first, as before the updates of trainStep.
+  emitOutputs(cast<func::ReturnOp>(e->getBlock()->getTerminator()));
+  std::string n = numel(e.getGrad().getType());
+  if (target == Target::Cuda)
+    os << "  dtc::cuda::copy(c, a.paramGrads + " << e.getOffset() << ", "
+       << name(e.getGrad()) << ", " << n << ");\n";
+  else
+    os << "  std::memcpy(a.paramGrads + " << e.getOffset() << ", "
+       << name(e.getGrad()) << ", " << n << " * sizeof(float));\n";
+}
+
+LogicalResult Emitter::emitUpdate(ApplyGradientOp u) {
   // The loss and metrics are read before any parameter changes (a metric
   // may be a parameter itself).
   emitOutputs(cast<func::ReturnOp>(u->getBlock()->getTerminator()));
   StringRef param = u.getParam();
   int64_t offset = placement(param).getOffset();
   std::string n = numel(u.getGrad().getType());
-  if (mode == Mode::Grads) {
-    // Gradients packed in parameter order, without padding.
-    int64_t packed = paramInfo(param).packed;
-    os << "  std::memcpy(a.paramGrads + " << packed << ", "
-       << name(u.getGrad()) << ", " << n << " * sizeof(float));\n";
-    return success();
-  }
   OptimizerKind kind = optimizerOf(module).getKind();
   int64_t state = placement(param).getStateOffset();
   std::string w = "reinterpret_cast<float *>(P + " + std::to_string(offset) + ")";
@@ -889,8 +887,7 @@ LogicalResult Emitter::emitUpdate(ApplyGradientOp u, Mode mode) {
   return success();
 }
 
-LogicalResult Emitter::emitFunction(func::FuncOp f, StringRef fnName,
-                                       Mode mode) {
+LogicalResult Emitter::emitFunction(func::FuncOp f, StringRef fnName) {
   names.clear();
   outputsWritten = false;
   emittedUpdates.clear();
@@ -926,7 +923,7 @@ LogicalResult Emitter::emitFunction(func::FuncOp f, StringRef fnName,
   auto folded = [&](const MomentumBucket &bucket) {
     return bool(dialect->getBucketPlanAttrHelper().getAttr(bucket.op).getMomentumOffset());
   };
-  if (target == Target::Cpu && mode == Mode::Update) {
+  if (target == Target::Cpu && f.getSymName() == steps::kTrain) {
     auto buckets = momentumBuckets(module);
     if (buckets && llvm::all_of(*buckets, folded)) {
       for (const MomentumBucket &bucket : *buckets)
@@ -942,15 +939,15 @@ LogicalResult Emitter::emitFunction(func::FuncOp f, StringRef fnName,
   }
   for (Operation &op : f.front()) {
     if (target == Target::Cuda) {
-      if (failed(emitOpCuda(&op, mode)))
+      if (failed(emitOpCuda(&op)))
         return failure();
       continue;
     }
-    bool traced = mode == Mode::Update && isTraced(&op);
+    bool traced = dialect->getTracedAttrHelper().isAttrPresent(f) && isTraced(&op);
     if (traced)
       os << "  if (a.trace) dtc::rt::traceBegin(a.trace, "
          << cppStringLiteral(traceName(&op)) << ");\n";
-    if (failed(emitOp(&op, mode)))
+    if (failed(emitOp(&op)))
       return failure();
     // A folded gradient made by anything but a GEMM: into its buffer now.
     for (Value r : op.getResults())
@@ -1128,14 +1125,11 @@ void Emitter::emitSpec(func::FuncOp forward, uint64_t fingerprint) {
 }
 
 LogicalResult Emitter::emit(Target programTarget) {
-  auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  auto train = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!forward || !train)
-    return module.emitError("the C++ emitter needs @forward and @train_step");
-  if (forward.getNumArguments() != 2)
-    return forward.emitError("@forward must take the input and the labels");
   if (failed(verifyBackendContract(module)))
     return failure();
+  auto forward = module.lookupSymbol<func::FuncOp>(steps::kEval);
+  auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
+  auto grad = module.lookupSymbol<func::FuncOp>(steps::kGrad);
   bool cuda = programTarget == Target::Cuda;
   os << "// Generated by dtc. Do not edit: recompile the model instead.\n"
      << "#include \"dtc/kernels.h\"\n"
@@ -1161,9 +1155,9 @@ LogicalResult Emitter::emit(Target programTarget) {
     std::string cpuSteps;
     llvm::raw_string_ostream cpuStream(cpuSteps);
     Emitter inner(module, cpuStream);
-    if (failed(inner.emitFunction(forward, "evalStep", Mode::Eval)) ||
-        failed(inner.emitFunction(train, "trainStep", Mode::Update)) ||
-        failed(inner.emitFunction(train, "gradStep", Mode::Grads)))
+    if (failed(inner.emitFunction(forward, "evalStep")) ||
+        failed(inner.emitFunction(train, "trainStep")) ||
+        failed(inner.emitFunction(grad, "gradStep")))
       return failure();
     stepsStream << "// Fused elementwise kernels.\n" << inner.kernels
                 << cpuSteps;
@@ -1172,9 +1166,9 @@ LogicalResult Emitter::emit(Target programTarget) {
       llvm::raw_string_ostream cudaStream(cudaSteps);
       Emitter dev(module, cudaStream);
       dev.target = Target::Cuda;
-      if (failed(dev.emitFunction(forward, "evalStepCuda", Mode::Eval)) ||
-          failed(dev.emitFunction(train, "trainStepCuda", Mode::Update)) ||
-          failed(dev.emitFunction(train, "gradStepCuda", Mode::Grads)))
+      if (failed(dev.emitFunction(forward, "evalStepCuda")) ||
+          failed(dev.emitFunction(train, "trainStepCuda")) ||
+          failed(dev.emitFunction(grad, "gradStepCuda")))
         return failure();
       stepsStream << "// CUDA kernels of the fused elementwise ops.\n"
                   << dev.kernels << cudaSteps;

@@ -6,7 +6,7 @@ module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.1, weight_decay = 
                    dtc.recipe = #dtc.recipe<>,
                    dtc.persistent = #dtc.persistent<param_bytes = 64, bytes = 64>} {
   dtc.param @w : tensor<4xf32> {dtc.placement = #dtc.placement<offset = 0, state_offset = 64>}
-  func.func @forward(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32>
+  func.func @eval_step(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32>
       attributes {dtc.arena = #dtc.arena<per_sample = 16, fixed = 64, naive_per_sample = 16, naive_fixed = 64>} {
     %w = dtc.param_ref @w : tensor<4xf32>
     %0 = dtc.fused(%x, %w) {dtc.offsets = array<i64: 0>} : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32> {
@@ -33,21 +33,30 @@ module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.1, weight_decay = 
     dtc.apply_gradient @w, %s : tensor<4xf32>
     return %l : tensor<f32>
   }
+  func.func @grad_step(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32>
+      attributes {dtc.arena = #dtc.arena<per_sample = 0, fixed = 64, naive_per_sample = 0, naive_fixed = 64>} {
+    %l = dtc.constant {value = 0.0 : f32, dtc.offsets = array<i64: 32>} : tensor<f32>
+    %w = dtc.param_ref @w : tensor<4xf32>
+    dtc.export_gradient @w, %w at 0 : tensor<4xf32>
+    return %l : tensor<f32>
+  }
 }
 
 // -----
 
-// expected-error @+4 {{backend contract: the module has no dtc.recipe}}
-// expected-error @+3 {{backend contract: the module has no dtc.persistent (run dtc-plan-memory)}}
-// expected-error @+2 {{backend contract: the module has no @forward}}
-// expected-error @+1 {{backend contract: the module has no @train_step}}
+// expected-error @+5 {{backend contract: the module has no dtc.recipe}}
+// expected-error @+4 {{backend contract: the module has no dtc.persistent (run dtc-plan-memory)}}
+// expected-error @+3 {{backend contract: the module has no @train_step}}
+// expected-error @+2 {{backend contract: the module has no @grad_step}}
+// expected-error @+1 {{backend contract: the module has no @eval_step}}
 module attributes {dtc.optimizer = #dtc.optimizer<adam, lr = 0.1, weight_decay = 0.0>} {
 }
 
 // -----
 
-// expected-error @+2 {{backend contract: the module has no @forward}}
-// expected-error @+1 {{backend contract: the module has no @train_step}}
+// expected-error @+3 {{backend contract: the module has no @train_step}}
+// expected-error @+2 {{backend contract: the module has no @grad_step}}
+// expected-error @+1 {{backend contract: the module has no @eval_step}}
 module attributes {dtc.optimizer = #dtc.optimizer<adam, lr = 0.1, weight_decay = 0.0>,
                    dtc.recipe = #dtc.recipe<>,
                    dtc.persistent = #dtc.persistent<param_bytes = 64, bytes = 96>} {
@@ -63,11 +72,12 @@ module attributes {dtc.optimizer = #dtc.optimizer<adam, lr = 0.1, weight_decay =
 
 // -----
 
+// expected-error @+1 {{backend contract: the module has no @grad_step}}
 module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.1, weight_decay = 0.0>,
                    dtc.recipe = #dtc.recipe<>,
                    dtc.persistent = #dtc.persistent<param_bytes = 0, bytes = 0>} {
-  // expected-error @+1 {{backend contract: @forward has no dtc.arena (run dtc-plan-memory)}}
-  func.func @forward(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32> {
+  // expected-error @+1 {{backend contract: @eval_step has no dtc.arena (run dtc-plan-memory)}}
+  func.func @eval_step(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32> {
     %0 = dtc.reduce_sum %x {axis = 1 : i64} : tensor<?x4xf32> -> tensor<?xf32>
     %1 = dtc.reduce_sum %0 {axis = 0 : i64} : tensor<?xf32> -> tensor<f32>
     return %1 : tensor<f32>
@@ -86,10 +96,11 @@ module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.1, weight_decay = 
 
 // -----
 
+// expected-error @+1 {{backend contract: the module has no @grad_step}}
 module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.1, weight_decay = 0.0>,
                    dtc.recipe = #dtc.recipe<>,
                    dtc.persistent = #dtc.persistent<param_bytes = 0, bytes = 0>} {
-  func.func @forward(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32>
+  func.func @eval_step(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32>
       attributes {dtc.arena = #dtc.arena<per_sample = 0, fixed = 16, naive_per_sample = 0, naive_fixed = 16>} {
     %c = dtc.constant {value = 1.0 : f32, dtc.offsets = array<i64: 0>} : tensor<f32>
     return %c : tensor<f32>
