@@ -123,6 +123,12 @@ __global__ void scaleKernel(float *x, int64_t n, float factor) {
     x[i] = factor == 0.0f ? 0.0f : x[i] * factor;
 }
 
+// buf = g + share * buf (share != 0; share == 0 is a copy).
+__global__ void momentumAccumulateKernel(float *buf, const float *g, int64_t n, float share) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    buf[i] = g[i] + share * buf[i];
+}
+
 //===--- permute, sumTo -----------------------------------------------------===//
 
 struct PermuteArgs {
@@ -500,7 +506,7 @@ accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
 constexpr int32_t kItemsPerLaunch = 32;
 
 struct UpdateBatch {
-  UpdateItem items[kItemsPerLaunch];
+  rt::UpdateItem items[kItemsPerLaunch];
 };
 
 struct SgdParams {
@@ -514,7 +520,7 @@ struct AdamParams {
 
 // Block row blockIdx.y updates item blockIdx.y of the launch.
 __global__ void sgdKernel(UpdateBatch batch, SgdParams h) {
-  const UpdateItem it = batch.items[blockIdx.y];
+  const rt::UpdateItem it = batch.items[blockIdx.y];
   for (int64_t i = globalThread(); i < it.n; i += gridThreads()) {
     float gi = it.g[i];
     if (h.weightDecay != 0.0f)
@@ -529,7 +535,7 @@ __global__ void sgdKernel(UpdateBatch batch, SgdParams h) {
 }
 
 __global__ void adamKernel(UpdateBatch batch, AdamParams h) {
-  const UpdateItem it = batch.items[blockIdx.y];
+  const rt::UpdateItem it = batch.items[blockIdx.y];
   for (int64_t i = globalThread(); i < it.n; i += gridThreads()) {
     const float w = it.w[i];
     const float wi = w * h.decay;
@@ -545,7 +551,7 @@ __global__ void adamKernel(UpdateBatch batch, AdamParams h) {
 // One launch per kItemsPerLaunch items: grid (blocks for the largest item,
 // items).
 template <class Params, class Kernel>
-void launchUpdates(const rt::DeviceContext &c, const UpdateItem *items, int32_t count,
+void launchUpdates(const rt::DeviceContext &c, const rt::UpdateItem *items, int32_t count,
                    const Params &p, Kernel kernel, const char *name) {
   for (int32_t first = 0; first < count; first += kItemsPerLaunch) {
     const int32_t m = std::min(kItemsPerLaunch, count - first);
@@ -629,6 +635,16 @@ void reduceSum(const rt::DeviceContext &c, const float *x, float *y, int64_t out
 void reduceMax(const rt::DeviceContext &c, const float *x, float *y, int64_t outer, int64_t n,
                int64_t inner) {
   DTC_AXIS_LAUNCH(c.stream, "reduceMax", reduceMaxKernel, x, y, outer, n, inner);
+}
+
+void reduceMean(const rt::DeviceContext &c, const float *x, float *y, int64_t outer, int64_t n,
+                int64_t inner) {
+  reduceSum(c, x, y, outer, n, inner);
+  const int64_t count = outer * inner;
+  if (count <= 0)
+    return;
+  scaleKernel<<<gridFor(count), kThreads, 0, c.stream>>>(y, count, float(1.0 / double(n)));
+  checkLaunch("reduceMean");
 }
 
 void reduceMaxGrad(const rt::DeviceContext &c, const float *x, const float *y, const float *dy,
@@ -763,7 +779,7 @@ void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n) {
   }
 }
 
-void sgdUpdate(const rt::DeviceContext &c, const UpdateItem *items, int32_t count,
+void sgdUpdate(const rt::DeviceContext &c, const rt::UpdateItem *items, int32_t count,
                const rt::Hyper &h) {
   SgdParams p;
   p.lr = h.lr;
@@ -775,7 +791,7 @@ void sgdUpdate(const rt::DeviceContext &c, const UpdateItem *items, int32_t coun
   launchUpdates(c, items, count, p, sgdKernel, "sgdUpdate");
 }
 
-void adamUpdate(const rt::DeviceContext &c, const UpdateItem *items, int32_t count,
+void adamUpdate(const rt::DeviceContext &c, const rt::UpdateItem *items, int32_t count,
                 const rt::Hyper &h, bool decoupled) {
   // The scalars exactly as kernels.cpp computes them.
   const float lr = h.lr, wd = h.weightDecay;
@@ -789,6 +805,38 @@ void adamUpdate(const rt::DeviceContext &c, const UpdateItem *items, int32_t cou
   p.decay = decoupled ? 1.0f - lr * wd : 1.0f;
   p.coupledWd = decoupled ? 0.0f : wd;
   launchUpdates(c, items, count, p, adamKernel, "adamUpdate");
+}
+
+void momentumAccumulate(const rt::DeviceContext &c, float *buf, const float *g, int64_t n,
+                        float share) {
+  if (n <= 0)
+    return;
+  if (share == 0.0f) { // step 1: m = g, whatever the buffer held
+    copy(c, buf, g, n);
+    return;
+  }
+  momentumAccumulateKernel<<<gridFor(n), kThreads, 0, c.stream>>>(buf, g, n, share);
+  checkLaunch("momentumAccumulate");
+}
+
+void sgdApplyMomentum(const rt::DeviceContext &c, const rt::UpdateItem *items, int32_t count,
+                      const rt::Hyper &h) {
+  // Plain SGD (w -= lr * g) with the summed momentum as the gradient: the
+  // kernel skips momentum and weight decay when they are 0 (and s0 is null).
+  SgdParams p;
+  p.lr = h.lr;
+  p.momentum = 0.0f;
+  p.weightDecay = 0.0f;
+  p.damp = 1.0f;
+  p.nesterov = 0;
+  p.first = h.step <= 1;
+  for (int32_t first = 0; first < count; first += kItemsPerLaunch) {
+    const int32_t m = std::min(kItemsPerLaunch, count - first);
+    rt::UpdateItem plain[kItemsPerLaunch];
+    for (int32_t i = 0; i < m; ++i)
+      plain[i] = {items[first + i].w, items[first + i].g, nullptr, nullptr, items[first + i].n};
+    launchUpdates(c, plain, m, p, sgdKernel, "sgdApplyMomentum");
+  }
 }
 
 } // namespace dtc::cuda

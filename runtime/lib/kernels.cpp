@@ -1,8 +1,9 @@
 //===- kernels.cpp - Non-elementwise kernels called by generated code ----===//
 //
-// Implements dtc/kernels.h. Axis-view kernels ([outer, n, inner]) walk the
-// inner dimension in chunks of kChunk so the innermost loop is contiguous and
-// per-column accumulators live on the stack; they are instantiated once for
+// Implements dtc/kernels.h; the context (rt::HostContext) is empty and
+// unused. Axis-view kernels ([outer, n, inner]) walk the inner dimension in
+// chunks of kChunk so the innermost loop is contiguous and per-column
+// accumulators live on the stack; they are instantiated once for
 // inner == 1 (the common "last axis" case, where the chunk loop folds away)
 // and once for a run-time inner size.
 //
@@ -68,7 +69,8 @@ inline void forEachChunk(int64_t outer, int64_t n, int64_t innerDyn, Body body) 
       body(o, k0, std::min(kChunk, inner - k0), o * n * inner + k0, inner);
 }
 
-template <int64_t FI>
+// Mean: the sum divided by n (in double, one rounding).
+template <int64_t FI, bool Mean>
 void reduceSumImpl(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
   forEachChunk<FI>(outer, n, inner, [&](int64_t o, int64_t k0, int64_t w, int64_t base, int64_t in) {
     double acc[kChunk];
@@ -80,7 +82,7 @@ void reduceSumImpl(const float *x, float *y, int64_t outer, int64_t n, int64_t i
         acc[k] += xr[k];
     }
     for (int64_t k = 0; k < w; ++k)
-      y[o * in + k0 + k] = static_cast<float>(acc[k]);
+      y[o * in + k0 + k] = static_cast<float>(Mean ? acc[k] / double(n) : acc[k]);
   });
 }
 
@@ -204,8 +206,8 @@ inline RowLse rowLse(const float *row, int64_t C) {
 #define DTC_AXIS_DISPATCH2(fn, flag, ...)                                      \
   (inner == 1 ? fn<1, flag>(__VA_ARGS__) : fn<0, flag>(__VA_ARGS__))
 
-void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
-          const float *A, const float *B, float beta, float *C) {
+void gemm(const rt::HostContext &, bool transA, bool transB, int64_t M, int64_t N, int64_t K,
+          float alpha, const float *A, const float *B, float beta, float *C) {
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0) { // C = beta * C (BLAS rejects lda = 0)
@@ -217,8 +219,8 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
                         transB ? K : N, beta, C, N);
 }
 
-void permute(const float *x, float *y, int32_t rank, const int64_t *xShape,
-             const int32_t *perm) {
+void permute(const rt::HostContext &, const float *x, float *y, int32_t rank,
+             const int64_t *xShape, const int32_t *perm) {
   if (rank < 0 || rank > kMaxRank)
     fatal("permute: rank out of range");
   int64_t xStrides[kMaxRank], yShape[kMaxRank], src[kMaxRank];
@@ -259,21 +261,28 @@ void permute(const float *x, float *y, int32_t rank, const int64_t *xShape,
   }
 }
 
-void reduceSum(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
-  DTC_AXIS_DISPATCH(reduceSumImpl, x, y, outer, n, inner);
+void reduceSum(const rt::HostContext &, const float *x, float *y, int64_t outer, int64_t n,
+               int64_t inner) {
+  DTC_AXIS_DISPATCH2(reduceSumImpl, false, x, y, outer, n, inner);
 }
 
-void reduceMax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+void reduceMax(const rt::HostContext &, const float *x, float *y, int64_t outer, int64_t n,
+               int64_t inner) {
   DTC_AXIS_DISPATCH(reduceMaxImpl, x, y, outer, n, inner);
 }
 
-void reduceMaxGrad(const float *x, const float *y, const float *dy, float *dx,
-                   int64_t outer, int64_t n, int64_t inner) {
+void reduceMean(const rt::HostContext &, const float *x, float *y, int64_t outer, int64_t n,
+                int64_t inner) {
+  DTC_AXIS_DISPATCH2(reduceSumImpl, true, x, y, outer, n, inner);
+}
+
+void reduceMaxGrad(const rt::HostContext &, const float *x, const float *y, const float *dy,
+                   float *dx, int64_t outer, int64_t n, int64_t inner) {
   DTC_AXIS_DISPATCH(reduceMaxGradImpl, x, y, dy, dx, outer, n, inner);
 }
 
-void sumTo(const float *x, int32_t xRank, const int64_t *xShape, float *y,
-           int32_t yRank, const int64_t *yShape) {
+void sumTo(const rt::HostContext &, const float *x, int32_t xRank, const int64_t *xShape,
+           float *y, int32_t yRank, const int64_t *yShape) {
   if (xRank < 0 || xRank > kMaxRank || yRank < 0 || yRank > xRank)
     fatal("sumTo: rank out of range");
   int64_t yStrides[kMaxRank], ys[kMaxRank]; // ys: y stride per x dimension
@@ -320,39 +329,44 @@ void sumTo(const float *x, int32_t xRank, const int64_t *xShape, float *y,
   }
 }
 
-void softmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+void softmax(const rt::HostContext &, const float *x, float *y, int64_t outer, int64_t n,
+             int64_t inner) {
   DTC_AXIS_DISPATCH2(softmaxImpl, false, x, y, outer, n, inner);
 }
 
-void logSoftmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+void logSoftmax(const rt::HostContext &, const float *x, float *y, int64_t outer, int64_t n,
+                int64_t inner) {
   DTC_AXIS_DISPATCH2(softmaxImpl, true, x, y, outer, n, inner);
 }
 
-void softmaxGrad(const float *y, const float *dy, float *dx, int64_t outer,
-                 int64_t n, int64_t inner) {
+void softmaxGrad(const rt::HostContext &, const float *y, const float *dy, float *dx,
+                 int64_t outer, int64_t n, int64_t inner) {
   DTC_AXIS_DISPATCH2(softmaxGradImpl, false, y, dy, dx, outer, n, inner);
 }
 
-void logSoftmaxGrad(const float *y, const float *dy, float *dx, int64_t outer,
-                    int64_t n, int64_t inner) {
+void logSoftmaxGrad(const rt::HostContext &, const float *y, const float *dy, float *dx,
+                    int64_t outer, int64_t n, int64_t inner) {
   DTC_AXIS_DISPATCH2(softmaxGradImpl, true, y, dy, dx, outer, n, inner);
 }
 
-float crossEntropy(const float *logits, const int32_t *labels, int64_t B, int64_t C) {
+void crossEntropy(const rt::HostContext &, const float *logits, const int32_t *labels,
+                  int64_t B, int64_t C, float *out) {
   checkLabels(labels, B, C);
-  if (B <= 0)
-    return 0.0f;
+  if (B <= 0) {
+    out[0] = 0.0f;
+    return;
+  }
   double total = 0;
   for (int64_t b = 0; b < B; ++b) {
     const float *row = logits + b * C;
     RowLse r = rowLse(row, C);
     total += (r.max + std::log(r.sumExp)) - row[labels[b]];
   }
-  return static_cast<float>(total / B);
+  out[0] = static_cast<float>(total / B);
 }
 
-void crossEntropyGrad(const float *logits, const int32_t *labels, int64_t B,
-                      int64_t C, const float *dloss, float *dlogits) {
+void crossEntropyGrad(const rt::HostContext &, const float *logits, const int32_t *labels,
+                      int64_t B, int64_t C, const float *dloss, float *dlogits) {
   checkLabels(labels, B, C);
   if (B <= 0)
     return;
@@ -368,18 +382,21 @@ void crossEntropyGrad(const float *logits, const int32_t *labels, int64_t B,
   }
 }
 
-float mse(const float *p, const float *t, int64_t n) {
-  if (n <= 0)
-    return 0.0f;
+void mse(const rt::HostContext &, const float *p, const float *t, int64_t n, float *out) {
+  if (n <= 0) {
+    out[0] = 0.0f;
+    return;
+  }
   double acc = 0;
   for (int64_t i = 0; i < n; ++i) {
     double d = double(p[i]) - double(t[i]);
     acc += d * d;
   }
-  return static_cast<float>(acc / n);
+  out[0] = static_cast<float>(acc / n);
 }
 
-void mseGrad(const float *p, const float *t, int64_t n, const float *dloss, float *dp) {
+void mseGrad(const rt::HostContext &, const float *p, const float *t, int64_t n,
+             const float *dloss, float *dp) {
   if (n <= 0)
     return;
   const float k = static_cast<float>(2.0 * dloss[0] / static_cast<double>(n));
@@ -387,10 +404,13 @@ void mseGrad(const float *p, const float *t, int64_t n, const float *dloss, floa
     dp[i] = k * (p[i] - t[i]);
 }
 
-float accuracy(const float *logits, const int32_t *labels, int64_t B, int64_t C) {
+void accuracy(const rt::HostContext &, const float *logits, const int32_t *labels, int64_t B,
+              int64_t C, float *out) {
   checkLabels(labels, B, C);
-  if (B <= 0)
-    return 0.0f;
+  if (B <= 0) {
+    out[0] = 0.0f;
+    return;
+  }
   int64_t correct = 0;
   for (int64_t b = 0; b < B; ++b) {
     const float *row = logits + b * C;
@@ -400,7 +420,17 @@ float accuracy(const float *logits, const int32_t *labels, int64_t B, int64_t C)
         best = c;
     correct += best == labels[b];
   }
-  return static_cast<float>(double(correct) / double(B));
+  out[0] = static_cast<float>(double(correct) / double(B));
+}
+
+void fill(const rt::HostContext &, float *x, int64_t n, float v) {
+  if (n > 0)
+    std::fill(x, x + n, v);
+}
+
+void copy(const rt::HostContext &, float *dst, const float *src, int64_t n) {
+  if (n > 0 && dst != src)
+    std::memcpy(dst, src, size_t(n) * sizeof(float));
 }
 
 namespace {
@@ -477,21 +507,42 @@ void adamRange(float *w, const float *g, float *m, float *v, int64_t n, const rt
 // Below this many parameters a thread hand-over costs more than it saves.
 constexpr int64_t kMinPerThread = 32768;
 
-} // namespace
-
 // The updates are single passes over parameters, gradients and state,
-// limited by memory bandwidth: split over the --threads cores (parallel.h).
-void sgdUpdate(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h) {
-  rt::parallelFor(n, kMinPerThread, [&](int64_t b, int64_t e) {
+// limited by memory bandwidth: each parameter's is split over the --threads
+// cores (parallel.h), one parameter after the other.
+void sgdOne(const rt::UpdateItem &it, const rt::Hyper &h) {
+  float *w = it.w, *buf = it.s0;
+  const float *g = it.g;
+  rt::parallelFor(it.n, kMinPerThread, [&](int64_t b, int64_t e) {
     sgdRange(w + b, g + b, buf ? buf + b : nullptr, e - b, h);
   });
 }
 
-float momentumShare(const rt::Hyper &h, int worldSize) {
-  return h.step <= 1 ? 0.0f : h.momentum / float(worldSize < 1 ? 1 : worldSize);
+} // namespace
+
+void sgdUpdate(const rt::HostContext &, const rt::UpdateItem *items, int32_t count,
+               const rt::Hyper &h) {
+  for (int32_t i = 0; i < count; ++i)
+    if (items[i].n > 0)
+      sgdOne(items[i], h);
 }
 
-void momentumAccumulate(float *buf, const float *g, int64_t n, float share) {
+void adamUpdate(const rt::HostContext &, const rt::UpdateItem *items, int32_t count,
+                const rt::Hyper &h, bool decoupled) {
+  for (int32_t i = 0; i < count; ++i) {
+    const rt::UpdateItem &it = items[i];
+    if (it.n <= 0)
+      continue;
+    rt::parallelFor(it.n, kMinPerThread, [&](int64_t b, int64_t e) {
+      adamRange(it.w + b, it.g + b, it.s0 + b, it.s1 + b, e - b, h, decoupled);
+    });
+  }
+}
+
+void momentumAccumulate(const rt::HostContext &, float *buf, const float *g, int64_t n,
+                        float share) {
+  if (n <= 0)
+    return;
   if (share == 0.0f) { // step 1: m = g, whatever the buffer held
     std::memcpy(buf, g, size_t(n) * sizeof(float));
     return;
@@ -502,19 +553,15 @@ void momentumAccumulate(float *buf, const float *g, int64_t n, float share) {
     M[i] = G[i] + share * M[i];
 }
 
-void sgdApplyMomentum(float *w, const float *buf, int64_t n, const rt::Hyper &h) {
+void sgdApplyMomentum(const rt::HostContext &, const rt::UpdateItem *items, int32_t count,
+                      const rt::Hyper &h) {
   // Plain SGD (w -= lr * g) with the summed momentum as the gradient.
   rt::Hyper plain = h;
   plain.momentum = 0.0f;
   plain.weightDecay = 0.0f;
-  sgdUpdate(w, buf, nullptr, n, plain);
-}
-
-void adamUpdate(float *w, const float *g, float *m, float *v, int64_t n, const rt::Hyper &h,
-                bool decoupled) {
-  rt::parallelFor(n, kMinPerThread, [&](int64_t b, int64_t e) {
-    adamRange(w + b, g + b, m + b, v + b, e - b, h, decoupled);
-  });
+  for (int32_t i = 0; i < count; ++i)
+    if (items[i].n > 0)
+      sgdOne({items[i].w, items[i].g, nullptr, nullptr, items[i].n}, plain);
 }
 
 } // namespace dtc::kern

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace dtc;
@@ -41,6 +42,8 @@ std::string noDeviceReason() {
     if (!why.empty())                                                          \
       GTEST_SKIP() << why;                                                     \
   } while (0)
+
+const rt::HostContext kHost{}; // the CPU kernels' context
 
 std::vector<float> randomVec(size_t n, unsigned seed, float lo = -1, float hi = 1) {
   std::mt19937 gen(seed);
@@ -124,6 +127,40 @@ struct View {
 };
 const View kViews[] = {{3, 7, 1}, {2, 300, 1}, {4, 5, 6}, {2, 1000, 40}, {1, 1, 1}, {70000, 3, 1}};
 
+//===--- the ABI ------------------------------------------------------------===//
+
+// Generated code prints the same calls for both targets: every kernel has
+// the same parameters in kernels.h and cuda.h after the context.
+template <class Cpu, class Cuda> struct SameAfterContext : std::false_type {};
+template <class... A>
+struct SameAfterContext<void (*)(const rt::HostContext &, A...),
+                        void (*)(const rt::DeviceContext &, A...)> : std::true_type {};
+#define DTC_SAME_ABI(fn)                                                       \
+  static_assert(SameAfterContext<decltype(&kern::fn), decltype(&cuda::fn)>::value, #fn)
+DTC_SAME_ABI(gemm);
+DTC_SAME_ABI(permute);
+DTC_SAME_ABI(reduceSum);
+DTC_SAME_ABI(reduceMax);
+DTC_SAME_ABI(reduceMean);
+DTC_SAME_ABI(reduceMaxGrad);
+DTC_SAME_ABI(sumTo);
+DTC_SAME_ABI(softmax);
+DTC_SAME_ABI(logSoftmax);
+DTC_SAME_ABI(softmaxGrad);
+DTC_SAME_ABI(logSoftmaxGrad);
+DTC_SAME_ABI(crossEntropy);
+DTC_SAME_ABI(crossEntropyGrad);
+DTC_SAME_ABI(mse);
+DTC_SAME_ABI(mseGrad);
+DTC_SAME_ABI(accuracy);
+DTC_SAME_ABI(fill);
+DTC_SAME_ABI(copy);
+DTC_SAME_ABI(sgdUpdate);
+DTC_SAME_ABI(adamUpdate);
+DTC_SAME_ABI(momentumAccumulate);
+DTC_SAME_ABI(sgdApplyMomentum);
+#undef DTC_SAME_ABI
+
 //===--- GEMM ---------------------------------------------------------------===//
 
 TEST_F(Kernels, GemmMatchesTheCpuInEveryTransposition) {
@@ -136,7 +173,8 @@ TEST_F(Kernels, GemmMatchesTheCpuInEveryTransposition) {
         auto A = randomVec(size_t(s.M * s.K), 1), B = randomVec(size_t(s.K * s.N), 2),
              C = randomVec(size_t(s.M * s.N), 3);
         DevVec<float> dA(A), dB(B), dC(C);
-        kern::gemm(ta, tb, s.M, s.N, s.K, 1.5f, A.data(), B.data(), -0.5f, C.data());
+        kern::gemm(kHost, ta, tb, s.M, s.N, s.K, 1.5f, A.data(), B.data(), -0.5f,
+                   C.data());
         cuda::gemm(c(), ta, tb, s.M, s.N, s.K, 1.5f, dA.get(), dB.get(), -0.5f, dC.get());
         expectClose(dC.host(), C, 1e-5f, 1e-4f,
                     ("gemm " + std::to_string(ta) + std::to_string(tb)).c_str());
@@ -164,7 +202,7 @@ TEST_F(Kernels, PermuteMatchesTheCpu) {
     std::vector<float> y(static_cast<size_t>(n));
     DevVec<float> dx(x), dy(static_cast<size_t>(n));
     const int32_t rank = int32_t(k.shape.size());
-    kern::permute(x.data(), y.data(), rank, k.shape.data(), k.perm.data());
+    kern::permute(kHost, x.data(), y.data(), rank, k.shape.data(), k.perm.data());
     cuda::permute(c(), dx.get(), dy.get(), rank, k.shape.data(), k.perm.data());
     expectClose(dy.host(), y, 0, 0, "permute");
   }
@@ -185,8 +223,8 @@ TEST_F(Kernels, SumToMatchesTheCpu) {
     auto x = randomVec(size_t(nx), 5);
     std::vector<float> y(static_cast<size_t>(ny));
     DevVec<float> dx(x), dy(static_cast<size_t>(ny));
-    kern::sumTo(x.data(), int32_t(k.x.size()), k.x.data(), y.data(), int32_t(k.y.size()),
-                k.y.data());
+    kern::sumTo(kHost, x.data(), int32_t(k.x.size()), k.x.data(), y.data(),
+                int32_t(k.y.size()), k.y.data());
     cuda::sumTo(c(), dx.get(), int32_t(k.x.size()), k.x.data(), dy.get(), int32_t(k.y.size()),
                 k.y.data());
     expectClose(dy.host(), y, 1e-5f, 1e-4f, "sumTo");
@@ -200,16 +238,20 @@ TEST_F(Kernels, ReductionsMatchTheCpu) {
     const size_t nx = size_t(v.outer * v.n * v.inner), ny = size_t(v.outer * v.inner);
     auto x = gridVec(nx, 6);
     auto dy = randomVec(ny, 7);
-    DevVec<float> dX(x), dDy(dy), dSum(ny), dMax(ny), dDx(nx);
-    std::vector<float> sum(ny), mx(ny), dx(nx);
-    kern::reduceSum(x.data(), sum.data(), v.outer, v.n, v.inner);
-    kern::reduceMax(x.data(), mx.data(), v.outer, v.n, v.inner);
-    kern::reduceMaxGrad(x.data(), mx.data(), dy.data(), dx.data(), v.outer, v.n, v.inner);
+    DevVec<float> dX(x), dDy(dy), dSum(ny), dMax(ny), dMean(ny), dDx(nx);
+    std::vector<float> sum(ny), mx(ny), mean(ny), dx(nx);
+    kern::reduceSum(kHost, x.data(), sum.data(), v.outer, v.n, v.inner);
+    kern::reduceMax(kHost, x.data(), mx.data(), v.outer, v.n, v.inner);
+    kern::reduceMean(kHost, x.data(), mean.data(), v.outer, v.n, v.inner);
+    kern::reduceMaxGrad(kHost, x.data(), mx.data(), dy.data(), dx.data(), v.outer, v.n,
+                        v.inner);
     cuda::reduceSum(c(), dX.get(), dSum.get(), v.outer, v.n, v.inner);
     cuda::reduceMax(c(), dX.get(), dMax.get(), v.outer, v.n, v.inner);
+    cuda::reduceMean(c(), dX.get(), dMean.get(), v.outer, v.n, v.inner);
     cuda::reduceMaxGrad(c(), dX.get(), dMax.get(), dDy.get(), dDx.get(), v.outer, v.n, v.inner);
     expectClose(dSum.host(), sum, 1e-5f, 1e-4f, "reduceSum");
     expectClose(dMax.host(), mx, 0, 0, "reduceMax");
+    expectClose(dMean.host(), mean, 1e-5f, 1e-5f, "reduceMean");
     expectClose(dDx.host(), dx, 0, 0, "reduceMaxGrad (the first maximum gets dy)");
   }
 }
@@ -220,10 +262,10 @@ TEST_F(Kernels, SoftmaxFamilyMatchesTheCpu) {
     auto x = randomVec(nx, 8, -5, 5), dy = randomVec(nx, 9);
     DevVec<float> dX(x), dDy(dy), dS(nx), dL(nx), dGs(nx), dGl(nx);
     std::vector<float> s(nx), l(nx), gs(nx), gl(nx);
-    kern::softmax(x.data(), s.data(), v.outer, v.n, v.inner);
-    kern::logSoftmax(x.data(), l.data(), v.outer, v.n, v.inner);
-    kern::softmaxGrad(s.data(), dy.data(), gs.data(), v.outer, v.n, v.inner);
-    kern::logSoftmaxGrad(l.data(), dy.data(), gl.data(), v.outer, v.n, v.inner);
+    kern::softmax(kHost, x.data(), s.data(), v.outer, v.n, v.inner);
+    kern::logSoftmax(kHost, x.data(), l.data(), v.outer, v.n, v.inner);
+    kern::softmaxGrad(kHost, s.data(), dy.data(), gs.data(), v.outer, v.n, v.inner);
+    kern::logSoftmaxGrad(kHost, l.data(), dy.data(), gl.data(), v.outer, v.n, v.inner);
     cuda::softmax(c(), dX.get(), dS.get(), v.outer, v.n, v.inner);
     cuda::logSoftmax(c(), dX.get(), dL.get(), v.outer, v.n, v.inner);
     DevVec<float> cpuS(s), cpuL(l); // the grads from the same inputs
@@ -255,10 +297,14 @@ TEST_F(Kernels, LossesAndMetricsMatchTheCpu) {
     cuda::crossEntropyGrad(c(), dLogits.get(), dLabels.get(), s.B, s.C, dDloss.get(),
                            dGrad.get());
     std::vector<float> grad(size_t(s.B * s.C));
-    kern::crossEntropyGrad(logits.data(), labels.data(), s.B, s.C, dloss.data(), grad.data());
+    kern::crossEntropyGrad(kHost, logits.data(), labels.data(), s.B, s.C, dloss.data(),
+                           grad.data());
     const std::vector<float> out = dOut.host();
-    EXPECT_NEAR(out[0], kern::crossEntropy(logits.data(), labels.data(), s.B, s.C), 1e-5);
-    EXPECT_EQ(out[1], kern::accuracy(logits.data(), labels.data(), s.B, s.C));
+    float cpu[3] = {NAN, NAN, NAN};
+    kern::crossEntropy(kHost, logits.data(), labels.data(), s.B, s.C, cpu);
+    kern::accuracy(kHost, logits.data(), labels.data(), s.B, s.C, cpu + 1);
+    EXPECT_NEAR(out[0], cpu[0], 1e-5);
+    EXPECT_EQ(out[1], cpu[1]);
     expectClose(dGrad.host(), grad, 1e-5f, 1e-8f, "crossEntropyGrad");
 
     auto p = randomVec(size_t(s.B * s.C), 11), t = randomVec(size_t(s.B * s.C), 12);
@@ -266,8 +312,9 @@ TEST_F(Kernels, LossesAndMetricsMatchTheCpu) {
     cuda::mse(c(), dP.get(), dT.get(), int64_t(p.size()), dOut.get() + 2);
     cuda::mseGrad(c(), dP.get(), dT.get(), int64_t(p.size()), dDloss.get(), dDp.get());
     std::vector<float> dp(p.size());
-    kern::mseGrad(p.data(), t.data(), int64_t(p.size()), dloss.data(), dp.data());
-    EXPECT_NEAR(dOut.host()[2], kern::mse(p.data(), t.data(), int64_t(p.size())), 1e-6);
+    kern::mseGrad(kHost, p.data(), t.data(), int64_t(p.size()), dloss.data(), dp.data());
+    kern::mse(kHost, p.data(), t.data(), int64_t(p.size()), cpu + 2);
+    EXPECT_NEAR(dOut.host()[2], cpu[2], 1e-6);
     expectClose(dDp.host(), dp, 1e-6f, 1e-9f, "mseGrad");
   }
 }
@@ -292,6 +339,19 @@ TEST_F(Kernels, FillAndCopy) {
   EXPECT_TRUE(std::all_of(h.begin(), h.end(), [](float v) { return v == 2.5f; }));
 }
 
+TEST_F(Kernels, FillAndCopyMatchTheCpu) {
+  const size_t n = 70001;
+  const auto src = randomVec(n, 13);
+  std::vector<float> a(n + 2, -7.0f), b(n + 2, -7.0f); // the CPU twins, one float of margin
+  DevVec<float> dA(n + 2), dB(n + 2), dSrc(src);
+  kern::fill(kHost, a.data() + 1, int64_t(n), -0.5f);
+  kern::copy(kHost, b.data() + 1, src.data(), int64_t(n));
+  cuda::fill(c(), dA.get() + 1, int64_t(n), -0.5f);
+  cuda::copy(c(), dB.get() + 1, dSrc.get(), int64_t(n));
+  expectClose(dA.host(), a, 0, 0, "fill");
+  expectClose(dB.host(), b, 0, 0, "copy");
+}
+
 //===--- optimizer updates ------------------------------------------------------===//
 
 // 40 items (two launches) of sizes 0..~5000; the CPU updates them one by one.
@@ -299,7 +359,7 @@ void checkUpdates(const rt::DeviceContext &ctx, bool adam, bool decoupled, const
   const int count = 40;
   std::vector<std::vector<float>> w(count), g(count), s0(count), s1(count);
   std::vector<std::unique_ptr<DevVec<float>>> dw, dg, ds0, ds1;
-  std::vector<cuda::UpdateItem> items;
+  std::vector<rt::UpdateItem> items, hostItems;
   for (int i = 0; i < count; ++i) {
     const size_t n = size_t(i == 3 ? 0 : (i * 131) % 5000 + 1);
     w[i] = randomVec(n, 20 + i);
@@ -312,16 +372,18 @@ void checkUpdates(const rt::DeviceContext &ctx, bool adam, bool decoupled, const
     ds1.push_back(std::make_unique<DevVec<float>>(s1[i]));
     items.push_back({dw[i]->get(), dg[i]->get(), ds0[i]->get(), ds1[i]->get(), int64_t(n)});
   }
+  for (int i = 0; i < count; ++i)
+    hostItems.push_back(
+        {w[i].data(), g[i].data(), s0[i].data(), s1[i].data(), int64_t(w[i].size())});
   if (adam)
     cuda::adamUpdate(ctx, items.data(), count, h, decoupled);
   else
     cuda::sgdUpdate(ctx, items.data(), count, h);
+  if (adam)
+    kern::adamUpdate(kHost, hostItems.data(), count, h, decoupled);
+  else
+    kern::sgdUpdate(kHost, hostItems.data(), count, h);
   for (int i = 0; i < count; ++i) {
-    const int64_t n = int64_t(w[i].size());
-    if (adam)
-      kern::adamUpdate(w[i].data(), g[i].data(), s0[i].data(), s1[i].data(), n, h, decoupled);
-    else
-      kern::sgdUpdate(w[i].data(), g[i].data(), s0[i].data(), n, h);
     expectClose(dw[i]->host(), w[i], 1e-5f, 1e-6f, "w");
     expectClose(ds0[i]->host(), s0[i], 1e-5f, 1e-6f, "state 0");
     if (adam)
@@ -347,6 +409,47 @@ TEST_F(Kernels, AdamAndAdamWMatchTheCpu) {
     h.step = step;
     checkUpdates(c(), true, false, h);
     checkUpdates(c(), true, true, h);
+  }
+}
+
+TEST_F(Kernels, MomentumAccumulateMatchesTheCpu) {
+  const size_t n = 300007;
+  const auto g = randomVec(n, 30), buf0 = randomVec(n, 31);
+  for (float share : {0.0f, 0.45f}) {
+    std::vector<float> buf = buf0;
+    DevVec<float> dBuf(buf0), dG(g);
+    kern::momentumAccumulate(kHost, buf.data(), g.data(), int64_t(n), share);
+    cuda::momentumAccumulate(c(), dBuf.get(), dG.get(), int64_t(n), share);
+    expectClose(dBuf.host(), buf, 1e-6f, 1e-7f, share == 0 ? "momentumAccumulate (copy)"
+                                                            : "momentumAccumulate");
+  }
+}
+
+// 40 items (two launches) of sizes 0..~5000; momentum, Nesterov and weight
+// decay set, and ignored; the state buffers are not touched.
+TEST_F(Kernels, SgdApplyMomentumMatchesTheCpu) {
+  rt::Hyper h{0.1f, 0.9f, 0.1f, 0.01f, 0.9f, 0.999f, 1e-8f, 1, 5};
+  const int count = 40;
+  std::vector<std::vector<float>> w(count), g(count), s0(count);
+  std::vector<std::unique_ptr<DevVec<float>>> dw, dg, ds0;
+  std::vector<rt::UpdateItem> items, hostItems;
+  for (int i = 0; i < count; ++i) {
+    const size_t n = size_t(i == 3 ? 0 : (i * 131) % 5000 + 1);
+    w[i] = randomVec(n, 40 + i);
+    g[i] = randomVec(n, 140 + i);
+    s0[i] = randomVec(n, 240 + i);
+    dw.push_back(std::make_unique<DevVec<float>>(w[i]));
+    dg.push_back(std::make_unique<DevVec<float>>(g[i]));
+    ds0.push_back(std::make_unique<DevVec<float>>(s0[i]));
+    items.push_back({dw[i]->get(), dg[i]->get(), ds0[i]->get(), nullptr, int64_t(n)});
+    hostItems.push_back({w[i].data(), g[i].data(), s0[i].data(), nullptr, int64_t(n)});
+  }
+  cuda::sgdApplyMomentum(c(), items.data(), count, h);
+  kern::sgdApplyMomentum(kHost, hostItems.data(), count, h);
+  for (int i = 0; i < count; ++i) {
+    expectClose(dw[i]->host(), w[i], 1e-6f, 1e-7f, "w");
+    expectClose(ds0[i]->host(), s0[i], 0, 0, "s0 (untouched)");
+    expectClose(dg[i]->host(), g[i], 0, 0, "g (untouched)");
   }
 }
 

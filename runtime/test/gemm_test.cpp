@@ -23,6 +23,8 @@ using namespace dtc;
 
 namespace {
 
+const rt::HostContext kHost{}; // the CPU kernels' context
+
 std::vector<float> randomVec(size_t n, unsigned seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> d(-1, 1);
@@ -76,7 +78,7 @@ TEST_P(GemmTest, MatchesNaive) {
     std::vector<float> got(C);
     if (beta == 0)
       std::fill(got.begin(), got.end(), std::numeric_limits<float>::quiet_NaN());
-    kern::gemm(ta, tb, M, N, K, alpha, A.data(), B.data(), beta, got.data());
+    kern::gemm(kHost, ta, tb, M, N, K, alpha, A.data(), B.data(), beta, got.data());
     std::vector<float> want = naive(ta, tb, M, N, K, alpha, A, B, beta, C);
     // fp32 sums of K products of magnitude <= 1.5, in another order.
     const float tol = 1e-6f * float(K) + 1e-5f;
@@ -109,7 +111,7 @@ TEST(GemmEngine, OneThreadStartsNoThreads) {
   std::thread caller([&] {
     before = threadsOfThisProcess();
     for (int i = 0; i < 3; ++i)
-      kern::gemm(false, false, M, N, K, 1.0f, A.data(), B.data(), 0.0f, C.data());
+      kern::gemm(kHost, false, false, M, N, K, 1.0f, A.data(), B.data(), 0.0f, C.data());
     after = threadsOfThisProcess();
   });
   caller.join();
@@ -118,9 +120,9 @@ TEST(GemmEngine, OneThreadStartsNoThreads) {
 
 TEST(GemmEngine, EmptyKScalesC) {
   std::vector<float> C = {1, 2, 3, 4};
-  kern::gemm(false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.5f, C.data());
+  kern::gemm(kHost, false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.5f, C.data());
   EXPECT_EQ(C, (std::vector<float>{0.5f, 1, 1.5f, 2}));
-  kern::gemm(false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.0f, C.data());
+  kern::gemm(kHost, false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.0f, C.data());
   EXPECT_EQ(C, (std::vector<float>{0, 0, 0, 0}));
 }
 

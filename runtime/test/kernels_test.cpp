@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
-
 #include <cmath>
 #include <functional>
 #include <random>
@@ -46,6 +46,40 @@ std::vector<float> numericGrad(std::vector<float> &x, const std::function<double
   return g;
 }
 
+const rt::HostContext kHost{}; // the CPU kernels' context
+
+// The scalar a loss or metric writes to out[0] (the slot starts as NaN).
+float crossEntropyOf(const float *logits, const int32_t *labels, int64_t B, int64_t C) {
+  float out = NAN;
+  kern::crossEntropy(kHost, logits, labels, B, C, &out);
+  return out;
+}
+float accuracyOf(const float *logits, const int32_t *labels, int64_t B, int64_t C) {
+  float out = NAN;
+  kern::accuracy(kHost, logits, labels, B, C, &out);
+  return out;
+}
+float mseOf(const float *p, const float *t, int64_t n) {
+  float out = NAN;
+  kern::mse(kHost, p, t, n, &out);
+  return out;
+}
+
+// One parameter's update: a group of one item.
+void sgdOne(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h) {
+  const rt::UpdateItem it{w, g, buf, nullptr, n};
+  kern::sgdUpdate(kHost, &it, 1, h);
+}
+void adamOne(float *w, const float *g, float *m, float *v, int64_t n, const rt::Hyper &h,
+             bool decoupled) {
+  const rt::UpdateItem it{w, g, m, v, n};
+  kern::adamUpdate(kHost, &it, 1, h, decoupled);
+}
+void applyMomentumOne(float *w, const float *buf, int64_t n, const rt::Hyper &h) {
+  const rt::UpdateItem it{w, buf, nullptr, nullptr, n};
+  kern::sgdApplyMomentum(kHost, &it, 1, h);
+}
+
 //===--- permute ----------------------------------------------------------===//
 
 void checkPermute(std::vector<int64_t> shape, std::vector<int32_t> perm) {
@@ -70,7 +104,7 @@ void checkPermute(std::vector<int64_t> shape, std::vector<int32_t> perm) {
     }
     want[lin] = x[xoff];
   }
-  kern::permute(x.data(), y.data(), rank, shape.data(), perm.data());
+  kern::permute(kHost, x.data(), y.data(), rank, shape.data(), perm.data());
   expectNear(y, want, 0);
 }
 
@@ -106,28 +140,50 @@ TEST(Kernels, ReduceSumAndMax) {
         wantSum[o * I + k] = float(s);
         wantMax[o * I + k] = m;
       }
-    kern::reduceSum(x.data(), sum.data(), O, N, I);
-    kern::reduceMax(x.data(), mx.data(), O, N, I);
+    kern::reduceSum(kHost, x.data(), sum.data(), O, N, I);
+    kern::reduceMax(kHost, x.data(), mx.data(), O, N, I);
     expectNear(sum, wantSum, 1e-5f);
     expectNear(mx, wantMax, 0);
   }
+}
+
+TEST(Kernels, ReduceMeanIsTheMeanOverTheMiddleAxis) {
+  for (auto [O, N, I] : kAxisShapes) {
+    auto x = randomVec(O * N * I, 14, -3, 5);
+    std::vector<float> mean(O * I, NAN), want(O * I);
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < I; ++k) {
+        double s = 0;
+        for (int64_t i = 0; i < N; ++i)
+          s += x[(o * N + i) * I + k];
+        want[o * I + k] = float(s / double(N));
+      }
+    kern::reduceMean(kHost, x.data(), mean.data(), O, N, I);
+    expectNear(mean, want, 1e-6f);
+  }
+  // Exact on values whose sum and mean are representable.
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, y(2);
+  kern::reduceMean(kHost, x.data(), y.data(), 1, 3, 2); // columns {1,3,5}, {2,4,6}
+  EXPECT_EQ(y, (std::vector<float>{3, 4}));
+  kern::reduceMean(kHost, x.data(), y.data(), 2, 3, 1); // rows {1,2,3}, {4,5,6}
+  EXPECT_EQ(y, (std::vector<float>{2, 5}));
 }
 
 TEST(Kernels, ReduceMaxGradGoesToFirstMaximum) {
   // [outer=1, n=4, inner=2]; column 0 has a tie at rows 1 and 3.
   std::vector<float> x = {0, 5, 3, 1, 2, 9, 3, 0};
   std::vector<float> y(2), dy = {10, 20}, dx(8, -1);
-  kern::reduceMax(x.data(), y.data(), 1, 4, 2);
-  kern::reduceMaxGrad(x.data(), y.data(), dy.data(), dx.data(), 1, 4, 2);
+  kern::reduceMax(kHost, x.data(), y.data(), 1, 4, 2);
+  kern::reduceMaxGrad(kHost, x.data(), y.data(), dy.data(), dx.data(), 1, 4, 2);
   expectNear(dx, {0, 0, 10, 0, 0, 20, 0, 0}, 0);
   // Chunked case (inner > 64): every column's gradient lands exactly once.
   for (auto [O, N, I] : kAxisShapes) {
     auto xs = randomVec(O * N * I, 12);
     std::vector<float> ys(O * I), dys = randomVec(O * I, 13), dxs(O * N * I, -1);
-    kern::reduceMax(xs.data(), ys.data(), O, N, I);
-    kern::reduceMaxGrad(xs.data(), ys.data(), dys.data(), dxs.data(), O, N, I);
+    kern::reduceMax(kHost, xs.data(), ys.data(), O, N, I);
+    kern::reduceMaxGrad(kHost, xs.data(), ys.data(), dys.data(), dxs.data(), O, N, I);
     std::vector<float> back(O * I);
-    kern::reduceSum(dxs.data(), back.data(), O, N, I);
+    kern::reduceSum(kHost, dxs.data(), back.data(), O, N, I);
     expectNear(back, dys, 0);
   }
 }
@@ -158,7 +214,7 @@ void checkSumTo(std::vector<int64_t> xs, std::vector<int64_t> ys) {
     acc[yoff] += x[lin];
   }
   std::vector<float> want(acc.begin(), acc.end()), y(ytotal, 123.0f);
-  kern::sumTo(x.data(), xr, xs.data(), y.data(), yr, ys.data());
+  kern::sumTo(kHost, x.data(), xr, xs.data(), y.data(), yr, ys.data());
   expectNear(y, want, 1e-5f);
 }
 
@@ -188,8 +244,8 @@ TEST(Kernels, SoftmaxAndLogSoftmaxValues) {
         for (int64_t i = 0; i < N; ++i)
           want[(o * N + i) * I + k] = float(std::exp(double(x[(o * N + i) * I + k])) / s);
       }
-    kern::softmax(x.data(), sm.data(), O, N, I);
-    kern::logSoftmax(x.data(), lsm.data(), O, N, I);
+    kern::softmax(kHost, x.data(), sm.data(), O, N, I);
+    kern::logSoftmax(kHost, x.data(), lsm.data(), O, N, I);
     expectNear(sm, want, 1e-6f);
     for (auto &w : want)
       w = std::log(w);
@@ -205,15 +261,16 @@ TEST(Kernels, SoftmaxGradsMatchFiniteDifferences) {
     for (bool log : {false, true}) {
       auto fwd = log ? kern::logSoftmax : kern::softmax;
       auto loss = [&] { // L = sum(c * f(x))
-        fwd(x.data(), y.data(), O, N, I);
+        fwd(kHost, x.data(), y.data(), O, N, I);
         double s = 0;
         for (size_t i = 0; i < n; ++i)
           s += double(c[i]) * y[i];
         return s;
       };
       auto want = numericGrad(x, loss, 1e-3f);
-      fwd(x.data(), y.data(), O, N, I);
-      (log ? kern::logSoftmaxGrad : kern::softmaxGrad)(y.data(), c.data(), dx.data(), O, N, I);
+      fwd(kHost, x.data(), y.data(), O, N, I);
+      (log ? kern::logSoftmaxGrad : kern::softmaxGrad)(kHost, y.data(), c.data(), dx.data(), O,
+                                                       N, I);
       expectNear(dx, want, 2e-3f);
     }
   }
@@ -232,25 +289,26 @@ TEST(Kernels, CrossEntropyValueAndGrad) {
       s += std::exp(double(logits[b * C + c]));
     want += std::log(s) - logits[b * C + labels[b]];
   }
-  EXPECT_NEAR(kern::crossEntropy(logits.data(), labels.data(), B, C), want / B, 1e-6);
+  EXPECT_NEAR(crossEntropyOf(logits.data(), labels.data(), B, C), want / B, 1e-6);
 
   const float dloss = 0.7f;
   auto num = numericGrad(logits, [&] {
-    return dloss * double(kern::crossEntropy(logits.data(), labels.data(), B, C));
+    return dloss * double(crossEntropyOf(logits.data(), labels.data(), B, C));
   }, 1e-2f);
   std::vector<float> grad(B * C);
-  kern::crossEntropyGrad(logits.data(), labels.data(), B, C, &dloss, grad.data());
+  kern::crossEntropyGrad(kHost, logits.data(), labels.data(), B, C, &dloss, grad.data());
   expectNear(grad, num, 1e-3f);
 }
 
 TEST(Kernels, CrossEntropyLabelOutOfRangeIsFatal) {
   std::vector<float> logits(6, 0.0f);
   std::vector<int32_t> labels = {1, 3};
-  EXPECT_EXIT(kern::crossEntropy(logits.data(), labels.data(), 2, 3),
+  float out = 0;
+  EXPECT_EXIT(kern::crossEntropy(kHost, logits.data(), labels.data(), 2, 3, &out),
               ::testing::ExitedWithCode(1), "train: error: label 3 in row 1");
   labels = {-1, 0};
   float dl = 1;
-  EXPECT_EXIT(kern::crossEntropyGrad(logits.data(), labels.data(), 2, 3, &dl, logits.data()),
+  EXPECT_EXIT(kern::crossEntropyGrad(kHost, logits.data(), labels.data(), 2, 3, &dl, logits.data()),
               ::testing::ExitedWithCode(1), "label -1 in row 0");
 }
 
@@ -259,11 +317,11 @@ TEST(Kernels, MseValueAndGrad) {
   double want = 0;
   for (int i = 0; i < 7; ++i)
     want += double(p[i] - t[i]) * (p[i] - t[i]);
-  EXPECT_NEAR(kern::mse(p.data(), t.data(), 7), want / 7, 1e-7);
+  EXPECT_NEAR(mseOf(p.data(), t.data(), 7), want / 7, 1e-7);
   const float dloss = 2.0f;
-  auto num = numericGrad(p, [&] { return dloss * double(kern::mse(p.data(), t.data(), 7)); });
+  auto num = numericGrad(p, [&] { return dloss * double(mseOf(p.data(), t.data(), 7)); });
   std::vector<float> grad(7);
-  kern::mseGrad(p.data(), t.data(), 7, &dloss, grad.data());
+  kern::mseGrad(kHost, p.data(), t.data(), 7, &dloss, grad.data());
   expectNear(grad, num, 1e-4f);
 }
 
@@ -272,7 +330,53 @@ TEST(Kernels, AccuracyUsesFirstMaximum) {
   // Row 2: argmax 1 (label 1 ok). Row 3: argmax 0 (label 2 wrong).
   std::vector<float> logits = {0, 1, 5, 3, 3, 1, -1, 0, -2, 9, 1, 2};
   std::vector<int32_t> labels = {2, 1, 1, 2};
-  EXPECT_FLOAT_EQ(kern::accuracy(logits.data(), labels.data(), 4, 3), 0.5f);
+  EXPECT_FLOAT_EQ(accuracyOf(logits.data(), labels.data(), 4, 3), 0.5f);
+}
+
+// The scalar goes to out[0] and nowhere else; B = 0 (n = 0) writes 0.
+TEST(Kernels, LossesAndMetricsWriteThroughOut) {
+  const std::vector<float> logits = {0, 1, 5, /**/ 3, 3, 1};
+  const std::vector<int32_t> labels = {2, 0};
+  double ce = 0;
+  for (int b = 0; b < 2; ++b) {
+    double s = 0;
+    for (int c = 0; c < 3; ++c)
+      s += std::exp(double(logits[b * 3 + c]));
+    ce += std::log(s) - logits[b * 3 + labels[b]];
+  }
+  std::vector<float> out(4, -7.0f);
+  kern::crossEntropy(kHost, logits.data(), labels.data(), 2, 3, out.data() + 1);
+  EXPECT_NEAR(out[1], ce / 2, 1e-6);
+  kern::accuracy(kHost, logits.data(), labels.data(), 2, 3, out.data() + 2);
+  EXPECT_EQ(out[2], 1.0f);
+  const std::vector<float> p = {1, 2, 3}, t = {1, 0, 6};
+  kern::mse(kHost, p.data(), t.data(), 3, out.data() + 3);
+  EXPECT_EQ(out[3], 13.0f / 3.0f);
+  EXPECT_EQ(out[0], -7.0f); // untouched
+  kern::crossEntropy(kHost, logits.data(), labels.data(), 0, 3, out.data());
+  kern::accuracy(kHost, logits.data(), labels.data(), 0, 3, out.data() + 1);
+  kern::mse(kHost, p.data(), t.data(), 0, out.data() + 2);
+  EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 13.0f / 3.0f}));
+}
+
+//===--- fill, copy -------------------------------------------------------===//
+
+TEST(Kernels, FillAndCopy) {
+  std::vector<float> a(1003, -1.0f), b(1005, -1.0f);
+  kern::fill(kHost, a.data() + 1, 1001, 2.5f);
+  EXPECT_EQ(a.front(), -1.0f);
+  EXPECT_EQ(a.back(), -1.0f);
+  EXPECT_TRUE(std::all_of(a.begin() + 1, a.end() - 1, [](float v) { return v == 2.5f; }));
+  const auto src = randomVec(1003, 15);
+  kern::copy(kHost, b.data() + 1, src.data(), 1003);
+  EXPECT_EQ(b.front(), -1.0f);
+  EXPECT_EQ(b.back(), -1.0f);
+  EXPECT_EQ(std::vector<float>(b.begin() + 1, b.end() - 1), src);
+  kern::copy(kHost, b.data(), b.data(), 1005); // onto itself: unchanged
+  EXPECT_EQ(std::vector<float>(b.begin() + 1, b.end() - 1), src);
+  kern::fill(kHost, b.data(), 0, 9.0f); // n = 0: nothing
+  kern::copy(kHost, b.data(), a.data(), 0);
+  EXPECT_EQ(b.front(), -1.0f);
 }
 
 //===--- optimizers: expected values from torch.optim (PyTorch 1.13) -------===//
@@ -294,7 +398,7 @@ void runSgd(rt::Hyper h, const Trajectory &want) {
   std::vector<float> w = kW0, buf(3, 0.0f);
   for (size_t s = 0; s < kGrads.size(); ++s) {
     h.step = int64_t(s + 1);
-    kern::sgdUpdate(w.data(), kGrads[s].data(), buf.data(), 3, h);
+    sgdOne(w.data(), kGrads[s].data(), buf.data(), 3, h);
     expectNear(w, want[s], 2e-6f);
   }
 }
@@ -303,7 +407,7 @@ void runAdam(rt::Hyper h, bool decoupled, const Trajectory &want) {
   std::vector<float> w = kW0, m(3, 0.0f), v(3, 0.0f);
   for (size_t s = 0; s < kGrads.size(); ++s) {
     h.step = int64_t(s + 1);
-    kern::adamUpdate(w.data(), kGrads[s].data(), m.data(), v.data(), 3, h, decoupled);
+    adamOne(w.data(), kGrads[s].data(), m.data(), v.data(), 3, h, decoupled);
     expectNear(w, want[s], 2e-6f);
   }
 }
@@ -315,7 +419,7 @@ TEST(Optimizers, SgdPlain) {
   const Trajectory want = {{0.49f, -0.98f, 1.97f}, {0.53f, -1.03f, 1.91f}, {0.46f, -0.95f, 2.0f}};
   for (size_t s = 0; s < 3; ++s) {
     h.step = int64_t(s + 1);
-    kern::sgdUpdate(w.data(), kGrads[s].data(), nullptr, 3, h);
+    sgdOne(w.data(), kGrads[s].data(), nullptr, 3, h);
     expectNear(w, want[s], 2e-6f);
   }
 }
@@ -431,8 +535,8 @@ TEST(ParallelFor, ThreadedUpdatesMatchOneThreadBitForBit) {
   auto run = [&](int threads) {
     KernelThreads pool(threads, /*pin=*/threads > 1);
     std::vector<float> w = w0, buf = s0, m = s0, v = s0, w2 = w0;
-    kern::sgdUpdate(w.data(), g.data(), buf.data(), int64_t(n), h);
-    kern::adamUpdate(w2.data(), g.data(), m.data(), v.data(), int64_t(n), h, true);
+    sgdOne(w.data(), g.data(), buf.data(), int64_t(n), h);
+    adamOne(w2.data(), g.data(), m.data(), v.data(), int64_t(n), h, true);
     return std::vector<std::vector<float>>{w, buf, w2, m, v};
   };
   const auto one = run(1), two = run(2), three = run(3);
@@ -456,24 +560,131 @@ TEST(Kernels, FoldedMomentumMatchesSgdOnTheSummedGradient) {
     std::vector<float> w = randomVec(n, 7), wRef = w, buf(n, 0.0f), bufRef(n, 0.0f);
     for (int64_t step = 1; step <= 4; ++step) {
       h.step = step;
-      const float share = kern::momentumShare(h, W);
+      const float share = rt::momentumShare(h, W);
       EXPECT_EQ(share, step == 1 ? 0.0f : 0.9f / float(W));
       std::vector<float> sum(n, 0.0f), gSum(n, 0.0f);
       for (int r = 0; r < W; ++r) {
         std::vector<float> g = randomVec(n, unsigned(100 * step + r)), mine = buf;
-        kern::momentumAccumulate(mine.data(), g.data(), n, share);
+        kern::momentumAccumulate(kHost, mine.data(), g.data(), n, share);
         for (int64_t i = 0; i < n; ++i) {
           sum[i] += mine[i];
           gSum[i] += g[i];
         }
       }
       buf = sum; // the all-reduce
-      kern::sgdApplyMomentum(w.data(), buf.data(), n, h);
-      kern::sgdUpdate(wRef.data(), gSum.data(), bufRef.data(), n, h);
+      applyMomentumOne(w.data(), buf.data(), n, h);
+      sgdOne(wRef.data(), gSum.data(), bufRef.data(), n, h);
       expectNear(buf, bufRef, 1e-5f);
       expectNear(w, wRef, 1e-6f);
     }
   }
+}
+
+// Grouped updates: one call over several parameters of different sizes
+// (one empty, one split over the threads) equals one call per parameter,
+// bit for bit, for parameters, momentum buffers and moments.
+TEST(Optimizers, GroupedUpdatesMatchOneCallPerItemBitForBit) {
+  KernelThreads pool(2);
+  const std::vector<int64_t> sizes = {3, 0, 1000, 100003, 17};
+  const size_t count = sizes.size();
+  rt::Hyper h = hyper(0.05f);
+  h.momentum = 0.9f;
+  h.dampening = 0.1f;
+  h.weightDecay = 0.01f;
+  struct State {
+    std::vector<std::vector<float>> w, g, s0, s1;
+  };
+  auto init = [&] {
+    State st;
+    for (size_t i = 0; i < count; ++i) {
+      const size_t n = size_t(sizes[i]);
+      st.w.push_back(randomVec(n, unsigned(10 + i)));
+      st.g.push_back(randomVec(n, unsigned(20 + i)));
+      st.s0.push_back(randomVec(n, unsigned(30 + i)));
+      st.s1.push_back(randomVec(n, unsigned(40 + i), 0, 1));
+    }
+    return st;
+  };
+  auto itemsOf = [&](State &st, bool withS0) {
+    std::vector<rt::UpdateItem> items;
+    for (size_t i = 0; i < count; ++i)
+      items.push_back({st.w[i].data(), st.g[i].data(), withS0 ? st.s0[i].data() : nullptr,
+                       st.s1[i].data(), sizes[i]});
+    return items;
+  };
+  const State start = init();
+  for (int kind = 0; kind < 5; ++kind) { // SGD: step 1, step 4, no buffer; Adam; AdamW
+    h.step = kind == 0 ? 1 : 4;
+    const bool adam = kind >= 3, withS0 = kind != 2;
+    State grouped = start, single = start;
+    const auto items = itemsOf(grouped, withS0);
+    if (adam)
+      kern::adamUpdate(kHost, items.data(), int32_t(count), h, kind == 4);
+    else
+      kern::sgdUpdate(kHost, items.data(), int32_t(count), h);
+    for (size_t i = 0; i < count; ++i) {
+      State &st = single;
+      if (adam)
+        adamOne(st.w[i].data(), st.g[i].data(), st.s0[i].data(), st.s1[i].data(), sizes[i], h,
+                kind == 4);
+      else
+        sgdOne(st.w[i].data(), st.g[i].data(), withS0 ? st.s0[i].data() : nullptr, sizes[i], h);
+    }
+    EXPECT_NE(grouped.w, start.w) << "kind " << kind; // the update did something
+    EXPECT_EQ(grouped.w, single.w) << "kind " << kind;
+    EXPECT_EQ(grouped.s0, single.s0) << "kind " << kind;
+    EXPECT_EQ(grouped.s1, single.s1) << "kind " << kind;
+  }
+}
+
+// share == 0 copies g into the buffer whatever it held (NaN included);
+// otherwise buf = g + share * buf.
+TEST(Kernels, MomentumAccumulate) {
+  const int64_t n = 1001;
+  const auto g = randomVec(n, 50), old = randomVec(n, 51);
+  std::vector<float> buf(n, NAN);
+  kern::momentumAccumulate(kHost, buf.data(), g.data(), n, 0.0f);
+  EXPECT_EQ(buf, g);
+  buf = old;
+  kern::momentumAccumulate(kHost, buf.data(), g.data(), n, 0.45f);
+  std::vector<float> want(n);
+  for (int64_t i = 0; i < n; ++i)
+    want[i] = g[i] + 0.45f * old[i];
+  expectNear(buf, want, 1e-6f);
+  buf = old;
+  kern::momentumAccumulate(kHost, buf.data(), g.data(), 0, 0.0f); // n = 0: nothing
+  EXPECT_EQ(buf, old);
+}
+
+// Each item's g is the summed momentum buffer: w -= lr * g, whatever the
+// momentum, dampening, Nesterov flag and weight decay; g and s0 untouched.
+TEST(Kernels, SgdApplyMomentumIsPlainSgdOnTheBuffer) {
+  rt::Hyper h = hyper(0.1f);
+  h.momentum = 0.9f;
+  h.dampening = 0.3f;
+  h.nesterov = 1;
+  h.weightDecay = 0.5f;
+  h.step = 3;
+  const std::vector<int64_t> sizes = {5, 0, 70001};
+  std::vector<std::vector<float>> w, buf, s0;
+  std::vector<rt::UpdateItem> items;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    w.push_back(randomVec(size_t(sizes[i]), unsigned(60 + i)));
+    buf.push_back(randomVec(size_t(sizes[i]), unsigned(70 + i)));
+    s0.push_back(randomVec(size_t(sizes[i]), unsigned(80 + i)));
+  }
+  const auto w0 = w, buf0 = buf, s00 = s0;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    items.push_back({w[i].data(), buf[i].data(), s0[i].data(), nullptr, sizes[i]});
+  kern::sgdApplyMomentum(kHost, items.data(), int32_t(items.size()), h);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<float> want(w0[i].size());
+    for (size_t j = 0; j < want.size(); ++j)
+      want[j] = w0[i][j] - h.lr * buf0[i][j];
+    expectNear(w[i], want, 1e-6f);
+  }
+  EXPECT_EQ(buf, buf0);
+  EXPECT_EQ(s0, s00);
 }
 
 } // namespace

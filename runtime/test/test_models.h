@@ -2,7 +2,9 @@
 //
 // A linear layer y = x W^T + b trained with softmax cross-entropy (Class
 // labels) or MSE (Value labels), written against dtc/kernels.h, dtc/comm.h
-// and dtc/trace.h the way generated code is: trainStep runs forward and
+// and dtc/trace.h the way generated code is (the step's context `c`
+// declared at the top of each function, passed first to every kernel):
+// trainStep runs forward and
 // backward, starts the all-reduce of each gradient bucket as soon as its
 // gradients are complete, waits for all of them, then updates with SGD.
 // Every op is wrapped in traceBegin/traceEnd.
@@ -52,49 +54,51 @@ struct Linear {
   };
 
   static void forward(const StepArgs &a) {
+    const HostContext c{};
     float *o = out(a);
     {
       Span s(a, "matmul");
-      kern::gemm(false, true, a.batch, C, F, 1.0f, a.x, W(a), 0.0f, o);
+      kern::gemm(c, false, true, a.batch, C, F, 1.0f, a.x, W(a), 0.0f, o);
     }
     {
       Span s(a, "bias add");
       for (int64_t i = 0; i < a.batch; ++i)
-        for (int64_t c = 0; c < C; ++c)
-          o[i * C + c] += b(a)[c];
+        for (int64_t j = 0; j < C; ++j)
+          o[i * C + j] += b(a)[j];
     }
     Span s(a, Regression ? "mse" : "cross_entropy");
     if (Regression) {
-      a.outputs[0] = kern::mse(o, a.yValue, a.batch * C);
+      kern::mse(c, o, a.yValue, a.batch * C, a.outputs);
     } else {
-      a.outputs[0] = kern::crossEntropy(o, a.yClass, a.batch, C);
-      a.outputs[1] = kern::accuracy(o, a.yClass, a.batch, C);
+      kern::crossEntropy(c, o, a.yClass, a.batch, C, a.outputs);
+      kern::accuracy(c, o, a.yClass, a.batch, C, a.outputs + 1);
     }
   }
 
   // Writes dW then db (packed) to grads; with comm, starts the buckets.
   static void backward(const StepArgs &a, float *grads, Communicator *comm) {
+    const HostContext c{};
     const float seed = a.gradSeed;
     float *dout = out(a) + a.batch * C;
     {
       Span s(a, Regression ? "mse grad" : "cross_entropy grad");
       if (Regression)
-        kern::mseGrad(out(a), a.yValue, a.batch * C, &seed, dout);
+        kern::mseGrad(c, out(a), a.yValue, a.batch * C, &seed, dout);
       else
-        kern::crossEntropyGrad(out(a), a.yClass, a.batch, C, &seed, dout);
+        kern::crossEntropyGrad(c, out(a), a.yClass, a.batch, C, &seed, dout);
     }
     {
       Span s(a, "bias grad");
       const int64_t shape[2] = {a.batch, C}, bshape[1] = {C};
-      kern::sumTo(dout, 2, shape, grads + F * C, 1, bshape);
-      for (int64_t c = 0; c < C; ++c)
-        grads[F * C + c] *= 1.0f + 0.5f * BiasGradBug;
+      kern::sumTo(c, dout, 2, shape, grads + F * C, 1, bshape);
+      for (int64_t j = 0; j < C; ++j)
+        grads[F * C + j] *= 1.0f + 0.5f * BiasGradBug;
     }
     if (comm && SplitBuckets)
       comm->allreduceStart(0, grads + F * C, C);
     {
       Span s(a, "weight grad");
-      kern::gemm(true, false, C, F, a.batch, 1.0f, dout, a.x, 0.0f, grads);
+      kern::gemm(c, true, false, C, F, a.batch, 1.0f, dout, a.x, 0.0f, grads);
     }
     if (comm && SplitBuckets)
       comm->allreduceStart(1, grads, F * C);
@@ -108,6 +112,7 @@ struct Linear {
     backward(a, a.paramGrads, nullptr);
   }
   static void trainStep(const StepArgs &a) {
+    const HostContext c{};
     forward(a);
     float *g = reinterpret_cast<float *>(a.arena);
     backward(a, g, a.comm);
@@ -115,8 +120,9 @@ struct Linear {
       a.comm->wait(bucket);
     Span s(a, "sgd");
     float *buf = reinterpret_cast<float *>(a.persistent + paramBytes);
-    kern::sgdUpdate(W(a), g, buf, F * C, *a.hyper);
-    kern::sgdUpdate(b(a), g + F * C, buf + F * C, C, *a.hyper);
+    const UpdateItem items[2] = {{W(a), g, buf, nullptr, F * C},
+                                 {b(a), g + F * C, buf + F * C, nullptr, C}};
+    kern::sgdUpdate(c, items, 2, *a.hyper);
   }
 
   static ModelSpec spec() {

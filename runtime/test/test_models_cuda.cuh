@@ -85,7 +85,7 @@ struct LinearCuda {
     for (int bucket = 0; bucket < (SplitBuckets ? 2 : 1); ++bucket)
       a.comm->wait(bucket);
     float *buf = reinterpret_cast<float *>(a.persistent + Cpu::paramBytes);
-    const cuda::UpdateItem items[2] = {{W(a), g, buf, nullptr, F * C},
+    const UpdateItem items[2] = {{W(a), g, buf, nullptr, F * C},
                                        {b(a), g + F * C, buf + F * C, nullptr, C}};
     cuda::sgdUpdate(*a.device, items, 2, *a.hyper);
   }

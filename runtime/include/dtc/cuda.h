@@ -15,9 +15,11 @@
 // makes wait() order the compute stream after it (an event) without
 // blocking the host.
 //
-// The device kernels below are the CUDA twins of kernels.h; every one is
-// asynchronous on `stream`, allocates nothing and never waits for the
-// device. Shape and permutation arrays are host arrays (rank <= 6).
+// The device kernels below are the CUDA twins of kernels.h, with the same
+// names and, after the context, the same parameters (kernels.h says what
+// each computes); every one is asynchronous on `stream`, allocates nothing
+// and never waits for the device. Shape and permutation arrays are host
+// arrays (rank <= 6); every other pointer is a device pointer.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -50,7 +52,7 @@ inline const bool kCudaEnabled = (enableCuda(), true);
 
 namespace dtc::cuda {
 
-// C[M,N] = alpha * op(A) * op(B) + beta * C, row-major (as kern::gemm).
+// C[M,N] = alpha * op(A) * op(B) + beta * C, row-major (as kernels.h).
 void gemm(const rt::DeviceContext &c, bool transA, bool transB, int64_t M,
           int64_t N, int64_t K, float alpha, const float *A, const float *B,
           float beta, float *C);
@@ -61,6 +63,9 @@ void reduceSum(const rt::DeviceContext &c, const float *x, float *y,
                int64_t outer, int64_t n, int64_t inner);
 void reduceMax(const rt::DeviceContext &c, const float *x, float *y,
                int64_t outer, int64_t n, int64_t inner);
+// reduceSum, then y *= 1/n.
+void reduceMean(const rt::DeviceContext &c, const float *x, float *y,
+                int64_t outer, int64_t n, int64_t inner);
 void reduceMaxGrad(const rt::DeviceContext &c, const float *x, const float *y,
                    const float *dy, float *dx, int64_t outer, int64_t n,
                    int64_t inner);
@@ -90,27 +95,30 @@ void mseGrad(const rt::DeviceContext &c, const float *p, const float *t,
              int64_t n, const float *dloss, float *dp);
 void accuracy(const rt::DeviceContext &c, const float *logits,
               const int32_t *labels, int64_t B, int64_t C, float *out);
-// Ends the program with the CUDA error (naming `kernel`) if the last launch
-// on this thread failed; generated code calls it after its own kernels.
-void launched(const char *kernel);
 // Fills n floats with v; copies n floats (device to device).
 void fill(const rt::DeviceContext &c, float *x, int64_t n, float v);
 void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
 
 // Optimizer updates of one bucket: `count` parameters, each with its
-// gradient and state, in one kernel launch per 32 items (PyTorch semantics
-// as kernels.h). `items` is a host array (read before the call returns);
-// the pointers in it are device pointers; SGD without momentum may pass
-// s0 = null.
-struct UpdateItem {
-  float *w;
-  const float *g;
-  float *s0, *s1; // SGD: momentum buffer (or null); Adam: m, v
-  int64_t n;
-};
-void sgdUpdate(const rt::DeviceContext &c, const UpdateItem *items,
+// gradient and state, in one kernel launch per 32 items (as kernels.h).
+// `items` is a host array (read before the call returns); the pointers in
+// it are device pointers.
+void sgdUpdate(const rt::DeviceContext &c, const rt::UpdateItem *items,
                int32_t count, const rt::Hyper &h);
-void adamUpdate(const rt::DeviceContext &c, const UpdateItem *items,
+void adamUpdate(const rt::DeviceContext &c, const rt::UpdateItem *items,
                 int32_t count, const rt::Hyper &h, bool decoupled);
+// SGD momentum folded into the gradient buckets (as kernels.h;
+// rt::momentumShare gives the share): a grid-stride kernel, or a copy of g
+// when share == 0; sgdApplyMomentum is sgdUpdate with momentum and weight
+// decay 0.
+void momentumAccumulate(const rt::DeviceContext &c, float *buf, const float *g,
+                        int64_t n, float share);
+void sgdApplyMomentum(const rt::DeviceContext &c, const rt::UpdateItem *items,
+                      int32_t count, const rt::Hyper &h);
+
+// Ends the program with the CUDA error (naming `kernel`) if the last launch
+// on this thread failed; generated code calls it after its own kernels.
+// CUDA only (no twin in kernels.h).
+void launched(const char *kernel);
 
 } // namespace dtc::cuda

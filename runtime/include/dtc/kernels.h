@@ -5,6 +5,11 @@
 // (labels int32). An "axis view" [outer, n, inner] describes a reduction over
 // the middle dimension of a tensor reshaped to three dimensions.
 //
+// Every kernel takes the step's context first (rt::HostContext, runtime.h);
+// after it, the parameters are those of its CUDA twin in dtc/cuda.h, so that
+// generated code calls both the same way, differing in the namespace and the
+// type of the context only.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -15,64 +20,93 @@ namespace dtc::kern {
 
 // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major. op(A) is [M,K]:
 // A is stored [M,K] (transA=false) or [K,M] (transA=true); likewise B.
-void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
-          float alpha, const float *A, const float *B, float beta, float *C);
+void gemm(const rt::HostContext &c, bool transA, bool transB, int64_t M, int64_t N,
+          int64_t K, float alpha, const float *A, const float *B, float beta, float *C);
 
 // y = x with dimensions permuted: y.shape[i] = x.shape[perm[i]]; rank <= 6.
-void permute(const float *x, float *y, int32_t rank, const int64_t *xShape,
-             const int32_t *perm);
+void permute(const rt::HostContext &c, const float *x, float *y, int32_t rank,
+             const int64_t *xShape, const int32_t *perm);
 
-// Reductions over the middle axis of [outer, n, inner] -> [outer, inner].
-void reduceSum(const float *x, float *y, int64_t outer, int64_t n, int64_t inner);
-void reduceMax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner);
+// Reductions over the middle axis of [outer, n, inner] -> [outer, inner]:
+// the sum, the maximum, and the mean (the sum divided by n).
+void reduceSum(const rt::HostContext &c, const float *x, float *y, int64_t outer,
+               int64_t n, int64_t inner);
+void reduceMax(const rt::HostContext &c, const float *x, float *y, int64_t outer,
+               int64_t n, int64_t inner);
+void reduceMean(const rt::HostContext &c, const float *x, float *y, int64_t outer,
+                int64_t n, int64_t inner);
 // dx[o,i,k] = dy[o,k] where x[o,i,k] is the first maximum along i, else 0.
-void reduceMaxGrad(const float *x, const float *y, const float *dy, float *dx,
-                   int64_t outer, int64_t n, int64_t inner);
+void reduceMaxGrad(const rt::HostContext &c, const float *x, const float *y,
+                   const float *dy, float *dx, int64_t outer, int64_t n, int64_t inner);
 
 // Sum x (shape xShape, rank xRank) down to yShape (rank yRank <= xRank), the
 // inverse of numpy broadcasting (yShape right-aligned; size-1 or missing dims
 // are summed over).
-void sumTo(const float *x, int32_t xRank, const int64_t *xShape, float *y,
-           int32_t yRank, const int64_t *yShape);
+void sumTo(const rt::HostContext &c, const float *x, int32_t xRank,
+           const int64_t *xShape, float *y, int32_t yRank, const int64_t *yShape);
 
 // Softmax family over the middle axis of [outer, n, inner].
-void softmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner);
-void logSoftmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner);
+void softmax(const rt::HostContext &c, const float *x, float *y, int64_t outer,
+             int64_t n, int64_t inner);
+void logSoftmax(const rt::HostContext &c, const float *x, float *y, int64_t outer,
+                int64_t n, int64_t inner);
 // dx = y * (dy - sum(dy * y)), y = softmax(x)
-void softmaxGrad(const float *y, const float *dy, float *dx, int64_t outer,
-                 int64_t n, int64_t inner);
+void softmaxGrad(const rt::HostContext &c, const float *y, const float *dy, float *dx,
+                 int64_t outer, int64_t n, int64_t inner);
 // dx = dy - exp(y) * sum(dy), y = log_softmax(x)
-void logSoftmaxGrad(const float *y, const float *dy, float *dx, int64_t outer,
-                    int64_t n, int64_t inner);
+void logSoftmaxGrad(const rt::HostContext &c, const float *y, const float *dy,
+                    float *dx, int64_t outer, int64_t n, int64_t inner);
 
+// Losses and metrics write their scalar result to out[0]; the gradients read
+// dloss[0]. The losses accumulate in double. A class label outside [0, C) is
+// a fatal runtime error.
 // Mean softmax cross-entropy of logits [B, C] against class labels [B].
-// Accumulates in double. A label outside [0, C) is a fatal runtime error.
-float crossEntropy(const float *logits, const int32_t *labels, int64_t B, int64_t C);
+void crossEntropy(const rt::HostContext &c, const float *logits,
+                  const int32_t *labels, int64_t B, int64_t C, float *out);
 // dlogits = dloss * (softmax(logits) - onehot(labels)) / B
-void crossEntropyGrad(const float *logits, const int32_t *labels, int64_t B,
-                      int64_t C, const float *dloss, float *dlogits);
+void crossEntropyGrad(const rt::HostContext &c, const float *logits,
+                      const int32_t *labels, int64_t B, int64_t C,
+                      const float *dloss, float *dlogits);
 // Mean squared error over all n elements; grad: dp = dloss * 2 (p - t) / n
-float mse(const float *p, const float *t, int64_t n);
-void mseGrad(const float *p, const float *t, int64_t n, const float *dloss, float *dp);
+void mse(const rt::HostContext &c, const float *p, const float *t, int64_t n,
+         float *out);
+void mseGrad(const rt::HostContext &c, const float *p, const float *t, int64_t n,
+             const float *dloss, float *dp);
 // Fraction of rows whose arg-max (first maximum) equals the label.
-float accuracy(const float *logits, const int32_t *labels, int64_t B, int64_t C);
+void accuracy(const rt::HostContext &c, const float *logits, const int32_t *labels,
+              int64_t B, int64_t C, float *out);
 
-// Optimizer updates, PyTorch semantics (torch.optim.SGD / Adam / AdamW).
+// Fills n floats with v; copies n floats (dst and src do not overlap, or
+// are equal).
+void fill(const rt::HostContext &c, float *x, int64_t n, float v);
+void copy(const rt::HostContext &c, float *dst, const float *src, int64_t n);
+
+// Optimizer updates of `count` parameters (rt::UpdateItem, runtime.h), one
+// after the other, PyTorch semantics (torch.optim.SGD / Adam / AdamW).
 // SGD: g += wd*w; buf = momentum*buf + (1-dampening)*g (buf = g on step 1);
 //      g = nesterov ? g + momentum*buf : buf; w -= lr*g.
-void sgdUpdate(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h);
+//      s0 is buf; SGD without momentum may pass s0 = null.
+void sgdUpdate(const rt::HostContext &c, const rt::UpdateItem *items, int32_t count,
+               const rt::Hyper &h);
+// Adam (decoupled=false: g += wd*w) / AdamW (decoupled=true: w *= 1-lr*wd);
+// s0 = m (exp_avg), s1 = v (exp_avg_sq).
+void adamUpdate(const rt::HostContext &c, const rt::UpdateItem *items, int32_t count,
+                const rt::Hyper &h, bool decoupled);
+
 // SGD momentum folded into the gradient buckets (dtc.fold_momentum: no
 // dampening, Nesterov or weight decay). Each of W ranks accumulates its
 // gradient into the momentum buffer, buf = g_r + share * buf, with
-// share = momentumShare(h, W) (0 on step 1, momentum / W after), and the
+// share = rt::momentumShare(h, W) (0 on step 1, momentum / W after), and the
 // bucket's all-reduce sums the buffers to momentum * buf + sum_r g_r, the
 // new buf. GEMMs producing a gradient accumulate with beta = share
-// themselves; sgdApplyMomentum then does w -= lr * buf.
-float momentumShare(const rt::Hyper &h, int worldSize);
-void momentumAccumulate(float *buf, const float *g, int64_t n, float share);
-void sgdApplyMomentum(float *w, const float *buf, int64_t n, const rt::Hyper &h);
-// Adam (decoupled=false: g += wd*w) / AdamW (decoupled=true: w *= 1-lr*wd).
-void adamUpdate(float *w, const float *g, float *m, float *v, int64_t n,
-                const rt::Hyper &h, bool decoupled);
+// themselves.
+// momentumAccumulate: share == 0 copies g into buf (whatever buf held),
+// else buf = g + share * buf.
+void momentumAccumulate(const rt::HostContext &c, float *buf, const float *g,
+                        int64_t n, float share);
+// Each item's g is its summed momentum buffer: w -= lr * g (plain SGD with
+// momentum and weight decay taken as 0; s0, s1 unused).
+void sgdApplyMomentum(const rt::HostContext &c, const rt::UpdateItem *items,
+                      int32_t count, const rt::Hyper &h);
 
 } // namespace dtc::kern

@@ -56,6 +56,30 @@ struct Hyper {
   int64_t step;             // 1-based optimizer step (Adam bias correction)
 };
 
+// The context the CPU steps pass first to every dtc::kern kernel (declared
+// `c` at the top of each step, as the CUDA steps declare their
+// DeviceContext): empty today; room for per-step CPU state.
+struct HostContext {};
+
+// One parameter of a grouped optimizer update (kern:: and cuda::sgdUpdate,
+// adamUpdate, sgdApplyMomentum): the parameter, its gradient and its state,
+// n floats each (device pointers for the CUDA kernels).
+struct UpdateItem {
+  float *w;
+  const float *g;
+  float *s0, *s1; // SGD: momentum buffer (or null); Adam: m, v
+  int64_t n;
+};
+
+// SGD momentum folded into the gradient buckets (dtc.fold_momentum): the
+// factor each of worldSize ranks scales its momentum buffer by before adding
+// its gradient (momentumAccumulate): 0 on step 1, momentum / worldSize after,
+// so that the buckets' all-reduce sums the buffers to momentum * buf +
+// sum_r g_r. Host math, used by the CPU and the CUDA steps alike.
+inline float momentumShare(const Hyper &h, int worldSize) {
+  return h.step <= 1 ? 0.0f : h.momentum / float(worldSize < 1 ? 1 : worldSize);
+}
+
 enum class DatasetKind : int32_t { None = 0, IDX, CSV, Synthetic };
 
 struct DatasetSpec {
