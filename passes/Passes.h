@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dialects/dtc/DtcDialect.h"
+#include "dialects/dtcrt/DtcrtDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
@@ -41,7 +42,7 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
 
 /// autodiff -> canonicalize -> cse -> derive-steps -> insert-grad-allreduce ->
 /// bucket-allreduce -> overlap-allreduce -> fuse-elementwise -> plan-memory
-/// -> verify-backend-contract
+/// -> fold-momentum -> group-updates -> verify-backend-contract
 void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 
 /// Registers the dialects every dtc tool loads.
@@ -60,15 +61,19 @@ OptimizerAttr optimizerOf(mlir::ModuleOp module);
 int optimizerStateBuffers(mlir::ModuleOp module);
 
 /// A gradient bucket of @train_step (after dtc-plan-memory's arena plan):
-/// its all-reduce op, its size, and each parameter with its gradient's byte
+/// its collective, its size, and each parameter with its gradient's byte
 /// offset within the bucket.
 struct MomentumBucket {
   mlir::Operation *op;
   int64_t bytes;
   llvm::SmallVector<std::pair<llvm::StringRef, int64_t>> members;
 };
-/// The buckets, when every all-reduce of @train_step is a planned bucket
-/// whose sums feed one parameter update each; else none.
-std::optional<llvm::SmallVector<MomentumBucket>> momentumBuckets(mlir::ModuleOp module);
+/// The persistent block's layout (dtc-plan-memory, dtc-fold-momentum): the
+/// parameters in order, then the optimizer state, the momentum of each
+/// `mirrored` bucket in a region laid out like the bucket (its plan's
+/// momentum_offset), every other parameter's state after them. Sets each
+/// dtc.placement and the module's dtc.persistent.
+void layoutPersistent(mlir::ModuleOp module, int64_t alignment,
+                      llvm::ArrayRef<MomentumBucket> mirrored);
 
 } // namespace dtc

@@ -82,11 +82,7 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Byte alignment of every buffer (per-sample offsets use alignment/4)">,
     Option<"report", "report", "bool", /*default=*/"false",
-           "Emit a remark with the planned and naive sizes of each function">,
-    Option<"foldMomentum", "fold-momentum", "bool", /*default=*/"true",
-           "Lay SGD momentum buffers out like the gradient buckets, so that "
-           "code generation can fold the momentum into them "
-           "(the buckets' momentum_offset)">
+           "Emit a remark with the planned and naive sizes of each function">
   ];
 }
 
@@ -137,6 +133,42 @@ def OverlapAllReduce : Pass<"dtc-overlap-allreduce", "mlir::ModuleOp"> {
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def FoldMomentum : Pass<"dtc-fold-momentum", "mlir::ModuleOp"> {
+  let summary = "Folds SGD momentum into the gradient buckets";
+  let description = [{
+    With SGD momentum and no dampening, Nesterov or weight decay
+    (m = mu m + g; w -= lr m), and every collective of `@train_step` a
+    planned bucket (dtc-plan-memory) whose sums each feed one update, each
+    bucket's momentum buffers are laid out like the bucket, in a region of
+    the persistent block of their own (`momentum_offset` in the bucket's
+    `dtc.bucket_plan`; each parameter's `state_offset` at its gradient's
+    place within it). Each rank then writes g_r + (mu / W) m into the
+    momentum buffer where it would have written its gradient (a GEMM that
+    produces the gradient accumulates with beta = mu / W, after any other
+    producer the gradient is added to it), the bucket's all-reduce sums the
+    momentum buffers to the new m, and the update is w -= lr m: no pass
+    over the momentum of its own, on either target. Otherwise nothing
+    changes. Runs after dtc-plan-memory.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of the persistent block's buffers (dtc-plan-memory's)">
+  ];
+}
+
+def GroupUpdates : Pass<"dtc-group-updates", "mlir::ModuleOp"> {
+  let summary = "Groups consecutive parameter updates into one update op each";
+  let description = [{
+    Each run of consecutive `dtc.apply_gradient` ops of a step (the updates
+    of a bucket, after its wait) becomes one `dtc.update_group`: one call of
+    the optimizer's kernel for all its parameters on either target (one
+    launch on CUDA). A run is split where the momentum of its parameters
+    stops or starts being folded (dtc-fold-momentum), so that a group is
+    `momentum_folded` as a whole.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def VerifyBackendContract : Pass<"dtc-verify-backend-contract", "mlir::ModuleOp"> {
   let summary = "Checks that the IR is fully planned for the back end";
   let description = [{
@@ -148,7 +180,8 @@ def VerifyBackendContract : Pass<"dtc-verify-backend-contract", "mlir::ModuleOp"
     - `@train_step`, `@grad_step` and `@eval_step` exist (dtc-derive-steps),
       each with one block, the input and the labels as arguments, and a
       `dtc.arena`;
-    - elementwise ops appear only inside `dtc.fused` (dtc-fuse-elementwise);
+    - elementwise ops appear only inside `dtc.fused` (dtc-fuse-elementwise),
+      parameter updates only as `dtc.update_group` (dtc-group-updates);
     - every tensor result that is not tied to an operand, a parameter or a
       block argument has a `dtc.offsets` entry, and its buffer lies inside
       its region of the arena (per sample when batched, else fixed);
@@ -158,6 +191,25 @@ def VerifyBackendContract : Pass<"dtc-verify-backend-contract", "mlir::ModuleOp"
     hand-written or edited IR that is not fully planned is rejected with a
     diagnostic at the op, never printed.
   }];
+}
+
+def LowerToRuntime : Pass<"dtc-lower-to-runtime", "mlir::ModuleOp"> {
+  let summary = "Lowers the planned steps to runtime calls (the dtcrt dialect)";
+  let description = [{
+    The back end's one lowering, the same for both targets: each step
+    (`@train_step`, `@grad_step`, `@eval_step`), checked against the backend
+    contract first, becomes a function without arguments whose body is
+    dtcrt ops: the planned buffers (`dtcrt.buffer`), the sizes, and one call
+    per kernel of the runtime, in order (passes/lowering: one file per op
+    family). The step writes its outputs (loss, metrics) before its first
+    update; with folded momentum (dtc-fold-momentum) each folded gradient is
+    accumulated into its momentum buffer where it is made (a GEMM with
+    beta, else dtcrt.momentum_accumulate after its producer), the bucket's
+    all-reduce runs on the momentum buffers, and the update applies them;
+    the traced step's computing ops are wrapped in trace spans. The C++
+    and CUDA printers print the result.
+  }];
+  let dependentDialects = ["dtcrt::DtcrtDialect", "mlir::func::FuncDialect"];
 }
 
 #endif // DTC_PASSES_TD

@@ -30,11 +30,13 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   fuse.chains = options.fuse;
   pm.addNestedPass<func::FuncOp>(createFuseElementwise(fuse));
   pm.addPass(createPlanMemory());
+  pm.addPass(createFoldMomentum());
+  pm.addPass(createGroupUpdates());
   pm.addPass(createVerifyBackendContract());
 }
 
 void dtc::registerDialects(DialectRegistry &registry) {
-  registry.insert<DtcDialect, func::FuncDialect>();
+  registry.insert<DtcDialect, dtcrt::DtcrtDialect, func::FuncDialect>();
 }
 
 void dtc::registerAllPasses() {
@@ -45,6 +47,7 @@ void dtc::registerAllPasses() {
       "dtc-pipeline",
       "The whole dtc pipeline: autodiff, canonicalize, cse, derive-steps, "
       "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
-      "fuse-elementwise, plan-memory, verify-backend-contract",
+      "fuse-elementwise, plan-memory, fold-momentum, group-updates, "
+      "verify-backend-contract",
       buildPipeline);
 }

@@ -28,64 +28,6 @@ int dtc::optimizerStateBuffers(ModuleOp module) {
   return opt ? opt.numStateBuffers() : 0;
 }
 
-std::optional<SmallVector<dtc::MomentumBucket>> dtc::momentumBuckets(ModuleOp module) {
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!step || step.isExternal())
-    return std::nullopt;
-  SmallVector<MomentumBucket> buckets;
-  llvm::StringSet<> seen;
-  DtcDialect *dialect = module->getContext()->getLoadedDialect<DtcDialect>();
-  bool ok = true;
-  step.walk([&](Operation *op) {
-    if (isa<AllReduceOp>(op)) {
-      ok = false; // not bucketed: no planned bucket buffer
-      return;
-    }
-    if (!isa<AllReduceBucketOp, AllReduceStartOp>(op))
-      return;
-    BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(op);
-    if (!plan) {
-      ok = false;
-      return;
-    }
-    // The sums: the bucket op's results, or its wait's.
-    ResultRange sums = op->getResults();
-    if (auto start = dyn_cast<AllReduceStartOp>(op)) {
-      auto users = start.getRequest().getUsers();
-      auto wait = users.empty() ? AllReduceWaitOp() : dyn_cast<AllReduceWaitOp>(*users.begin());
-      if (!wait || !start.getRequest().hasOneUse()) {
-        ok = false;
-        return;
-      }
-      sums = wait.getResults();
-    }
-    MomentumBucket bucket{op, plan.getCount() * 4, {}};
-    for (auto [grad, sum] : llvm::zip(op->getOperands(), sums)) {
-      auto def = grad.getDefiningOp();
-      auto offsets = def ? dialect->getOffsetsAttrHelper().getAttr(def) : nullptr;
-      ApplyGradientOp update =
-          sum.hasOneUse() ? dyn_cast<ApplyGradientOp>(*sum.getUsers().begin()) : nullptr;
-      if (!offsets || !update) {
-        ok = false;
-        return;
-      }
-      int64_t at = offsets[cast<OpResult>(grad).getResultNumber()] - plan.getOffset();
-      // Each parameter once, each gradient inside its bucket (hand-written
-      // IR may break either): else no fold.
-      if (!seen.insert(update.getParam()).second || at < 0 ||
-          at + cast<RankedTensorType>(grad.getType()).getNumElements() * 4 > bucket.bytes) {
-        ok = false;
-        return;
-      }
-      bucket.members.push_back({update.getParam(), at});
-    }
-    buckets.push_back(std::move(bucket));
-  });
-  if (!ok || buckets.empty())
-    return std::nullopt;
-  return buckets;
-}
-
 namespace {
 struct PlanMemoryPass : public dtc::impl::PlanMemoryBase<PlanMemoryPass> {
   using Base::Base;
@@ -327,18 +269,6 @@ void PlanMemoryPass::runOnOperation() {
     module.emitError("alignment must be a power of two >= 16");
     return signalPassFailure();
   }
-  MLIRContext *ctx = module.getContext();
-  DtcDialect *dialect = ctx->getLoadedDialect<DtcDialect>();
-  // Persistent block: parameters, then optimizer state.
-  int64_t offset = 0;
-  SmallVector<ParamOp> params(module.getOps<ParamOp>());
-  llvm::StringMap<int64_t> paramOffset;
-  for (ParamOp p : params) {
-    paramOffset[p.getSymName()] = offset;
-    offset = alignTo(offset + bytesOf(p.getType()), alignment);
-  }
-  const int64_t paramBytes = offset;
-
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
@@ -357,24 +287,34 @@ void PlanMemoryPass::runOnOperation() {
                         << plan.naiveFixed << " B)";
   }
 
-  // Optimizer state after the parameters. With a foldable momentum, the
-  // momentum buffers of each gradient bucket mirror the bucket's layout in
-  // the arena, so that the bucket's all-reduce can work on them directly.
-  int states = optimizerStateBuffers(module);
-  llvm::StringMap<int64_t> stateOffset;
-  OptimizerAttr opt = optimizerOf(module);
-  if (foldMomentum && opt && opt.isFoldableMomentum()) {
-    if (auto buckets = momentumBuckets(module)) {
-      for (const MomentumBucket &bucket : *buckets) {
-        BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(bucket.op);
-        dialect->getBucketPlanAttrHelper().setAttr(
-            bucket.op, BucketPlanAttr::get(ctx, plan.getOffset(), plan.getCount(), offset));
-        for (const auto &[param, within] : bucket.members)
-          stateOffset[param] = offset + within;
-        offset = alignTo(offset + bucket.bytes, alignment);
-      }
-    }
+  layoutPersistent(module, alignment, {});
+}
+
+void dtc::layoutPersistent(ModuleOp module, int64_t alignment,
+                           ArrayRef<MomentumBucket> mirrored) {
+  MLIRContext *ctx = module.getContext();
+  DtcDialect *dialect = ctx->getLoadedDialect<DtcDialect>();
+  // Parameters first, in order.
+  int64_t offset = 0;
+  SmallVector<ParamOp> params(module.getOps<ParamOp>());
+  llvm::StringMap<int64_t> paramOffset;
+  for (ParamOp p : params) {
+    paramOffset[p.getSymName()] = offset;
+    offset = alignTo(offset + bytesOf(p.getType()), alignment);
   }
+  const int64_t paramBytes = offset;
+  // Then the optimizer state: the momentum regions that mirror buckets, then
+  // each other parameter's state buffers.
+  llvm::StringMap<int64_t> stateOffset;
+  for (const MomentumBucket &bucket : mirrored) {
+    BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(bucket.op);
+    dialect->getBucketPlanAttrHelper().setAttr(
+        bucket.op, BucketPlanAttr::get(ctx, plan.getOffset(), plan.getCount(), offset));
+    for (const auto &[param, within] : bucket.members)
+      stateOffset[param] = offset + within;
+    offset = alignTo(offset + bucket.bytes, alignment);
+  }
+  int states = optimizerStateBuffers(module);
   for (ParamOp p : params) {
     int64_t state;
     if (auto it = stateOffset.find(p.getSymName()); it != stateOffset.end()) {

@@ -94,6 +94,11 @@ struct Checker {
                           "(run dtc-fuse-elementwise)";
         continue;
       }
+      if (isa<ApplyGradientOp>(op)) {
+        violation(&op) << "parameter updates are emitted only as dtc.update_group "
+                          "(run dtc-group-updates)";
+        continue;
+      }
       checkBuffers(&op, arena);
       if (isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(op))
         checkBucket(&op, arena);

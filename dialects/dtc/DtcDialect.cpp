@@ -92,6 +92,22 @@ LogicalResult ApplyGradientOp::verifySymbolUses(SymbolTableCollection &tables) {
                            getGrad().getType(), tables);
 }
 
+LogicalResult UpdateGroupOp::verify() {
+  if (getParams().size() != getGrads().size() || getGrads().empty())
+    return emitOpError("needs one gradient per parameter, and at least one");
+  auto module = (*this)->getParentOfType<ModuleOp>();
+  for (auto [name, grad] : llvm::zip(getParams(), getGrads())) {
+    auto sym = cast<FlatSymbolRefAttr>(name);
+    auto param = module ? module.lookupSymbol<ParamOp>(sym.getAttr()) : ParamOp();
+    if (!param)
+      return emitOpError("'") << sym.getValue() << "' is not a dtc.param of this module";
+    if (param.getType() != grad.getType())
+      return emitOpError("gradient type ") << grad.getType()
+                                           << " does not match parameter type " << param.getType();
+  }
+  return success();
+}
+
 LogicalResult ExportGradientOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (getOffset() < 0)
     return emitOpError("offset must be >= 0");

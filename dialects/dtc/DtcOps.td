@@ -359,6 +359,22 @@ def Dtc_ApplyGradientOp : Dtc_Op<"apply_gradient", [
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
 }
 
+def Dtc_UpdateGroupOp : Dtc_Op<"update_group"> {
+  let summary = "Updates several parameters with their gradients, in one call";
+  let description = [{
+    Made by `dtc-group-updates` from consecutive `dtc.apply_gradient` ops:
+    parameter `params[i]` is updated with `grads[i]` by the module's
+    optimizer. With `momentum_folded` (SGD, dtc-fold-momentum) each
+    gradient is the parameter's summed momentum buffer, and the update is
+    w -= lr m.
+  }];
+  let arguments = (ins Variadic<Dtc_F32Tensor>:$grads,
+                       TypedArrayAttrBase<FlatSymbolRefAttr, "parameters">:$params,
+                       UnitAttr:$momentum_folded);
+  let assemblyFormat = "$params `(` $grads `)` attr-dict `:` type($grads)";
+  let hasVerifier = 1;
+}
+
 def Dtc_ExportGradientOp : Dtc_Op<"export_gradient", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Hands a parameter's gradient out of the gradient-only step";
@@ -466,8 +482,12 @@ def Dtc_FusedOp : Dtc_Op<"fused", [Pure, IsolatedFromAbove, SingleBlock]> {
   let hasVerifier = 1;
 }
 
-def Dtc_YieldOp : Dtc_Op<"yield", [Pure, Terminator, HasParent<"FusedOp">]> {
+def Dtc_YieldOp : Dtc_Op<"yield", [Pure, Terminator]> {
   let summary = "Ends a fused body with its results";
+  let description = [{
+    Ends the body of a `dtc.fused` (and, after dtc-lower-to-runtime, of the
+    `dtcrt.elementwise` that body moved to).
+  }];
   let arguments = (ins Variadic<Dtc_F32Tensor>:$values);
   let assemblyFormat = "$values attr-dict `:` type($values)";
 }

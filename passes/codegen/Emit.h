@@ -1,7 +1,8 @@
-//===- Emit.h - The last step: planned dtc IR to target source ------------===//
+//===- Emit.h - The last step: runtime calls to target source -------------===//
 //
-// Everything before this step (autodiff, fusion, memory planning) is
-// target-independent and recorded in the IR; an emitter only prints it.
+// Everything before this step (autodiff, fusion, memory planning, the
+// decisions of the back end, the lowering to runtime calls) is
+// target-independent and recorded in the IR; a printer only prints it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -11,17 +12,16 @@
 
 namespace dtc {
 
-/// Prints the planned module (after dtc-plan-memory) as one C++ translation
-/// unit for the CPU runtime: one function per step, GEMMs through the runtime's engine,
-/// fused elementwise kernels as loop nests, and the ModelSpec + main() that
-/// hand them to the runtime (runtime/include/dtc/runtime.h).
+/// Prints the lowered module (after dtc-lower-to-runtime) as one C++
+/// translation unit for the CPU runtime: one function per step, each call a
+/// dtc/kernels.h call, elementwise kernels as loop nests, and the ModelSpec +
+/// main() that hand them to the runtime (runtime/include/dtc/runtime.h).
 mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os);
 
-/// Prints the planned module as one CUDA C++ translation unit (for nvcc):
-/// the CPU steps of emitCpp plus CUDA steps — GEMMs through cuBLAS, each
-/// dtc.fused as a generated __global__ kernel, the rest as dtc/cuda.h calls,
-/// one optimizer-update launch per bucket — all on the context's stream; the
-/// runtime picks the device at run time.
+/// Prints the lowered module as one CUDA C++ translation unit (for nvcc):
+/// the CPU steps of emitCpp plus CUDA steps — the same calls into dtc/cuda.h,
+/// each elementwise kernel a generated __global__ kernel — all on the
+/// context's stream; the runtime picks the device at run time.
 mlir::LogicalResult emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// A C++ string literal that holds `s` byte for byte, whatever it contains.

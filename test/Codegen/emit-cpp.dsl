@@ -28,45 +28,54 @@ train {
 # CHECK: const float e0 = x0 > 0.0f ? x1 : 0.0f;
 # CHECK-LABEL: static void evalStep(const dtc::rt::StepArgs &a) {
 # The fixed region first (gradients stay put whatever the batch), then the
-# per-sample region:
+# per-sample region; the CPU context of the kernels:
 # CHECK: char *const F = a.arena;
 # CHECK-NEXT: char *const S = a.arena + 128;
-# CHECK: dtc::kern::gemm(false, true, B, 500, 784, 1.0f, x, [[W1:v[0-9]+]], 0.0f, [[H:v[0-9]+]]);
+# CHECK-NEXT: const dtc::rt::HostContext c{};
+# CHECK: dtc::kern::gemm(c, false, true, B, 500, 784, 1.0f, const_cast<float *>(a.x), [[W1:v[0-9]+]], 0.0f, [[H:v[0-9]+]]);
 # CHECK: [[K]](B, [[H]], v{{[0-9]+}}, v{{[0-9]+}});
-# CHECK: crossEntropy(
-# CHECK: a.outputs[0] =
-# CHECK: a.outputs[1] =
+# CHECK: dtc::kern::crossEntropy(c, {{v[0-9]+}}, a.yClass, B, 10, [[LOSS:v[0-9]+]]);
+# CHECK: dtc::kern::copy(c, (a.outputs + 0), [[LOSS]], 1);
+# CHECK: dtc::kern::copy(c, (a.outputs + 1),
 # CHECK-LABEL: static void trainStep(const dtc::rt::StepArgs &a) {
-# SGD momentum is folded into the gradient bucket (dtc.fold_momentum): the
+# SGD momentum is folded into the gradient bucket (dtc-fold-momentum): the
 # momentum buffers (from P + 1590144) are laid out like the bucket, and each
 # rank accumulates its gradients into them with the share mu / W of the
 # momentum (0 on step 1); the all-reduce sums them to the new momentum.
-# CHECK: const float share = dtc::kern::momentumShare(*a.hyper, a.comm->size());
 # Backward starts from the run-time gradient seed (dtc.grad_seed):
-# CHECK: [[SEED:v[0-9]+]][0] = a.gradSeed;
-# CHECK: dtc::kern::crossEntropyGrad({{v[0-9]+}}, y, B, 10, [[SEED]],
+# CHECK: dtc::kern::fill(c, [[SEED:v[0-9]+]], 1, a.gradSeed);
+# CHECK: dtc::kern::crossEntropyGrad(c, {{v[0-9]+}}, a.yClass, B, 10, [[SEED]],
 # A gradient made by another kernel is accumulated after it:
-# CHECK: dtc::kern::sumTo(
-# CHECK-NEXT: dtc::kern::momentumAccumulate(reinterpret_cast<float *>(P + 1590144), {{v[0-9]+}}, 10, share);
-# CHECK: dtc::kern::gemm(false, false, B, 500, 10, 1.0f, {{v[0-9]+}}, {{v[0-9]+}}, 0.0f,
-# A gradient GEMM accumulates itself (beta = share):
-# CHECK: dtc::kern::gemm(true, false, 10, 500, B, 1.0f, {{v[0-9]+}}, {{v[0-9]+}}, share,
+# CHECK: dtc::kern::sumTo(c, {{v[0-9]+}}, 2, {{s[0-9]+}}, [[DB2:v[0-9]+]], 1, {{s[0-9]+}});
+# CHECK-NEXT: float *[[M:v[0-9]+]] = reinterpret_cast<float *>(P + 1590144);
+# CHECK-NEXT: dtc::kern::momentumAccumulate(c, [[M]], [[DB2]], 10, dtc::rt::momentumShare(*a.hyper, a.comm->size()));
+# CHECK: dtc::kern::gemm(c, false, false, B, 500, 10, 1.0f, {{v[0-9]+}}, {{v[0-9]+}}, 0.0f,
+# A gradient GEMM accumulates itself (beta = the share):
+# CHECK: dtc::kern::gemm(c, true, false, 10, 500, B, 1.0f, {{v[0-9]+}}, {{v[0-9]+}}, dtc::rt::momentumShare(*a.hyper, a.comm->size()),
 # CHECK: [[KG]](B,
 # CHECK: if (a.trace) dtc::rt::traceBegin(a.trace, "matmul");
 # CHECK-NEXT: float *[[DW1:v[0-9]+]] = reinterpret_cast<float *>(P + 1612192);
-# CHECK-NEXT: dtc::kern::gemm(true, false, 500, 784, B, 1.0f, {{v[0-9]+}}, x, share, [[DW1]]);
+# CHECK-NEXT: dtc::kern::gemm(c, true, false, 500, 784, B, 1.0f, {{v[0-9]+}}, const_cast<float *>(a.x), dtc::rt::momentumShare(*a.hyper, a.comm->size()), [[DW1]]);
 # CHECK-NEXT: if (a.trace) dtc::rt::traceEnd(a.trace);
-# The one gradient bucket starts right after the last gradient, in place:
-# CHECK-NEXT: a.comm->allreduceStart(0, reinterpret_cast<float *>(P + 1590144), 397512);
+# The one gradient bucket starts right after the last gradient, on the
+# momentum buffers:
+# CHECK-NEXT: float *[[MB:v[0-9]+]] = reinterpret_cast<float *>(P + 1590144);
+# CHECK-NEXT: a.comm->allreduceStart(0, [[MB]], 397512);
 # CHECK-NEXT: a.comm->wait(0);
-# CHECK: dtc::kern::sgdApplyMomentum(reinterpret_cast<float *>(P + 1590080), reinterpret_cast<float *>(P + 1590144 + 0 * 10 * 4), 10, *a.hyper);
-# CHECK: dtc::kern::sgdApplyMomentum(reinterpret_cast<float *>(P + 0), reinterpret_cast<float *>(P + 1612192 + 0 * 392000 * 4), 392000, *a.hyper);
+# The loss and metrics are written before any parameter changes:
+# CHECK-NEXT: dtc::kern::copy(c, (a.outputs + 0),
+# CHECK-NEXT: dtc::kern::copy(c, (a.outputs + 1),
+# One update call for the bucket, each weight with its summed momentum:
+# CHECK: const dtc::rt::UpdateItem [[U:u[0-9]+]][] = {
+# CHECK-NEXT: {{[{]}}[[W:v[0-9]+]], [[G:v[0-9]+]], nullptr, nullptr, 10},
+# CHECK-COUNT-3: {v{{[0-9]+}}, v{{[0-9]+}}, nullptr, nullptr,
+# CHECK: dtc::kern::sgdApplyMomentum(c, [[U]], 4, *a.hyper);
 # gradStep keeps local gradients: no communication, no momentum.
 # CHECK-LABEL: static void gradStep(const dtc::rt::StepArgs &a) {
 # CHECK-NOT: a.comm
-# CHECK-NOT: share
-# CHECK-DAG: std::memcpy(a.paramGrads + 0, v{{[0-9]+}}, 392000 * sizeof(float));
-# CHECK-DAG: std::memcpy(a.paramGrads + 397500, v{{[0-9]+}}, 10 * sizeof(float));
+# CHECK-NOT: momentum
+# CHECK-DAG: dtc::kern::copy(c, (a.paramGrads + 0), v{{[0-9]+}}, 392000);
+# CHECK-DAG: dtc::kern::copy(c, (a.paramGrads + 397500), v{{[0-9]+}}, 10);
 # CHECK: {"fc1.weight", 2, {500, 784, 0, 0, 0, 0}, 392000, 0, dtc::rt::InitKind::Uniform
 # CHECK: static const int32_t kBucket0Params[] = {3, 2, 1, 0};
 # CHECK: static const dtc::rt::BucketSpec kBuckets[] = {

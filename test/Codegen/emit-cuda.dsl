@@ -40,31 +40,33 @@ train {
 # CHECK-NOT: __global__
 # CHECK-LABEL: static void trainStepCuda(const dtc::rt::StepArgs &a) {
 # CHECK: const dtc::rt::DeviceContext &c = *a.device;
-# CHECK: dtc::cuda::gemm(c, false, true, B, 1024, 784, 1.0f, x, {{v[0-9]+}}, 0.0f, {{v[0-9]+}});
+# CHECK: dtc::cuda::gemm(c, false, true, B, 1024, 784, 1.0f, const_cast<float *>(a.x), {{v[0-9]+}}, 0.0f, {{v[0-9]+}});
 # CHECK: [[K:fusedKernel[0-9]+]]<<<dtcBlocks(B*1024), 256, 0, c.stream>>>(B,
 # A failed launch is reported under the kernel's own name:
 # CHECK-NEXT: dtc::cuda::launched("[[K]]");
 # CHECK: dtc::cuda::fill(c, [[SEED:v[0-9]+]], 1, a.gradSeed);
 # CHECK: dtc::cuda::crossEntropyGrad(c, {{.*}}, [[SEED]],
 # Bucket 0 (fc3, fc2) starts before fc1's gradients are computed:
-# CHECK: a.comm->allreduceStart(0, reinterpret_cast<float *>(F + {{[0-9]+}}), 1059852);
+# CHECK: a.comm->allreduceStart(0, {{v[0-9]+}}, 1059852);
 # CHECK: dtc::cuda::gemm(c, true, false, 1024, 784, B,
-# CHECK: a.comm->allreduceStart(1, reinterpret_cast<float *>(F + {{[0-9]+}}), 803840);
+# CHECK: a.comm->allreduceStart(1, {{v[0-9]+}}, 803840);
 # CHECK-NEXT: a.comm->wait(0);
 # Loss and metrics stay on the device:
-# CHECK-NEXT: dtc::cuda::copy(c, a.outputs + 0,
-# CHECK-NEXT: dtc::cuda::copy(c, a.outputs + 1,
-# CHECK-NEXT: const dtc::cuda::UpdateItem [[U0:u[0-9]+]][] = {
-# CHECK-COUNT-4: {reinterpret_cast<float *>(P +
+# CHECK-NEXT: dtc::cuda::copy(c, (a.outputs + 0),
+# CHECK-NEXT: dtc::cuda::copy(c, (a.outputs + 1),
+# One update launch per bucket, the items (weight, gradient, exp_avg,
+# exp_avg_sq, size) in a host array of the runtime's UpdateItem:
+# CHECK: const dtc::rt::UpdateItem [[U0:u[0-9]+]][] = {
+# CHECK-COUNT-4: {v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}},
 # CHECK: dtc::cuda::adamUpdate(c, [[U0]], 4, *a.hyper, true);
-# CHECK-NEXT: a.comm->wait(1);
-# CHECK-NEXT: const dtc::cuda::UpdateItem [[U1:u[0-9]+]][] = {
-# CHECK-COUNT-2: {reinterpret_cast<float *>(P +
+# CHECK: a.comm->wait(1);
+# CHECK: const dtc::rt::UpdateItem [[U1:u[0-9]+]][] = {
+# CHECK-COUNT-2: {v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}},
 # CHECK: dtc::cuda::adamUpdate(c, [[U1]], 2, *a.hyper, true);
-# CHECK-NEXT: }
+# CHECK: }
 # CHECK-LABEL: static void gradStepCuda(const dtc::rt::StepArgs &a) {
 # CHECK-NOT: a.comm
-# CHECK: dtc::cuda::copy(c, a.paramGrads +
+# CHECK: dtc::cuda::copy(c, (a.paramGrads +
 # CHECK: s.trainStepCuda = trainStepCuda;
 # CHECK: return dtc::rt::runMain(argc, argv, makeSpecWithCuda());
 # No step waits for the device or copies to the host:

@@ -30,7 +30,7 @@ module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.1, weight_decay = 
     }
     %l = dtc.constant {value = 0.0 : f32, dtc.offsets = array<i64: 32>} : tensor<f32>
     %s = dtc.all_reduce %g {dtc.bucket_plan = #dtc.bucket_plan<offset = 0, count = 4>} : tensor<4xf32>
-    dtc.apply_gradient @w, %s : tensor<4xf32>
+    dtc.update_group [@w] (%s) : tensor<4xf32>
     return %l : tensor<f32>
   }
   func.func @grad_step(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32>

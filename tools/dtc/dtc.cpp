@@ -32,7 +32,7 @@
 using namespace llvm;
 
 namespace {
-enum class Emit { MLIR, MLIROpt, Cpp, Exe };
+enum class Emit { MLIR, MLIROpt, MLIRRuntime, Cpp, Exe };
 
 cl::OptionCategory category("dtc options");
 cl::opt<std::string> inputFile(cl::Positional,
@@ -47,6 +47,9 @@ cl::opt<Emit> emitKind(
     cl::values(clEnumValN(Emit::MLIR, "mlir", "the dtc dialect from the DSL"),
                clEnumValN(Emit::MLIROpt, "mlir-opt",
                           "the IR after all passes (planned)"),
+               clEnumValN(Emit::MLIRRuntime, "mlir-runtime",
+                          "the planned IR lowered to runtime calls (dtcrt), "
+                          "which the C++ and CUDA printers print"),
                clEnumValN(Emit::Cpp, "cpp",
                           "the generated source (C++, or CUDA C++ for "
                           "--target=cuda)"),
@@ -209,21 +212,16 @@ void printReport(mlir::ModuleOp module) {
       os << llvm::format("  bucket %-3lld %10lld bytes:",
                          (long long)(id ? id.getInt() : buckets - 1),
                          (long long)bytes);
-      // The parameters whose gradients it carries, through the updates.
-      for (mlir::Value g : op->getOperands()) {
-        if (!mlir::isa<mlir::RankedTensorType>(g.getType()))
-          continue;
-        for (mlir::Operation *u : train.getOps<dtc::ApplyGradientOp>()) {
-          auto apply = mlir::cast<dtc::ApplyGradientOp>(u);
-          auto r = mlir::dyn_cast<mlir::OpResult>(apply.getGrad());
-          if (!r)
-            continue;
-          mlir::Operation *owner = r.getOwner();
-          unsigned shift = mlir::isa<dtc::AllReduceWaitOp>(owner) ? 1 : 0;
-          if (owner->getOperand(r.getResultNumber() + shift) == g)
-            os << " " << apply.getParam();
-        }
-      }
+      // The parameters whose gradients it carries, through the sums (the
+      // collective's results, or its wait's) to the updates.
+      mlir::ResultRange sums = op->getResults();
+      if (auto start = mlir::dyn_cast<dtc::AllReduceStartOp>(op))
+        for (mlir::Operation *u : start.getRequest().getUsers())
+          sums = u->getResults();
+      for (mlir::Value sum : sums)
+        for (mlir::OpOperand &use : sum.getUses())
+          if (auto g = mlir::dyn_cast<dtc::UpdateGroupOp>(use.getOwner()))
+            os << " " << mlir::cast<mlir::FlatSymbolRefAttr>(g.getParams()[use.getOperandNumber()]).getValue();
       os << "\n";
     });
     if (buckets)
@@ -496,6 +494,20 @@ int main(int argc, char **argv) {
   if (report)
     printReport(*module);
   if (emitKind == Emit::MLIROpt)
+    return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
+
+  // The one lowering both printers print.
+  {
+    mlir::PassManager lower(&context);
+    lower.addPass(dtc::createLowerToRuntime());
+    if (mlir::failed(mlir::applyPassManagerCLOptions(lower)))
+      return 1;
+    mlir::TimingScope t = rootTiming.nest("lower");
+    lower.enableTiming(t);
+    if (mlir::failed(lower.run(*module)))
+      return 1;
+  }
+  if (emitKind == Emit::MLIRRuntime)
     return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
 
   std::string cpp;

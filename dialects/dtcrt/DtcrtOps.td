@@ -1,0 +1,253 @@
+//===- DtcrtOps.td - Ops of the runtime-call dialect ---------*- tablegen -*-===//
+//
+// The runtime ABI, once: every op with the KernelCall trait is one entry
+// point of runtime/include/dtc/kernels.h (dtc::kern) and dtc/cuda.h
+// (dtc::cuda), named by the op's name in camelCase (dtcrt.reduce_sum is
+// reduceSum), its operands the parameters after the context, in order.
+// The other ops make the values those calls take: buffers at their planned
+// places, sizes, constants, host arrays.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DTCRT_OPS_TD
+#define DTCRT_OPS_TD
+
+include "DtcrtDialect.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+def Dtcrt_KernelCall : NativeOpTrait<"KernelCall"> {
+  let cppNamespace = "::dtcrt::OpTrait";
+}
+
+class Dtcrt_Call<string mnemonic, dag args, string what>
+    : Dtcrt_Op<mnemonic, [Dtcrt_KernelCall]> {
+  let summary = "Calls " # what;
+  let arguments = args;
+  let assemblyFormat = "`(` operands `)` attr-dict `:` type(operands)";
+}
+
+//===----------------------------------------------------------------------===//
+// Values: buffers, sizes, constants, step arguments
+//===----------------------------------------------------------------------===//
+
+def Dtcrt_Space : I32EnumAttr<"Space", "where a buffer lives", [
+    I32EnumAttrCase<"Persistent", 0, "persistent">,
+    I32EnumAttrCase<"Fixed", 1, "fixed">,
+    I32EnumAttrCase<"PerSample", 2, "per_sample">]> {
+  let cppNamespace = "::dtcrt";
+}
+
+def Dtcrt_BufferOp : Dtcrt_Op<"buffer", [Pure]> {
+  let summary = "A planned buffer: a byte offset in the persistent block or the arena";
+  let description = [{
+    `persistent` (parameters and optimizer state), `fixed` (the arena's
+    fixed region) or `per_sample` (the arena's batched region, where the
+    offset is in bytes per sample: the buffer starts at offset * B).
+  }];
+  let arguments = (ins Dtcrt_Space:$space, I64Attr:$offset);
+  let results = (outs Dtcrt_F32Ptr:$ptr);
+  let assemblyFormat = "$space `[` $offset `]` attr-dict `:` type($ptr)";
+}
+
+def Dtcrt_StepArg : I32EnumAttr<"StepArg", "a pointer the runtime hands the step", [
+    I32EnumAttrCase<"Input", 0, "input">,
+    I32EnumAttrCase<"ClassLabels", 1, "class_labels">,
+    I32EnumAttrCase<"ValueLabels", 2, "value_labels">,
+    I32EnumAttrCase<"Outputs", 3, "outputs">,
+    I32EnumAttrCase<"ParamGrads", 4, "param_grads">]> {
+  let cppNamespace = "::dtcrt";
+}
+
+def Dtcrt_StepArgOp : Dtcrt_Op<"step_arg", [Pure]> {
+  let summary = "A pointer of the step's arguments (dtc::rt::StepArgs)";
+  let arguments = (ins Dtcrt_StepArg:$arg);
+  let results = (outs AnyTypeOf<[Dtcrt_F32Ptr, Dtcrt_I32Ptr]>:$ptr);
+  let assemblyFormat = "$arg attr-dict `:` type($ptr)";
+  let hasVerifier = 1;
+}
+
+def Dtcrt_OffsetOp : Dtcrt_Op<"offset", [Pure]> {
+  let summary = "A pointer `count` elements past another";
+  let arguments = (ins Dtcrt_F32Ptr:$base, I64Attr:$count);
+  let results = (outs Dtcrt_F32Ptr:$ptr);
+  let assemblyFormat = "$base `[` $count `]` attr-dict `:` type($base) `->` type($ptr)";
+}
+
+def Dtcrt_SizeOp : Dtcrt_Op<"size", [Pure]> {
+  let summary = "A number of elements: `elements`, times the batch when batched";
+  let arguments = (ins I64Attr:$elements, UnitAttr:$batched);
+  let results = (outs I64:$size);
+  let assemblyFormat = "$elements (`batched` $batched^)? attr-dict";
+}
+
+def Dtcrt_ConstantOp : Dtcrt_Op<"constant", [Pure,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A literal argument (i1, i32, i64 or f32)";
+  let arguments = (ins TypedAttrInterface:$value);
+  let results = (outs AnyTypeOf<[I1, I32, I64, F32]>:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasVerifier = 1;
+}
+
+def Dtcrt_StepScalar : I32EnumAttr<"StepScalar", "a number of this step", [
+    I32EnumAttrCase<"Batch", 0, "batch">,
+    I32EnumAttrCase<"GradSeed", 1, "grad_seed">,
+    I32EnumAttrCase<"MomentumShare", 2, "momentum_share">]> {
+  let cppNamespace = "::dtcrt";
+}
+
+def Dtcrt_StepScalarOp : Dtcrt_Op<"step_scalar", [Pure]> {
+  let summary = "A number known when the step runs";
+  let description = [{
+    `batch`: the rows of this batch, as a float (f32); `grad_seed`: the loss
+    gradient backward starts from; `momentum_share`: dtc::rt::momentumShare
+    of the optimizer step and the number of ranks (folded momentum).
+  }];
+  let arguments = (ins Dtcrt_StepScalar:$scalar);
+  let results = (outs F32:$value);
+  let assemblyFormat = "$scalar attr-dict";
+}
+
+def Dtcrt_HyperOp : Dtcrt_Op<"hyper", [Pure]> {
+  let summary = "The optimizer's hyper-parameters of this step";
+  let results = (outs Dtcrt_HyperType:$hyper);
+  let assemblyFormat = "attr-dict";
+}
+
+def Dtcrt_ArrayOp : Dtcrt_Op<"array", [Pure]> {
+  let summary = "A host array of integers: a shape (-1 for the batch) or a permutation";
+  let arguments = (ins DenseI64ArrayAttr:$values);
+  let results = (outs AnyTypeOf<[Dtcrt_I64Array, Dtcrt_I32Array]>:$array);
+  let assemblyFormat = "$values attr-dict `:` type($array)";
+}
+
+def Dtcrt_UpdateItemsOp : Dtcrt_Op<"update_items", [Pure, AttrSizedOperandSegments]> {
+  let summary = "The parameters of one optimizer update (dtc::rt::UpdateItem[])";
+  let description = [{
+    Item i: the parameter `weights[i]`, its gradient `grads[i]`, its state
+    buffers (`states`, `states_per_item` each: SGD with momentum 1, Adam 2)
+    and its size `sizes[i]`.
+  }];
+  let arguments = (ins Variadic<Dtcrt_F32Ptr>:$weights, Variadic<Dtcrt_F32Ptr>:$grads,
+                       Variadic<Dtcrt_F32Ptr>:$states, Variadic<I64>:$sizes,
+                       I64Attr:$states_per_item);
+  let results = (outs Dtcrt_ItemsType:$items);
+  let assemblyFormat = [{
+    `weights` `(` $weights `:` type($weights) `)` `grads` `(` $grads `:` type($grads) `)`
+    `states` `(` $states `:` type($states) `)` `sizes` `(` $sizes `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Calls: the runtime's kernels (kernels.h / cuda.h)
+//===----------------------------------------------------------------------===//
+
+def Dtcrt_GemmOp : Dtcrt_Call<"gemm", (ins I1:$trans_a, I1:$trans_b, I64:$m, I64:$n,
+    I64:$k, F32:$alpha, Dtcrt_F32Ptr:$a, Dtcrt_F32Ptr:$b, F32:$beta, Dtcrt_F32Ptr:$c),
+    "C[M,N] = alpha op(A) op(B) + beta C (row-major)">;
+def Dtcrt_PermuteOp : Dtcrt_Call<"permute", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$y,
+    I32:$rank, Dtcrt_I64Array:$x_shape, Dtcrt_I32Array:$perm),
+    "y = x with its dimensions permuted">;
+class Dtcrt_AxisCall<string mnemonic, string what>
+    : Dtcrt_Call<mnemonic, (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$y, I64:$outer, I64:$n,
+                               I64:$inner), what # " over the middle axis of [outer, n, inner]">;
+def Dtcrt_ReduceSumOp : Dtcrt_AxisCall<"reduce_sum", "the sum">;
+def Dtcrt_ReduceMeanOp : Dtcrt_AxisCall<"reduce_mean", "the mean">;
+def Dtcrt_ReduceMaxOp : Dtcrt_AxisCall<"reduce_max", "the maximum">;
+def Dtcrt_SoftmaxOp : Dtcrt_AxisCall<"softmax", "softmax">;
+def Dtcrt_LogSoftmaxOp : Dtcrt_AxisCall<"log_softmax", "log-softmax">;
+def Dtcrt_ReduceMaxGradOp : Dtcrt_Call<"reduce_max_grad", (ins Dtcrt_F32Ptr:$x,
+    Dtcrt_F32Ptr:$y, Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$dx, I64:$outer, I64:$n, I64:$inner),
+    "the gradient of reduce_max (dy to the first maximum)">;
+class Dtcrt_SoftmaxGradCall<string mnemonic, string what>
+    : Dtcrt_Call<mnemonic, (ins Dtcrt_F32Ptr:$y, Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$dx,
+                               I64:$outer, I64:$n, I64:$inner), what>;
+def Dtcrt_SoftmaxGradOp : Dtcrt_SoftmaxGradCall<"softmax_grad", "the gradient of softmax">;
+def Dtcrt_LogSoftmaxGradOp : Dtcrt_SoftmaxGradCall<"log_softmax_grad",
+                                                   "the gradient of log-softmax">;
+def Dtcrt_SumToOp : Dtcrt_Call<"sum_to", (ins Dtcrt_F32Ptr:$x, I32:$x_rank,
+    Dtcrt_I64Array:$x_shape, Dtcrt_F32Ptr:$y, I32:$y_rank, Dtcrt_I64Array:$y_shape),
+    "the sum of x down to the shape it broadcasts from">;
+class Dtcrt_ClassLossCall<string mnemonic, string what>
+    : Dtcrt_Call<mnemonic, (ins Dtcrt_F32Ptr:$logits, Dtcrt_I32Ptr:$labels, I64:$batch,
+                               I64:$classes, Dtcrt_F32Ptr:$out), what # " (a scalar to out)">;
+def Dtcrt_CrossEntropyOp : Dtcrt_ClassLossCall<"cross_entropy", "the mean cross-entropy">;
+def Dtcrt_AccuracyOp : Dtcrt_ClassLossCall<"accuracy", "the accuracy">;
+def Dtcrt_CrossEntropyGradOp : Dtcrt_Call<"cross_entropy_grad", (ins Dtcrt_F32Ptr:$logits,
+    Dtcrt_I32Ptr:$labels, I64:$batch, I64:$classes, Dtcrt_F32Ptr:$dloss,
+    Dtcrt_F32Ptr:$dlogits), "the gradient of cross-entropy">;
+def Dtcrt_MseOp : Dtcrt_Call<"mse", (ins Dtcrt_F32Ptr:$prediction, Dtcrt_F32Ptr:$target,
+    I64:$n, Dtcrt_F32Ptr:$out), "the mean squared error (a scalar to out)">;
+def Dtcrt_MseGradOp : Dtcrt_Call<"mse_grad", (ins Dtcrt_F32Ptr:$prediction,
+    Dtcrt_F32Ptr:$target, I64:$n, Dtcrt_F32Ptr:$dloss, Dtcrt_F32Ptr:$dp),
+    "the gradient of the mean squared error">;
+def Dtcrt_FillOp : Dtcrt_Call<"fill", (ins Dtcrt_F32Ptr:$x, I64:$n, F32:$value),
+    "x[0..n) = value">;
+def Dtcrt_CopyOp : Dtcrt_Call<"copy", (ins Dtcrt_F32Ptr:$dst, Dtcrt_F32Ptr:$src, I64:$n),
+    "dst[0..n) = src[0..n)">;
+def Dtcrt_SgdUpdateOp : Dtcrt_Call<"sgd_update", (ins Dtcrt_ItemsType:$items,
+    I32:$count, Dtcrt_HyperType:$hyper), "SGD (torch.optim.SGD) on each item">;
+def Dtcrt_AdamUpdateOp : Dtcrt_Call<"adam_update", (ins Dtcrt_ItemsType:$items,
+    I32:$count, Dtcrt_HyperType:$hyper, I1:$decoupled),
+    "Adam, or AdamW when decoupled (torch.optim), on each item">;
+def Dtcrt_SgdApplyMomentumOp : Dtcrt_Call<"sgd_apply_momentum", (ins
+    Dtcrt_ItemsType:$items, I32:$count, Dtcrt_HyperType:$hyper),
+    "w -= lr g on each item, g its summed momentum (folded momentum)">;
+def Dtcrt_MomentumAccumulateOp : Dtcrt_Call<"momentum_accumulate", (ins
+    Dtcrt_F32Ptr:$buf, Dtcrt_F32Ptr:$g, I64:$n, F32:$share),
+    "buf = g + share buf (share 0: buf = g), a rank's part of the folded momentum">;
+
+//===----------------------------------------------------------------------===//
+// Elementwise kernels, collectives, tracing
+//===----------------------------------------------------------------------===//
+
+def Dtcrt_ElementwiseOp : Dtcrt_Op<"elementwise", [AttrSizedOperandSegments]> {
+  let summary = "One pass over `shape`'s elements: a generated kernel";
+  let description = [{
+    The body of a `dtc.fused` kernel, moved here as it is (elementwise dtc
+    ops on its block arguments, ended by dtc.yield), computed at every element of `shape`
+    (-1 is the batch): input i is read at the element's linear index when
+    `strides[i]` is empty, else at the sum of the element's multi-index
+    times `strides[i]` (one stride per dimension of `shape`, 0 where input
+    i is broadcast); every output is written at the linear index. The CPU
+    prints it as a loop nest, CUDA as a `__global__` kernel and its launch.
+  }];
+  let arguments = (ins Variadic<Dtcrt_F32Ptr>:$inputs, Variadic<Dtcrt_F32Ptr>:$outputs,
+                       I64:$count, DenseI64ArrayAttr:$shape, ArrayAttr:$strides,
+                       StrAttr:$label);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:` type($outputs) `)`
+    `count` $count attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Dtcrt_AllreduceStartOp : Dtcrt_Op<"allreduce_start"> {
+  let summary = "Starts the sum over the ranks of `count` floats at `buf` (in place)";
+  let arguments = (ins Dtcrt_F32Ptr:$buf, I64:$count, I64Attr:$bucket);
+  let results = (outs Dtcrt_RequestType:$request);
+  let assemblyFormat = "$buf `,` $count `bucket` $bucket attr-dict `:` type($buf)";
+}
+
+def Dtcrt_AllreduceWaitOp : Dtcrt_Op<"allreduce_wait"> {
+  let summary = "Waits for an all-reduce";
+  let arguments = (ins Dtcrt_RequestType:$request);
+  let assemblyFormat = "$request attr-dict";
+}
+
+def Dtcrt_TraceBeginOp : Dtcrt_Op<"trace_begin"> {
+  let summary = "Starts a span of the --trace timeline (when the step is recorded)";
+  let arguments = (ins StrAttr:$name);
+  let assemblyFormat = "$name attr-dict";
+}
+
+def Dtcrt_TraceEndOp : Dtcrt_Op<"trace_end"> {
+  let summary = "Ends the span begun last";
+  let assemblyFormat = "attr-dict";
+}
+
+#endif // DTCRT_OPS_TD

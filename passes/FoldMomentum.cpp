@@ -1,0 +1,100 @@
+//===- FoldMomentum.cpp - SGD momentum folded into the gradient buckets ---===//
+#include "passes/Passes.h"
+#include "passes/Steps.h"
+
+#include "llvm/ADT/StringSet.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_FOLDMOMENTUM
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+/// The buckets, when every collective of @train_step is a planned bucket
+/// whose sums feed one parameter update each; else none.
+std::optional<SmallVector<MomentumBucket>> momentumBuckets(ModuleOp module) {
+  auto step = module.lookupSymbol<func::FuncOp>(steps::kTrain);
+  if (!step || step.isExternal())
+    return std::nullopt;
+  SmallVector<MomentumBucket> buckets;
+  llvm::StringSet<> seen;
+  DtcDialect *dialect = module->getContext()->getLoadedDialect<DtcDialect>();
+  bool ok = true;
+  step.walk([&](Operation *op) {
+    if (isa<AllReduceOp>(op)) {
+      ok = false; // not bucketed: no planned bucket buffer
+      return;
+    }
+    if (!isa<AllReduceBucketOp, AllReduceStartOp>(op))
+      return;
+    BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(op);
+    if (!plan) {
+      ok = false;
+      return;
+    }
+    // The sums: the bucket op's results, or its wait's.
+    ResultRange sums = op->getResults();
+    if (auto start = dyn_cast<AllReduceStartOp>(op)) {
+      auto users = start.getRequest().getUsers();
+      auto wait = users.empty() ? AllReduceWaitOp() : dyn_cast<AllReduceWaitOp>(*users.begin());
+      if (!wait || !start.getRequest().hasOneUse()) {
+        ok = false;
+        return;
+      }
+      sums = wait.getResults();
+    }
+    MomentumBucket bucket{op, plan.getCount() * 4, {}};
+    for (auto [grad, sum] : llvm::zip(op->getOperands(), sums)) {
+      auto def = grad.getDefiningOp();
+      auto offsets = def ? dialect->getOffsetsAttrHelper().getAttr(def) : nullptr;
+      // The parameter it updates: by a dtc.apply_gradient, or by a group
+      // (IR planned before, read again).
+      StringRef param;
+      if (sum.hasOneUse()) {
+        OpOperand &use = *sum.getUses().begin();
+        if (auto u = dyn_cast<ApplyGradientOp>(use.getOwner()))
+          param = u.getParam();
+        else if (auto g = dyn_cast<UpdateGroupOp>(use.getOwner()))
+          param = cast<FlatSymbolRefAttr>(g.getParams()[use.getOperandNumber()]).getValue();
+      }
+      if (!offsets || param.empty()) {
+        ok = false;
+        return;
+      }
+      int64_t at = offsets[cast<OpResult>(grad).getResultNumber()] - plan.getOffset();
+      // Each parameter once, each gradient inside its bucket (hand-written
+      // IR may break either): else no fold.
+      if (!seen.insert(param).second || at < 0 ||
+          at + cast<RankedTensorType>(grad.getType()).getNumElements() * 4 > bucket.bytes) {
+        ok = false;
+        return;
+      }
+      bucket.members.push_back({param, at});
+    }
+    buckets.push_back(std::move(bucket));
+  });
+  if (!ok || buckets.empty())
+    return std::nullopt;
+  return buckets;
+}
+
+struct FoldMomentumPass : public dtc::impl::FoldMomentumBase<FoldMomentumPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    OptimizerAttr opt = optimizerOf(module);
+    if (!opt || !opt.isFoldableMomentum())
+      return;
+    DtcDialect *dialect = module->getContext()->getLoadedDialect<DtcDialect>();
+    if (!dialect->getPersistentAttrHelper().getAttr(module)) {
+      module.emitError("dtc-fold-momentum needs a memory plan (run dtc-plan-memory first)");
+      return signalPassFailure();
+    }
+    if (auto buckets = momentumBuckets(module))
+      layoutPersistent(module, alignment, *buckets);
+  }
+};
+} // namespace

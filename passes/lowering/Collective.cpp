@@ -1,0 +1,66 @@
+//===- Collective.cpp - Gradient all-reduces ------------------------------===//
+#include "passes/lowering/Lowering.h"
+
+using namespace mlir;
+using namespace dtc;
+using namespace dtc::lowering;
+
+namespace {
+/// The parameters whose gradients a collective carries, in its operands'
+/// order (through the sums to the update groups).
+ArrayAttr paramsOf(Operation *op, ValueRange sums) {
+  SmallVector<Attribute> params;
+  for (Value sum : sums) {
+    Attribute p;
+    for (OpOperand &use : sum.getUses())
+      if (auto g = dyn_cast<UpdateGroupOp>(use.getOwner()))
+        p = g.getParams()[use.getOperandNumber()];
+    if (p)
+      params.push_back(p);
+  }
+  return ArrayAttr::get(op->getContext(), params);
+}
+
+/// Starts the all-reduce of a bucket: its planned buffer, or its momentum
+/// buffers when the momentum is folded into it (dtc-fold-momentum).
+Value start(Operation *op, int64_t bucket, ValueRange sums, Lowering &l) {
+  BucketPlanAttr plan = l.dtc->getBucketPlanAttrHelper().getAttr(op);
+  Value buf;
+  if (auto m = plan.getMomentumOffset())
+    buf = l.persistent(*m);
+  else
+    buf = dtcrt::BufferOp::create(l.b, l.loc, dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type()),
+                                  dtcrt::Space::Fixed, plan.getOffset());
+  auto s = dtcrt::AllreduceStartOp::create(l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()),
+                                           buf, l.i64(plan.getCount()), bucket);
+  s->setAttr("params", paramsOf(op, sums));
+  // The sums are where the gradients are (in place).
+  for (auto [g, sum] : llvm::zip(op->getOperands(), sums))
+    l.map(sum, l.ptr(g));
+  return s;
+}
+} // namespace
+
+void dtc::lowering::populateCollectiveLowerings(LoweringTable &t) {
+  t.add<AllReduceOp>([](AllReduceOp op, Lowering &l) {
+    // Not bucketed (dtc-bucket-allreduce did not run): a bucket of one,
+    // numbered after the planned ones.
+    Value r = start(op, -1 - l.looseCollectives++, op->getResults(), l);
+    dtcrt::AllreduceWaitOp::create(l.b, l.loc, r);
+    return success();
+  });
+  t.add<AllReduceBucketOp>([](AllReduceBucketOp op, Lowering &l) {
+    Value r = start(op, op.getBucket(), op.getResults(), l);
+    dtcrt::AllreduceWaitOp::create(l.b, l.loc, r);
+    return success();
+  });
+  t.add<AllReduceStartOp>([](AllReduceStartOp op, Lowering &l) {
+    auto wait = cast<AllReduceWaitOp>(*op.getRequest().getUsers().begin());
+    l.map(op.getRequest(), start(op, op.getBucket(), wait.getResults(), l));
+    return success();
+  });
+  t.add<AllReduceWaitOp>([](AllReduceWaitOp op, Lowering &l) {
+    dtcrt::AllreduceWaitOp::create(l.b, l.loc, l.ptr(op.getRequest()));
+    return success();
+  });
+}

@@ -1,0 +1,251 @@
+//===- LowerToRuntime.cpp - The pass: each planned step to dtcrt calls ----===//
+//
+// The one lowering of the back end. Each step function of the planned
+// module (dtc-verify-backend-contract holds) is rebuilt op by op, in order,
+// as dtcrt ops: the per-family functions registered in the lowering table
+// do each op; this driver does what concerns the whole step: its arguments,
+// the outputs (written before the first update, which may change a
+// parameter a metric reads), folded momentum after each producer of a
+// folded gradient, and the --trace spans of the traced step.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/lowering/Lowering.h"
+#include "passes/Passes.h"
+#include "passes/Steps.h"
+
+#include "dialects/dtc/ShapeInference.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_LOWERTORUNTIME
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+using namespace dtc::lowering;
+
+//===----------------------------------------------------------------------===//
+// Lowering helpers
+//===----------------------------------------------------------------------===//
+
+Lowering::Lowering(ModuleOp module, func::FuncOp step, OpBuilder &b)
+    : b(b), module(module), step(step),
+      dtc(module->getContext()->getLoadedDialect<DtcDialect>()), loc(step.getLoc()) {
+  int32_t index = 0;
+  for (ParamOp p : module.getOps<ParamOp>())
+    params[p.getSymName()] = {dtc->getPlacementAttrHelper().getAttr(p), index++};
+}
+
+Value Lowering::resultBuffer(Operation *op, unsigned i) {
+  DenseI64ArrayAttr offsets = dtc->getOffsetsAttrHelper().getAttr(op);
+  Value r = op->getResult(i);
+  auto t = cast<RankedTensorType>(r.getType());
+  auto space = shape::isBatched(t) ? dtcrt::Space::PerSample : dtcrt::Space::Fixed;
+  Value p = dtcrt::BufferOp::create(b, loc, dtcrt::PtrType::get(b.getContext(), b.getF32Type()),
+                                    space, offsets[i]);
+  map(r, p);
+  return p;
+}
+
+Value Lowering::persistent(int64_t offset) {
+  return dtcrt::BufferOp::create(b, loc, dtcrt::PtrType::get(b.getContext(), b.getF32Type()),
+                                 dtcrt::Space::Persistent, offset);
+}
+
+Value Lowering::size(ArrayRef<int64_t> shape, size_t from, size_t to) {
+  int64_t elements = 1;
+  bool batched = false;
+  for (size_t i = from; i < to; ++i) {
+    if (ShapedType::isDynamic(shape[i]))
+      batched = true;
+    else
+      elements *= shape[i];
+  }
+  return dtcrt::SizeOp::create(b, loc, b.getI64Type(), elements, batched);
+}
+
+Value Lowering::size(Type tensor) {
+  auto s = cast<RankedTensorType>(tensor).getShape();
+  return size(s, 0, s.size());
+}
+
+static Value constant(OpBuilder &b, Location loc, TypedAttr value) {
+  return dtcrt::ConstantOp::create(b, loc, value.getType(), value);
+}
+Value Lowering::i1(bool v) { return constant(b, loc, b.getBoolAttr(v)); }
+Value Lowering::i32(int32_t v) { return constant(b, loc, b.getI32IntegerAttr(v)); }
+Value Lowering::i64(int64_t v) { return constant(b, loc, b.getI64IntegerAttr(v)); }
+Value Lowering::f32(float v) { return constant(b, loc, b.getF32FloatAttr(v)); }
+Value Lowering::scalar(dtcrt::StepScalar which) {
+  return dtcrt::StepScalarOp::create(b, loc, b.getF32Type(), which);
+}
+Value Lowering::hyper() {
+  return dtcrt::HyperOp::create(b, loc, dtcrt::HyperType::get(b.getContext()));
+}
+
+Value Lowering::array(ArrayRef<int64_t> values, unsigned bits) {
+  return dtcrt::ArrayOp::create(b, loc,
+                                dtcrt::ArrayType::get(b.getContext(), b.getIntegerType(bits)),
+                                b.getDenseI64ArrayAttr(batchAsMinusOne(values)));
+}
+
+SmallVector<int64_t> dtc::lowering::batchAsMinusOne(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> out(shape);
+  for (int64_t &d : out)
+    if (ShapedType::isDynamic(d))
+      d = -1;
+  return out;
+}
+
+std::array<Value, 3> Lowering::axisView(Type tensor, int64_t axis) {
+  auto s = cast<RankedTensorType>(tensor).getShape();
+  return {size(s, 0, axis), size(s, axis, axis + 1), size(s, axis + 1, s.size())};
+}
+
+PlacementAttr Lowering::placement(StringRef param) { return params.lookup(param).first; }
+int32_t Lowering::paramIndex(StringRef param) { return params.lookup(param).second; }
+
+//===----------------------------------------------------------------------===//
+// The driver
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Ops that compute (and so are spans of --trace timelines).
+bool isTraced(Operation *op) {
+  return !isa<ParamRefOp, ReshapeOp, ConstantOp, BatchSizeOp, GradSeedOp, func::ReturnOp,
+              AllReduceOp, AllReduceBucketOp, AllReduceStartOp, AllReduceWaitOp>(op);
+}
+
+/// "matmul", "fused(add,relu)", "update fc1.weight fc1.bias".
+std::string traceName(Operation *op) {
+  if (auto g = dyn_cast<UpdateGroupOp>(op)) {
+    std::string n = "update";
+    for (Attribute p : g.getParams())
+      n += " " + cast<FlatSymbolRefAttr>(p).getValue().str();
+    return n;
+  }
+  std::string n = op->getName().stripDialect().str();
+  if (auto f = dyn_cast<FusedOp>(op)) {
+    n += "(";
+    bool first = true;
+    for (Operation &inner : f.getBody().front().without_terminator()) {
+      if (isa<ConstantOp, BatchSizeOp>(inner))
+        continue;
+      n += (first ? "" : ",") + inner.getName().stripDialect().str();
+      first = false;
+    }
+    n += ")";
+  }
+  return n;
+}
+
+/// Folded momentum: each folded bucket's gradients and the momentum buffers
+/// of the parameters they update.
+void findFoldedGradients(Lowering &l) {
+  l.step.walk([&](Operation *op) {
+    if (!isa<AllReduceBucketOp, AllReduceStartOp>(op))
+      return;
+    BucketPlanAttr plan = l.dtc->getBucketPlanAttrHelper().getAttr(op);
+    if (!plan || !plan.getMomentumOffset())
+      return;
+    ResultRange sums = op->getResults();
+    if (auto start = dyn_cast<AllReduceStartOp>(op))
+      sums = cast<AllReduceWaitOp>(*start.getRequest().getUsers().begin()).getResults();
+    for (auto [grad, sum] : llvm::zip(op->getOperands(), sums)) {
+      OpOperand &use = *sum.getUses().begin();
+      auto group = cast<UpdateGroupOp>(use.getOwner());
+      StringRef param = cast<FlatSymbolRefAttr>(group.getParams()[use.getOperandNumber()]).getValue();
+      l.momentumOf[grad] = l.placement(param).getStateOffset();
+    }
+  });
+}
+
+void writeOutputs(func::ReturnOp ret, Lowering &l) {
+  auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
+  Value outputs = dtcrt::StepArgOp::create(l.b, l.loc, f32Ptr, dtcrt::StepArg::Outputs);
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    Value at = dtcrt::OffsetOp::create(l.b, l.loc, f32Ptr, outputs, i);
+    dtcrt::CopyOp::create(l.b, l.loc, at, l.ptr(v), l.i64(1));
+  }
+}
+
+LogicalResult lowerStep(func::FuncOp step, ModuleOp module, const LoweringTable &table) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder top(step);
+  auto lowered = func::FuncOp::create(top, step.getLoc(), (step.getSymName() + ".lowered").str(),
+                                      FunctionType::get(ctx, {}, {}));
+  DtcDialect *dtc = ctx->getLoadedDialect<DtcDialect>();
+  dtc->getArenaAttrHelper().setAttr(lowered, dtc->getArenaAttrHelper().getAttr(step));
+  if (ArrayAttr outputs = dtc->getOutputsAttrHelper().getAttr(step))
+    dtc->getOutputsAttrHelper().setAttr(lowered, outputs);
+  lowered->setAttr("dtcrt.step_type", TypeAttr::get(step.getFunctionType()));
+  Block *body = lowered.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockEnd(body);
+  Lowering l(module, step, b);
+
+  // The step's arguments: the input, then the labels.
+  auto f32Ptr = dtcrt::PtrType::get(ctx, b.getF32Type());
+  l.map(step.getArgument(0), dtcrt::StepArgOp::create(b, l.loc, f32Ptr, dtcrt::StepArg::Input));
+  Value labels = step.getArgument(1);
+  bool classes = cast<RankedTensorType>(labels.getType()).getElementType().isInteger(32);
+  l.map(labels, dtcrt::StepArgOp::create(
+                    b, l.loc, classes ? dtcrt::PtrType::get(ctx, b.getI32Type()) : f32Ptr,
+                    classes ? dtcrt::StepArg::ClassLabels : dtcrt::StepArg::ValueLabels));
+  findFoldedGradients(l);
+  const bool traced = dtc->getTracedAttrHelper().isAttrPresent(step);
+  bool outputsWritten = false;
+  auto ret = cast<func::ReturnOp>(step.front().getTerminator());
+  for (Operation &op : llvm::make_early_inc_range(step.front())) {
+    l.loc = op.getLoc();
+    if (isa<UpdateGroupOp, ExportGradientOp, func::ReturnOp>(op) && !outputsWritten) {
+      writeOutputs(ret, l);
+      outputsWritten = true;
+    }
+    if (isa<func::ReturnOp>(op)) {
+      func::ReturnOp::create(b, l.loc);
+      continue;
+    }
+    const LowerFn *fn = table.lookup(&op);
+    if (!fn)
+      return op.emitError("dtc-lower-to-runtime has no lowering for '")
+             << op.getName() << "'";
+    bool span = traced && isTraced(&op);
+    if (span)
+      dtcrt::TraceBeginOp::create(b, l.loc, traceName(&op));
+    if (failed((*fn)(&op, l)))
+      return failure();
+    // A folded gradient made by anything but a GEMM: into its momentum
+    // buffer now.
+    for (Value r : op.getResults())
+      if (auto it = l.momentumOf.find(r); it != l.momentumOf.end() && !l.accumulated.contains(r))
+        dtcrt::MomentumAccumulateOp::create(b, l.loc, l.persistent(it->second), l.ptr(r),
+                                            l.size(r.getType()),
+                                            l.scalar(dtcrt::StepScalar::MomentumShare));
+    if (span)
+      dtcrt::TraceEndOp::create(b, l.loc);
+  }
+  std::string name = step.getSymName().str();
+  step.erase();
+  lowered.setSymName(name);
+  return success();
+}
+
+struct LowerToRuntimePass : public dtc::impl::LowerToRuntimeBase<LowerToRuntimePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (failed(verifyBackendContract(module)))
+      return signalPassFailure();
+    LoweringTable table;
+    populateDataMovementLowerings(table);
+    populateLinearLowerings(table);
+    populateReductionLowerings(table);
+    populateLossLowerings(table);
+    populateElementwiseLowerings(table);
+    populateOptimizerLowerings(table);
+    populateCollectiveLowerings(table);
+    for (StringRef name : {steps::kTrain, steps::kGrad, steps::kEval})
+      if (failed(lowerStep(module.lookupSymbol<func::FuncOp>(name), module, table)))
+        return signalPassFailure();
+  }
+};
+} // namespace

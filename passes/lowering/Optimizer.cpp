@@ -1,0 +1,46 @@
+//===- Optimizer.cpp - Parameter updates and exported gradients -----------===//
+#include "passes/lowering/Lowering.h"
+#include "passes/Passes.h"
+
+using namespace mlir;
+using namespace dtc;
+using namespace dtc::lowering;
+
+void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
+  // One call of the optimizer's kernel for the whole group.
+  t.add<UpdateGroupOp>([](UpdateGroupOp op, Lowering &l) {
+    OptimizerAttr opt = optimizerOf(l.module);
+    bool folded = op.getMomentumFolded();
+    int states = folded ? 0 : opt.numStateBuffers();
+    SmallVector<Value> weights, grads, stateBufs, sizes;
+    for (auto [param, grad] : llvm::zip(op.getParams(), op.getGrads())) {
+      PlacementAttr at = l.placement(cast<FlatSymbolRefAttr>(param).getValue());
+      int64_t bytes = cast<RankedTensorType>(grad.getType()).getNumElements() * 4;
+      weights.push_back(l.persistent(at.getOffset()));
+      // Folded: the summed momentum buffer is the gradient.
+      grads.push_back(folded ? l.persistent(at.getStateOffset()) : l.ptr(grad));
+      for (int s = 0; s < states; ++s)
+        stateBufs.push_back(l.persistent(at.getStateOffset() + s * bytes));
+      sizes.push_back(l.size(grad.getType()));
+    }
+    Value items = dtcrt::UpdateItemsOp::create(l.b, l.loc, dtcrt::ItemsType::get(l.b.getContext()),
+                                               weights, grads, stateBufs, sizes, states);
+    Value count = l.i32(weights.size());
+    if (folded)
+      dtcrt::SgdApplyMomentumOp::create(l.b, l.loc, items, count, l.hyper());
+    else if (opt.getKind() == OptimizerKind::SGD)
+      dtcrt::SgdUpdateOp::create(l.b, l.loc, items, count, l.hyper());
+    else
+      dtcrt::AdamUpdateOp::create(l.b, l.loc, items, count, l.hyper(),
+                                  l.i1(opt.getKind() == OptimizerKind::AdamW));
+    return success();
+  });
+  // The gradient-only step: each gradient to its place in the packed vector.
+  t.add<ExportGradientOp>([](ExportGradientOp op, Lowering &l) {
+    auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
+    Value grads = dtcrt::StepArgOp::create(l.b, l.loc, f32Ptr, dtcrt::StepArg::ParamGrads);
+    Value at = dtcrt::OffsetOp::create(l.b, l.loc, f32Ptr, grads, op.getOffset());
+    dtcrt::CopyOp::create(l.b, l.loc, at, l.ptr(op.getGrad()), l.size(op.getGrad().getType()));
+    return success();
+  });
+}
