@@ -193,6 +193,19 @@ def VerifyBackendContract : Pass<"dtc-verify-backend-contract", "mlir::ModuleOp"
   }];
 }
 
+def Report : Pass<"dtc-report", "mlir::ModuleOp"> {
+  let summary = "Prints the compile-time plan of a planned module";
+  let description = [{
+    Prints, from the planned IR (the PlanReport analysis, passes/PlanReport.h),
+    each parameter with its size and place, the persistent block, each
+    step's arena at the recipe's batch against its size without reuse, the
+    gradient buckets in all-reduce order with the parameters they carry and
+    the bytes all-reduced per step, the GEMM FLOPs of a training step, and
+    the peak memory of a step. `dtc --report` runs it after the pipeline.
+    Changes nothing.
+  }];
+}
+
 def LowerToRuntime : Pass<"dtc-lower-to-runtime", "mlir::ModuleOp"> {
   let summary = "Lowers the planned steps to runtime calls (the dtcrt dialect)";
   let description = [{

@@ -152,105 +152,6 @@ int writeOutput(StringRef path, function_ref<void(raw_ostream &)> write) {
   return 0;
 }
 
-void printReport(mlir::ModuleOp module) {
-  auto &os = llvm::outs();
-  auto *dialect = module->getContext()->getLoadedDialect<dtc::DtcDialect>();
-  int64_t batch = 64;
-  if (auto r = dialect->getRecipeAttrHelper().getAttr(module))
-    batch = r.getBatch();
-  int64_t count = 0, elems = 0;
-  os << "parameters:\n";
-  for (auto p : module.getOps<dtc::ParamOp>()) {
-    auto t = mlir::cast<mlir::RankedTensorType>(p.getType());
-    auto placement = dialect->getPlacementAttrHelper().getAttr(p);
-    os << llvm::format("  %-24s %10lld floats  offset %lld\n",
-                       p.getSymName().str().c_str(),
-                       (long long)t.getNumElements(),
-                       (long long)(placement ? placement.getOffset() : 0));
-    ++count;
-    elems += t.getNumElements();
-  }
-  os << llvm::format("  %lld parameters, %lld floats (%lld bytes)\n",
-                     (long long)count, (long long)elems,
-                     (long long)elems * 4);
-  auto persistent = dialect->getPersistentAttrHelper().getAttr(module);
-  int64_t persistentBytes = persistent ? persistent.getBytes() : 0;
-  os << llvm::format("persistent block: %lld bytes (parameters %lld + "
-                     "optimizer state)\n",
-                     (long long)persistentBytes,
-                     (long long)(persistent ? persistent.getParamBytes() : 0));
-  os << "arena (batch " << batch << "):\n";
-  int64_t peak = 0;
-  for (auto f : module.getOps<mlir::func::FuncOp>()) {
-    auto arena = dialect->getArenaAttrHelper().getAttr(f);
-    if (!arena)
-      continue;
-    int64_t ps = arena.getPerSample(), fx = arena.getFixed();
-    int64_t nps = arena.getNaivePerSample(), nfx = arena.getNaiveFixed();
-    int64_t planned = ps * batch + fx, naive = nps * batch + nfx;
-    peak = std::max(peak, planned);
-    os << llvm::format("  @%-12s %7lld B/sample + %9lld B = %10lld bytes "
-                       "(without reuse %10lld, saved %.0f%%)\n",
-                       f.getSymName().str().c_str(), (long long)ps,
-                       (long long)fx, (long long)planned, (long long)naive,
-                       naive ? 100.0 * (naive - planned) / naive : 0.0);
-  }
-  // The all-reduce plan.
-  if (auto train = module.lookupSymbol<mlir::func::FuncOp>("train_step")) {
-    int64_t total = 0;
-    int buckets = 0;
-    train.walk([&](mlir::Operation *op) {
-      if (!mlir::isa<dtc::AllReduceBucketOp, dtc::AllReduceStartOp,
-                     dtc::AllReduceOp>(op))
-        return;
-      auto plan = dialect->getBucketPlanAttrHelper().getAttr(op);
-      int64_t bytes = plan ? plan.getCount() * 4 : 0;
-      total += bytes;
-      if (buckets++ == 0)
-        os << "gradient buckets (all-reduce order):\n";
-      auto id = op->getAttrOfType<mlir::IntegerAttr>("bucket");
-      os << llvm::format("  bucket %-3lld %10lld bytes:",
-                         (long long)(id ? id.getInt() : buckets - 1),
-                         (long long)bytes);
-      // The parameters whose gradients it carries, through the sums (the
-      // collective's results, or its wait's) to the updates.
-      mlir::ResultRange sums = op->getResults();
-      if (auto start = mlir::dyn_cast<dtc::AllReduceStartOp>(op))
-        for (mlir::Operation *u : start.getRequest().getUsers())
-          sums = u->getResults();
-      for (mlir::Value sum : sums)
-        for (mlir::OpOperand &use : sum.getUses())
-          if (auto g = mlir::dyn_cast<dtc::UpdateGroupOp>(use.getOwner()))
-            os << " " << mlir::cast<mlir::FlatSymbolRefAttr>(g.getParams()[use.getOperandNumber()]).getValue();
-      os << "\n";
-    });
-    if (buckets)
-      os << llvm::format("all-reduce per step: %lld bytes in %d bucket(s); a "
-                         "ring all-reduce sends 2(N-1)/N of it per rank: %lld "
-                         "bytes at 2 ranks, %lld at 8\n",
-                         (long long)total, buckets, (long long)total,
-                         (long long)(total * 14 / 8));
-  }
-  // The GEMM work of one training step (the floor of its run time).
-  if (auto train = module.lookupSymbol<mlir::func::FuncOp>("train_step")) {
-    double flops = 0;
-    train.walk([&](dtc::MatmulOp m) {
-      auto a = m.getLhs().getType().getShape();
-      auto b = m.getRhs().getType().getShape();
-      auto size = [&](int64_t d) {
-        return mlir::ShapedType::isDynamic(d) ? double(batch) : double(d);
-      };
-      bool ta = m.getTransposeLhs(), tb = m.getTransposeRhs();
-      flops += 2.0 * size(ta ? a[1] : a[0]) * size(ta ? a[0] : a[1]) *
-               size(tb ? b[0] : b[1]);
-    });
-    os << llvm::format("GEMM FLOPs per training step (batch %lld): %.0f\n",
-                       (long long)batch, flops);
-  }
-  os << llvm::format("peak memory of a step: %lld bytes (arena) + %lld "
-                     "bytes (persistent)\n",
-                     (long long)peak, (long long)persistentBytes);
-}
 
 /// Runs the host compiler (nvcc for CUDA) on `source`, producing `output`
 /// atomically.
@@ -483,6 +384,8 @@ int main(int argc, char **argv) {
   // IR that already has its training step (a .mlir input) keeps it.
   options.autodiff = !module->lookupSymbol(dtc::steps::kTrain);
   dtc::buildPipeline(pm, options);
+  if (report) // the plan, as an analysis of the planned IR (dtc-report)
+    pm.addPass(dtc::createReport());
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return 1;
   {
@@ -491,8 +394,6 @@ int main(int argc, char **argv) {
     if (mlir::failed(pm.run(*module)))
       return 1;
   }
-  if (report)
-    printReport(*module);
   if (emitKind == Emit::MLIROpt)
     return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
 

@@ -1,0 +1,126 @@
+//===- PlanReport.cpp - The compile-time plan, and the dtc-report pass ----===//
+#include "passes/PlanReport.h"
+#include "passes/Passes.h"
+#include "passes/Steps.h"
+
+#include "llvm/Support/Format.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_REPORT
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+PlanReport::PlanReport(Operation *op) {
+  auto module = cast<ModuleOp>(op);
+  DtcDialect *dtc = module->getContext()->getLoadedDialect<DtcDialect>();
+  if (RecipeAttr r = dtc->getRecipeAttrHelper().getAttr(module))
+    batch = r.getBatch();
+  for (ParamOp p : module.getOps<ParamOp>()) {
+    PlacementAttr at = dtc->getPlacementAttrHelper().getAttr(p);
+    params.push_back({p.getSymName().str(), cast<RankedTensorType>(p.getType()).getNumElements(),
+                      at ? at.getOffset() : 0});
+  }
+  if (PersistentAttr persistent = dtc->getPersistentAttrHelper().getAttr(module)) {
+    paramBytes = persistent.getParamBytes();
+    persistentBytes = persistent.getBytes();
+  }
+  for (auto f : module.getOps<func::FuncOp>())
+    if (ArenaAttr a = dtc->getArenaAttrHelper().getAttr(f))
+      steps.push_back({f.getSymName().str(), a.getPerSample(), a.getFixed(),
+                       a.getNaivePerSample(), a.getNaiveFixed()});
+  auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
+  if (!train)
+    return;
+  train.walk([&](Operation *op) {
+    if (!isa<AllReduceBucketOp, AllReduceStartOp, AllReduceOp>(op))
+      return;
+    BucketPlanAttr plan = dtc->getBucketPlanAttrHelper().getAttr(op);
+    auto id = op->getAttrOfType<IntegerAttr>("bucket");
+    Bucket bucket{id ? id.getInt() : int64_t(buckets.size()), plan ? plan.getCount() * 4 : 0, {}};
+    // The parameters, through the sums (the collective's results, or its
+    // wait's) to the updates.
+    ResultRange sums = op->getResults();
+    if (auto start = dyn_cast<AllReduceStartOp>(op))
+      for (Operation *u : start.getRequest().getUsers())
+        sums = u->getResults();
+    for (Value sum : sums)
+      for (OpOperand &use : sum.getUses()) {
+        if (auto g = dyn_cast<UpdateGroupOp>(use.getOwner()))
+          bucket.params.push_back(
+              cast<FlatSymbolRefAttr>(g.getParams()[use.getOperandNumber()]).getValue().str());
+        else if (auto u = dyn_cast<ApplyGradientOp>(use.getOwner()))
+          bucket.params.push_back(u.getParam().str());
+      }
+    buckets.push_back(std::move(bucket));
+  });
+  train.walk([&](MatmulOp m) {
+    auto a = m.getLhs().getType().getShape();
+    auto b = m.getRhs().getType().getShape();
+    auto size = [&](int64_t d) { return ShapedType::isDynamic(d) ? double(batch) : double(d); };
+    bool ta = m.getTransposeLhs(), tb = m.getTransposeRhs();
+    gemmFlops += 2.0 * size(ta ? a[1] : a[0]) * size(ta ? a[0] : a[1]) * size(tb ? b[0] : b[1]);
+  });
+}
+
+int64_t PlanReport::peakArena() const {
+  int64_t peak = 0;
+  for (const Step &s : steps)
+    peak = std::max(peak, s.perSample * batch + s.fixed);
+  return peak;
+}
+
+void PlanReport::print(llvm::raw_ostream &os) const {
+  int64_t elems = 0;
+  os << "parameters:\n";
+  for (const Param &p : params) {
+    os << llvm::format("  %-24s %10lld floats  offset %lld\n", p.name.c_str(),
+                       (long long)p.floats, (long long)p.offset);
+    elems += p.floats;
+  }
+  os << llvm::format("  %lld parameters, %lld floats (%lld bytes)\n", (long long)params.size(),
+                     (long long)elems, (long long)elems * 4);
+  os << llvm::format("persistent block: %lld bytes (parameters %lld + optimizer state)\n",
+                     (long long)persistentBytes, (long long)paramBytes);
+  os << "arena (batch " << batch << "):\n";
+  for (const Step &s : steps) {
+    int64_t planned = s.perSample * batch + s.fixed;
+    int64_t naive = s.naivePerSample * batch + s.naiveFixed;
+    os << llvm::format("  @%-12s %7lld B/sample + %9lld B = %10lld bytes "
+                       "(without reuse %10lld, saved %.0f%%)\n",
+                       s.name.c_str(), (long long)s.perSample, (long long)s.fixed,
+                       (long long)planned, (long long)naive,
+                       naive ? 100.0 * (naive - planned) / naive : 0.0);
+  }
+  int64_t total = 0;
+  for (const Bucket &b : buckets) {
+    if (&b == &buckets.front())
+      os << "gradient buckets (all-reduce order):\n";
+    os << llvm::format("  bucket %-3lld %10lld bytes:", (long long)b.id, (long long)b.bytes);
+    for (const std::string &p : b.params)
+      os << " " << p;
+    os << "\n";
+    total += b.bytes;
+  }
+  if (!buckets.empty())
+    os << llvm::format("all-reduce per step: %lld bytes in %d bucket(s); a "
+                       "ring all-reduce sends 2(N-1)/N of it per rank: %lld "
+                       "bytes at 2 ranks, %lld at 8\n",
+                       (long long)total, (int)buckets.size(), (long long)total,
+                       (long long)(total * 14 / 8));
+  os << llvm::format("GEMM FLOPs per training step (batch %lld): %.0f\n", (long long)batch,
+                     gemmFlops);
+  os << llvm::format("peak memory of a step: %lld bytes (arena) + %lld bytes (persistent)\n",
+                     (long long)peakArena(), (long long)persistentBytes);
+}
+
+namespace {
+struct ReportPass : public dtc::impl::ReportBase<ReportPass> {
+  void runOnOperation() override {
+    getAnalysis<PlanReport>().print(llvm::outs());
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace
