@@ -28,19 +28,6 @@ bool isLeaf(Operation *op) {
          cast<RankedTensorType>(op->getResult(0).getType()).getRank() == 0;
 }
 
-/// Whether `op` may join `group`, which then ends at `op`: every value of the
-/// group used outside it must be used only after `op` (the fused op replaces
-/// the group at the position of its last member).
-bool canJoin(const Group &group, Operation *op) {
-  if (op->getResult(0).getType() != group.back()->getResult(0).getType())
-    return false;
-  for (Operation *member : group)
-    for (Operation *user : member->getUsers())
-      if (user != op && !group.contains(user) && !op->isBeforeInBlock(user))
-        return false;
-  return true;
-}
-
 /// Replaces the ops of `group` (in block order) with one dtc.fused op.
 void fuse(const Group &group) {
   Operation *last = group.back();
@@ -92,25 +79,42 @@ void fuse(const Group &group) {
 void FuseElementwisePass::runOnOperation() {
   func::FuncOp func = getOperation();
   SmallVector<Group> groups;
+  // A group is closed once an op outside it has read one of its values: the
+  // fused op replaces the group at the position of its last member, so no
+  // later op may join it. One pass over the ops and their operands: linear
+  // in the size of the function.
+  SmallVector<bool> closed;
   DenseMap<Operation *, unsigned> groupOf;
   for (Operation &op : func.getBody().front()) {
-    if (!isElementwise(&op) || op.getNumResults() != 1)
-      continue;
-    // Join the group of a producer when legal; a new group otherwise.
     std::optional<unsigned> joined;
-    for (Value v : chains ? op.getOperands() : OperandRange(op.operand_end(), op.operand_end())) {
+    if (isElementwise(&op) && op.getNumResults() == 1) {
+      // Join the open group of a producer of the same shape; a new group
+      // otherwise.
+      if (chains)
+        for (Value v : op.getOperands()) {
+          auto it = groupOf.find(v.getDefiningOp());
+          if (it == groupOf.end() || closed[it->second] ||
+              groups[it->second].back()->getResult(0).getType() != op.getResult(0).getType())
+            continue;
+          joined = it->second;
+          break;
+        }
+      if (!joined) {
+        joined = groups.size();
+        groups.emplace_back();
+        closed.push_back(false);
+      }
+      groups[*joined].insert(&op);
+      groupOf[&op] = *joined;
+      if (maxOps > 0 && (int64_t)groups[*joined].size() >= maxOps)
+        closed[*joined] = true;
+    }
+    // Every other group this op reads from is closed.
+    for (Value v : op.getOperands()) {
       auto it = groupOf.find(v.getDefiningOp());
-      if (it == groupOf.end() || !canJoin(groups[it->second], &op))
-        continue;
-      joined = it->second;
-      break;
+      if (it != groupOf.end() && (!joined || it->second != *joined))
+        closed[it->second] = true;
     }
-    if (!joined) {
-      joined = groups.size();
-      groups.emplace_back();
-    }
-    groups[*joined].insert(&op);
-    groupOf[&op] = *joined;
   }
   for (Group &g : groups) {
     // A group nobody reads is dead code: drop it.

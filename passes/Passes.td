@@ -49,13 +49,19 @@ def FuseElementwise : Pass<"dtc-fuse-elementwise", "mlir::func::FuncOp"> {
     each input once and writes only the values used outside it. Splat
     constants and `dtc.batch_size` used by the chain are cloned into the body.
     Every remaining elementwise op becomes a one-op kernel, so code generators
-    emit elementwise work only through `dtc.fused`. With `chains=false`
+    emit elementwise work only through `dtc.fused`. A kernel holds at most
+    `max-ops` ops (64): a longer chain is split into kernels of that size,
+    one store and load per split, because host compilers take more than
+    linear time on very long loop bodies. With `chains=false`
     (`dtc --no-fuse`) every elementwise op becomes a one-op kernel: the
     unfused program, for comparisons and debugging.
   }];
   let options = [
     Option<"chains", "chains", "bool", /*default=*/"true",
            "Fuse def-use chains (false: one kernel per elementwise op)">,
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"64",
+           "Ops of one kernel at most (0: no limit): longer chains are split, "
+           "so that the host compiler's time stays linear in the model">,
   ];
   let dependentDialects = ["dtc::DtcDialect"];
 }
