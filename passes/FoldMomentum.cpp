@@ -35,31 +35,17 @@ std::optional<SmallVector<MomentumBucket>> momentumBuckets(ModuleOp module) {
       ok = false;
       return;
     }
-    // The sums: the bucket op's results, or its wait's.
-    ResultRange sums = op->getResults();
-    if (auto start = dyn_cast<AllReduceStartOp>(op)) {
-      auto users = start.getRequest().getUsers();
-      auto wait = users.empty() ? AllReduceWaitOp() : dyn_cast<AllReduceWaitOp>(*users.begin());
-      if (!wait || !start.getRequest().hasOneUse()) {
+    // The sums (the bucket op's results, or its wait's) each feed one
+    // update.
+    if (auto start = dyn_cast<AllReduceStartOp>(op))
+      if (!start.getRequest().hasOneUse() || sumsOf(op).size() != op->getNumOperands()) {
         ok = false;
         return;
       }
-      sums = wait.getResults();
-    }
     MomentumBucket bucket{op, plan.getCount() * 4, {}};
-    for (auto [grad, sum] : llvm::zip(op->getOperands(), sums)) {
+    for (auto [grad, param] : llvm::zip(op->getOperands(), updatedParams(op))) {
       auto def = grad.getDefiningOp();
       auto offsets = def ? dialect->getOffsetsAttrHelper().getAttr(def) : nullptr;
-      // The parameter it updates: by a dtc.apply_gradient, or by a group
-      // (IR planned before, read again).
-      StringRef param;
-      if (sum.hasOneUse()) {
-        OpOperand &use = *sum.getUses().begin();
-        if (auto u = dyn_cast<ApplyGradientOp>(use.getOwner()))
-          param = u.getParam();
-        else if (auto g = dyn_cast<UpdateGroupOp>(use.getOwner()))
-          param = cast<FlatSymbolRefAttr>(g.getParams()[use.getOperandNumber()]).getValue();
-      }
       if (!offsets || param.empty()) {
         ok = false;
         return;

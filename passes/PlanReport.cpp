@@ -40,20 +40,9 @@ PlanReport::PlanReport(Operation *op) {
     BucketPlanAttr plan = dtc->getBucketPlanAttrHelper().getAttr(op);
     auto id = op->getAttrOfType<IntegerAttr>("bucket");
     Bucket bucket{id ? id.getInt() : int64_t(buckets.size()), plan ? plan.getCount() * 4 : 0, {}};
-    // The parameters, through the sums (the collective's results, or its
-    // wait's) to the updates.
-    ResultRange sums = op->getResults();
-    if (auto start = dyn_cast<AllReduceStartOp>(op))
-      for (Operation *u : start.getRequest().getUsers())
-        sums = u->getResults();
-    for (Value sum : sums)
-      for (OpOperand &use : sum.getUses()) {
-        if (auto g = dyn_cast<UpdateGroupOp>(use.getOwner()))
-          bucket.params.push_back(
-              cast<FlatSymbolRefAttr>(g.getParams()[use.getOperandNumber()]).getValue().str());
-        else if (auto u = dyn_cast<ApplyGradientOp>(use.getOwner()))
-          bucket.params.push_back(u.getParam().str());
-      }
+    for (StringRef p : updatedParams(op))
+      if (!p.empty())
+        bucket.params.push_back(p.str());
     buckets.push_back(std::move(bucket));
   });
   train.walk([&](MatmulOp m) {

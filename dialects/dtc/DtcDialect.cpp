@@ -481,3 +481,33 @@ Value ReshapeOp::getTiedOperand(unsigned) { return getX(); }
 Value AllReduceOp::getTiedOperand(unsigned) { return getGrad(); }
 Value AllReduceBucketOp::getTiedOperand(unsigned index) { return getGrads()[index]; }
 Value AllReduceWaitOp::getTiedOperand(unsigned index) { return getGrads()[index]; }
+
+//===----------------------------------------------------------------------===//
+// Gradient collectives and the updates that read their sums
+//===----------------------------------------------------------------------===//
+
+ResultRange dtc::sumsOf(Operation *collective) {
+  if (auto start = dyn_cast<AllReduceStartOp>(collective)) {
+    for (Operation *user : start.getRequest().getUsers())
+      if (auto wait = dyn_cast<AllReduceWaitOp>(user))
+        return wait.getResults();
+    return collective->getResults().drop_front(collective->getNumResults());
+  }
+  return collective->getResults();
+}
+
+SmallVector<StringRef> dtc::updatedParams(Operation *collective) {
+  SmallVector<StringRef> params;
+  for (Value sum : sumsOf(collective)) {
+    StringRef param;
+    if (sum.hasOneUse()) {
+      OpOperand &use = *sum.getUses().begin();
+      if (auto u = dyn_cast<ApplyGradientOp>(use.getOwner()))
+        param = u.getParam();
+      else if (auto g = dyn_cast<UpdateGroupOp>(use.getOwner()))
+        param = cast<FlatSymbolRefAttr>(g.getParams()[use.getOperandNumber()]).getValue();
+    }
+    params.push_back(param);
+  }
+  return params;
+}

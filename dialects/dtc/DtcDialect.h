@@ -61,6 +61,14 @@ namespace dtc {
 /// AdamW; weight decay 0, 0.01 for AdamW): the one place dtc writes them.
 OptimizerAttr defaultOptimizer(mlir::MLIRContext *context, OptimizerKind kind);
 
+/// The sums of a gradient collective (dtc.all_reduce, dtc.all_reduce_bucket,
+/// or dtc.all_reduce_start through its wait), one per gradient operand.
+mlir::ResultRange sumsOf(mlir::Operation *collective);
+/// For each gradient operand of a collective, the parameter whose update
+/// (dtc.apply_gradient or dtc.update_group) reads its sum, or "" when none
+/// or several do: the one gradient-to-parameter mapping of the dialect.
+llvm::SmallVector<llvm::StringRef> updatedParams(mlir::Operation *collective);
+
 /// True for ops that `dtc-fuse-elementwise` may put in a fused kernel.
 inline bool isElementwise(mlir::Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>();

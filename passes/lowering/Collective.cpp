@@ -7,23 +7,18 @@ using namespace dtc::lowering;
 
 namespace {
 /// The parameters whose gradients a collective carries, in its operands'
-/// order (through the sums to the update groups).
-ArrayAttr paramsOf(Operation *op, ValueRange sums) {
+/// order.
+ArrayAttr paramsOf(Operation *op) {
   SmallVector<Attribute> params;
-  for (Value sum : sums) {
-    Attribute p;
-    for (OpOperand &use : sum.getUses())
-      if (auto g = dyn_cast<UpdateGroupOp>(use.getOwner()))
-        p = g.getParams()[use.getOperandNumber()];
-    if (p)
-      params.push_back(p);
-  }
+  for (StringRef p : updatedParams(op))
+    if (!p.empty())
+      params.push_back(FlatSymbolRefAttr::get(op->getContext(), p));
   return ArrayAttr::get(op->getContext(), params);
 }
 
 /// Starts the all-reduce of a bucket: its planned buffer, or its momentum
 /// buffers when the momentum is folded into it (dtc-fold-momentum).
-Value start(Operation *op, int64_t bucket, ValueRange sums, Lowering &l) {
+Value start(Operation *op, int64_t bucket, Lowering &l) {
   BucketPlanAttr plan = l.dtc->getBucketPlanAttrHelper().getAttr(op);
   Value buf;
   if (auto m = plan.getMomentumOffset())
@@ -33,9 +28,9 @@ Value start(Operation *op, int64_t bucket, ValueRange sums, Lowering &l) {
                                   dtcrt::Space::Fixed, plan.getOffset());
   auto s = dtcrt::AllreduceStartOp::create(l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()),
                                            buf, l.i64(plan.getCount()), bucket);
-  s->setAttr("params", paramsOf(op, sums));
+  s->setAttr("params", paramsOf(op));
   // The sums are where the gradients are (in place).
-  for (auto [g, sum] : llvm::zip(op->getOperands(), sums))
+  for (auto [g, sum] : llvm::zip(op->getOperands(), sumsOf(op)))
     l.map(sum, l.ptr(g));
   return s;
 }
@@ -45,18 +40,17 @@ void dtc::lowering::populateCollectiveLowerings(LoweringTable &t) {
   t.add<AllReduceOp>([](AllReduceOp op, Lowering &l) {
     // Not bucketed (dtc-bucket-allreduce did not run): a bucket of one,
     // numbered after the planned ones.
-    Value r = start(op, -1 - l.looseCollectives++, op->getResults(), l);
+    Value r = start(op, -1 - l.looseCollectives++, l);
     dtcrt::AllreduceWaitOp::create(l.b, l.loc, r);
     return success();
   });
   t.add<AllReduceBucketOp>([](AllReduceBucketOp op, Lowering &l) {
-    Value r = start(op, op.getBucket(), op.getResults(), l);
+    Value r = start(op, op.getBucket(), l);
     dtcrt::AllreduceWaitOp::create(l.b, l.loc, r);
     return success();
   });
   t.add<AllReduceStartOp>([](AllReduceStartOp op, Lowering &l) {
-    auto wait = cast<AllReduceWaitOp>(*op.getRequest().getUsers().begin());
-    l.map(op.getRequest(), start(op, op.getBucket(), wait.getResults(), l));
+    l.map(op.getRequest(), start(op, op.getBucket(), l));
     return success();
   });
   t.add<AllReduceWaitOp>([](AllReduceWaitOp op, Lowering &l) {

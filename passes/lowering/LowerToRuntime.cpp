@@ -148,15 +148,8 @@ void findFoldedGradients(Lowering &l) {
     BucketPlanAttr plan = l.dtc->getBucketPlanAttrHelper().getAttr(op);
     if (!plan || !plan.getMomentumOffset())
       return;
-    ResultRange sums = op->getResults();
-    if (auto start = dyn_cast<AllReduceStartOp>(op))
-      sums = cast<AllReduceWaitOp>(*start.getRequest().getUsers().begin()).getResults();
-    for (auto [grad, sum] : llvm::zip(op->getOperands(), sums)) {
-      OpOperand &use = *sum.getUses().begin();
-      auto group = cast<UpdateGroupOp>(use.getOwner());
-      StringRef param = cast<FlatSymbolRefAttr>(group.getParams()[use.getOperandNumber()]).getValue();
+    for (auto [grad, param] : llvm::zip(op->getOperands(), updatedParams(op)))
       l.momentumOf[grad] = l.placement(param).getStateOffset();
-    }
   });
 }
 
