@@ -89,8 +89,8 @@ static LogicalResult differentiate(func::FuncOp step) {
       return failure();
     if (operandGrads.size() != op->getNumOperands())
       return op->emitError("gradient builder returned ")
-             << operandGrads.size() << " gradients for "
-             << op->getNumOperands() << " operands";
+             << operandGrads.size() << " gradients for " << op->getNumOperands()
+             << " operands";
     for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
       if (g && active.contains(operand))
         accumulate(operand, g);

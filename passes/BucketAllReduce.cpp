@@ -1,4 +1,5 @@
-//===- BucketAllReduce.cpp - Fuses gradient all-reduces into buckets --------===//
+//===- BucketAllReduce.cpp - Fuses gradient all-reduces into buckets
+//--------===//
 //
 // One of the three data-parallel passes (insert, bucket, overlap). What
 // PyTorch DDP decides at run time with autograd hooks and Horovod with its
@@ -54,8 +55,8 @@ struct BucketAllReducePass
     SmallVector<SmallVector<AllReduceOp>> buckets;
     int64_t bytes = 0;
     for (AllReduceOp r : reduces) {
-      if (buckets.empty() || bytes >= (buckets.size() == 1 ? firstBucketBytes
-                                                           : bucketBytes)) {
+      if (buckets.empty() ||
+          bytes >= (buckets.size() == 1 ? firstBucketBytes : bucketBytes)) {
         buckets.emplace_back();
         bytes = 0;
       }

@@ -29,7 +29,8 @@ void exportGradients(func::FuncOp step, ModuleOp module) {
   }
   SmallVector<Operation *> collectives;
   step.walk([&](Operation *op) {
-    if (isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp, AllReduceWaitOp>(op))
+    if (isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp, AllReduceWaitOp>(
+            op))
       collectives.push_back(op);
   });
   // Waits and single all-reduces first: their results are the averages.
@@ -62,7 +63,8 @@ void DeriveStepsPass::runOnOperation() {
     return signalPassFailure();
   }
   DtcDialect *dialect = module->getContext()->getLoadedDialect<DtcDialect>();
-  dialect->getTracedAttrHelper().setAttr(train, UnitAttr::get(module->getContext()));
+  dialect->getTracedAttrHelper().setAttr(train,
+                                         UnitAttr::get(module->getContext()));
   OpBuilder b(module.getContext());
   b.setInsertionPointAfter(train);
   auto grad = cast<func::FuncOp>(b.clone(*train));

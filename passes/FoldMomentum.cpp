@@ -38,23 +38,27 @@ std::optional<SmallVector<MomentumBucket>> momentumBuckets(ModuleOp module) {
     // The sums (the bucket op's results, or its wait's) each feed one
     // update.
     if (auto start = dyn_cast<AllReduceStartOp>(op))
-      if (!start.getRequest().hasOneUse() || sumsOf(op).size() != op->getNumOperands()) {
+      if (!start.getRequest().hasOneUse() ||
+          sumsOf(op).size() != op->getNumOperands()) {
         ok = false;
         return;
       }
     MomentumBucket bucket{op, plan.getCount() * 4, {}};
     for (auto [grad, param] : llvm::zip(op->getOperands(), updatedParams(op))) {
       auto def = grad.getDefiningOp();
-      auto offsets = def ? dialect->getOffsetsAttrHelper().getAttr(def) : nullptr;
+      auto offsets =
+          def ? dialect->getOffsetsAttrHelper().getAttr(def) : nullptr;
       if (!offsets || param.empty()) {
         ok = false;
         return;
       }
-      int64_t at = offsets[cast<OpResult>(grad).getResultNumber()] - plan.getOffset();
+      int64_t at =
+          offsets[cast<OpResult>(grad).getResultNumber()] - plan.getOffset();
       // Each parameter once, each gradient inside its bucket (hand-written
       // IR may break either): else no fold.
       if (!seen.insert(param).second || at < 0 ||
-          at + cast<RankedTensorType>(grad.getType()).getNumElements() * 4 > bucket.bytes) {
+          at + cast<RankedTensorType>(grad.getType()).getNumElements() * 4 >
+              bucket.bytes) {
         ok = false;
         return;
       }
@@ -76,7 +80,8 @@ struct FoldMomentumPass : public dtc::impl::FoldMomentumBase<FoldMomentumPass> {
       return;
     DtcDialect *dialect = module->getContext()->getLoadedDialect<DtcDialect>();
     if (!dialect->getPersistentAttrHelper().getAttr(module)) {
-      module.emitError("dtc-fold-momentum needs a memory plan (run dtc-plan-memory first)");
+      module.emitError(
+          "dtc-fold-momentum needs a memory plan (run dtc-plan-memory first)");
       return signalPassFailure();
     }
     if (auto buckets = momentumBuckets(module))

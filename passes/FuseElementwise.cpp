@@ -50,8 +50,8 @@ void fuse(const Group &group) {
   SmallVector<Type> resultTypes;
   for (Value v : outputs)
     resultTypes.push_back(v.getType());
-  auto fused = FusedOp::create(b, last->getLoc(), resultTypes,
-                               inputs.getArrayRef());
+  auto fused =
+      FusedOp::create(b, last->getLoc(), resultTypes, inputs.getArrayRef());
   Block *body = new Block();
   fused.getBody().push_back(body);
   IRMapping map;
@@ -94,7 +94,8 @@ void FuseElementwisePass::runOnOperation() {
         for (Value v : op.getOperands()) {
           auto it = groupOf.find(v.getDefiningOp());
           if (it == groupOf.end() || closed[it->second] ||
-              groups[it->second].back()->getResult(0).getType() != op.getResult(0).getType())
+              groups[it->second].back()->getResult(0).getType() !=
+                  op.getResult(0).getType())
             continue;
           joined = it->second;
           break;

@@ -1,4 +1,4 @@
-//===- InsertGradAllReduce.cpp - Averages every parameter gradient over the ranks ---===//
+//===- InsertGradAllReduce.cpp - Every gradient averaged over the ranks ---===//
 //
 // One of the three data-parallel passes (insert, bucket, overlap). What
 // PyTorch DDP decides at run time with autograd hooks and Horovod with its
@@ -33,7 +33,8 @@ struct InsertGradAllReducePass
       OpBuilder b(update);
       Value g = update.getGrad();
       // Already averaged (IR that has been through this pass).
-      if (g.getDefiningOp<AllReduceOp>() || g.getDefiningOp<AllReduceBucketOp>() ||
+      if (g.getDefiningOp<AllReduceOp>() ||
+          g.getDefiningOp<AllReduceBucketOp>() ||
           g.getDefiningOp<AllReduceWaitOp>())
         continue;
       // In place needs a buffer of its own: not an input, a parameter, an

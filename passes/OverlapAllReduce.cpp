@@ -1,4 +1,5 @@
-//===- OverlapAllReduce.cpp - Splits bucket all-reduces into start/wait -----===//
+//===- OverlapAllReduce.cpp - Splits bucket all-reduces into start/wait
+//-----===//
 //
 // One of the three data-parallel passes (insert, bucket, overlap). What
 // PyTorch DDP decides at run time with autograd hooks and Horovod with its
@@ -50,9 +51,9 @@ struct OverlapAllReducePass
       // Wait after all computation, in bucket order, followed by the
       // bucket's updates (which only read the averaged gradients).
       b.setInsertionPoint(ret);
-      auto wait = AllReduceWaitOp::create(b, bucket.getLoc(),
-                                          bucket.getResultTypes(), start,
-                                          bucket.getGrads(), bucket.getBucket());
+      auto wait =
+          AllReduceWaitOp::create(b, bucket.getLoc(), bucket.getResultTypes(),
+                                  start, bucket.getGrads(), bucket.getBucket());
       SmallVector<Operation *> updates;
       for (Value r : bucket.getResults())
         for (Operation *u : r.getUsers())

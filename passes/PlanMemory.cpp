@@ -166,7 +166,8 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
 
   // Buckets of gradients that collectives reduce in place.
   SmallVector<Bucket> buckets;
-  DenseMap<Value, std::pair<unsigned, int64_t>> bucketSlot; // member -> (bucket, offset in it)
+  DenseMap<Value, std::pair<unsigned, int64_t>>
+      bucketSlot; // member -> (bucket, offset in it)
   for (Operation &op : block) {
     ValueRange grads;
     if (auto r = dyn_cast<AllReduceOp>(op))
@@ -219,9 +220,8 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
         off = bucket.offset + slot->second.second;
       } else {
         off = isBatched ? batched.allocate(bytes) : fixedRegion.allocate(bytes);
-        (isBatched ? plan.naivePerSample : plan.naiveFixed) +=
-            alignTo(bytes, isBatched ? std::max<int64_t>(alignment / 4, 4)
-                                     : alignment);
+        (isBatched ? plan.naivePerSample : plan.naiveFixed) += alignTo(
+            bytes, isBatched ? std::max<int64_t>(alignment / 4, 4) : alignment);
       }
       offsetOf[r] = off;
       offsets.push_back(off);
@@ -230,7 +230,8 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
         dying[index[&op]].push_back(r);
     }
     if (needsStorage)
-      dialect->getOffsetsAttrHelper().setAttr(&op, b.getDenseI64ArrayAttr(offsets));
+      dialect->getOffsetsAttrHelper().setAttr(&op,
+                                              b.getDenseI64ArrayAttr(offsets));
     auto it = dying.find(index[&op]);
     if (it == dying.end())
       continue;
@@ -282,9 +283,9 @@ void PlanMemoryPass::runOnOperation() {
     Plan &plan = *planned;
     if (report)
       func.emitRemark() << "arena " << plan.perSample << " B/sample + "
-                        << plan.fixed << " B (without reuse: "
-                        << plan.naivePerSample << " B/sample + "
-                        << plan.naiveFixed << " B)";
+                        << plan.fixed
+                        << " B (without reuse: " << plan.naivePerSample
+                        << " B/sample + " << plan.naiveFixed << " B)";
   }
 
   layoutPersistent(module, alignment, {});
@@ -309,7 +310,8 @@ void dtc::layoutPersistent(ModuleOp module, int64_t alignment,
   for (const MomentumBucket &bucket : mirrored) {
     BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(bucket.op);
     dialect->getBucketPlanAttrHelper().setAttr(
-        bucket.op, BucketPlanAttr::get(ctx, plan.getOffset(), plan.getCount(), offset));
+        bucket.op,
+        BucketPlanAttr::get(ctx, plan.getOffset(), plan.getCount(), offset));
     for (const auto &[param, within] : bucket.members)
       stateOffset[param] = offset + within;
     offset = alignTo(offset + bucket.bytes, alignment);
@@ -326,6 +328,6 @@ void dtc::layoutPersistent(ModuleOp module, int64_t alignment,
     dialect->getPlacementAttrHelper().setAttr(
         p, PlacementAttr::get(ctx, paramOffset[p.getSymName()], state));
   }
-  dialect->getPersistentAttrHelper().setAttr(module,
-                                             PersistentAttr::get(ctx, paramBytes, offset));
+  dialect->getPersistentAttrHelper().setAttr(
+      module, PersistentAttr::get(ctx, paramBytes, offset));
 }

@@ -20,10 +20,12 @@ PlanReport::PlanReport(Operation *op) {
     batch = r.getBatch();
   for (ParamOp p : module.getOps<ParamOp>()) {
     PlacementAttr at = dtc->getPlacementAttrHelper().getAttr(p);
-    params.push_back({p.getSymName().str(), cast<RankedTensorType>(p.getType()).getNumElements(),
+    params.push_back({p.getSymName().str(),
+                      cast<RankedTensorType>(p.getType()).getNumElements(),
                       at ? at.getOffset() : 0});
   }
-  if (PersistentAttr persistent = dtc->getPersistentAttrHelper().getAttr(module)) {
+  if (PersistentAttr persistent =
+          dtc->getPersistentAttrHelper().getAttr(module)) {
     paramBytes = persistent.getParamBytes();
     persistentBytes = persistent.getBytes();
   }
@@ -39,7 +41,9 @@ PlanReport::PlanReport(Operation *op) {
       return;
     BucketPlanAttr plan = dtc->getBucketPlanAttrHelper().getAttr(op);
     auto id = op->getAttrOfType<IntegerAttr>("bucket");
-    Bucket bucket{id ? id.getInt() : int64_t(buckets.size()), plan ? plan.getCount() * 4 : 0, {}};
+    Bucket bucket{id ? id.getInt() : int64_t(buckets.size()),
+                  plan ? plan.getCount() * 4 : 0,
+                  {}};
     for (StringRef p : updatedParams(op))
       if (!p.empty())
         bucket.params.push_back(p.str());
@@ -48,9 +52,12 @@ PlanReport::PlanReport(Operation *op) {
   train.walk([&](MatmulOp m) {
     auto a = m.getLhs().getType().getShape();
     auto b = m.getRhs().getType().getShape();
-    auto size = [&](int64_t d) { return ShapedType::isDynamic(d) ? double(batch) : double(d); };
+    auto size = [&](int64_t d) {
+      return ShapedType::isDynamic(d) ? double(batch) : double(d);
+    };
     bool ta = m.getTransposeLhs(), tb = m.getTransposeRhs();
-    gemmFlops += 2.0 * size(ta ? a[1] : a[0]) * size(ta ? a[0] : a[1]) * size(tb ? b[0] : b[1]);
+    gemmFlops += 2.0 * size(ta ? a[1] : a[0]) * size(ta ? a[0] : a[1]) *
+                 size(tb ? b[0] : b[1]);
   });
 }
 
@@ -69,25 +76,28 @@ void PlanReport::print(llvm::raw_ostream &os) const {
                        (long long)p.floats, (long long)p.offset);
     elems += p.floats;
   }
-  os << llvm::format("  %lld parameters, %lld floats (%lld bytes)\n", (long long)params.size(),
-                     (long long)elems, (long long)elems * 4);
-  os << llvm::format("persistent block: %lld bytes (parameters %lld + optimizer state)\n",
-                     (long long)persistentBytes, (long long)paramBytes);
+  os << llvm::format("  %lld parameters, %lld floats (%lld bytes)\n",
+                     (long long)params.size(), (long long)elems,
+                     (long long)elems * 4);
+  os << llvm::format(
+      "persistent block: %lld bytes (parameters %lld + optimizer state)\n",
+      (long long)persistentBytes, (long long)paramBytes);
   os << "arena (batch " << batch << "):\n";
   for (const Step &s : steps) {
     int64_t planned = s.perSample * batch + s.fixed;
     int64_t naive = s.naivePerSample * batch + s.naiveFixed;
     os << llvm::format("  @%-12s %7lld B/sample + %9lld B = %10lld bytes "
                        "(without reuse %10lld, saved %.0f%%)\n",
-                       s.name.c_str(), (long long)s.perSample, (long long)s.fixed,
-                       (long long)planned, (long long)naive,
+                       s.name.c_str(), (long long)s.perSample,
+                       (long long)s.fixed, (long long)planned, (long long)naive,
                        naive ? 100.0 * (naive - planned) / naive : 0.0);
   }
   int64_t total = 0;
   for (const Bucket &b : buckets) {
     if (&b == &buckets.front())
       os << "gradient buckets (all-reduce order):\n";
-    os << llvm::format("  bucket %-3lld %10lld bytes:", (long long)b.id, (long long)b.bytes);
+    os << llvm::format("  bucket %-3lld %10lld bytes:", (long long)b.id,
+                       (long long)b.bytes);
     for (const std::string &p : b.params)
       os << " " << p;
     os << "\n";
@@ -99,10 +109,11 @@ void PlanReport::print(llvm::raw_ostream &os) const {
                        "bytes at 2 ranks, %lld at 8\n",
                        (long long)total, (int)buckets.size(), (long long)total,
                        (long long)(total * 14 / 8));
-  os << llvm::format("GEMM FLOPs per training step (batch %lld): %.0f\n", (long long)batch,
-                     gemmFlops);
-  os << llvm::format("peak memory of a step: %lld bytes (arena) + %lld bytes (persistent)\n",
-                     (long long)peakArena(), (long long)persistentBytes);
+  os << llvm::format("GEMM FLOPs per training step (batch %lld): %.0f\n",
+                     (long long)batch, gemmFlops);
+  os << llvm::format(
+      "peak memory of a step: %lld bytes (arena) + %lld bytes (persistent)\n",
+      (long long)peakArena(), (long long)persistentBytes);
 }
 
 namespace {

@@ -20,7 +20,8 @@ using namespace dtc;
 namespace {
 int64_t bytesOf(Type t) {
   auto rt = cast<RankedTensorType>(t);
-  return shape::numElementsPerBatch(rt) * (rt.getElementType().getIntOrFloatBitWidth() / 8);
+  return shape::numElementsPerBatch(rt) *
+         (rt.getElementType().getIntOrFloatBitWidth() / 8);
 }
 
 /// Whether `v` needs a buffer of its own in the arena.
@@ -49,16 +50,19 @@ struct Checker {
     OptimizerAttr opt = dialect->getOptimizerAttrHelper().getAttr(module);
     if (!opt)
       violation(module) << "the module has no dtc.optimizer";
-    PersistentAttr persistent = dialect->getPersistentAttrHelper().getAttr(module);
+    PersistentAttr persistent =
+        dialect->getPersistentAttrHelper().getAttr(module);
     if (!persistent) {
-      violation(module) << "the module has no dtc.persistent (run dtc-plan-memory)";
+      violation(module)
+          << "the module has no dtc.persistent (run dtc-plan-memory)";
       return;
     }
     int states = opt ? opt.numStateBuffers() : 0;
     for (ParamOp p : module.getOps<ParamOp>()) {
       PlacementAttr at = dialect->getPlacementAttrHelper().getAttr(p);
       if (!at) {
-        violation(p) << "parameter '" << p.getSymName() << "' has no dtc.placement";
+        violation(p) << "parameter '" << p.getSymName()
+                     << "' has no dtc.placement";
         continue;
       }
       int64_t bytes = bytesOf(p.getType());
@@ -85,7 +89,8 @@ struct Checker {
     }
     ArenaAttr arena = dialect->getArenaAttrHelper().getAttr(f);
     if (!arena) {
-      violation(f) << "@" << f.getSymName() << " has no dtc.arena (run dtc-plan-memory)";
+      violation(f) << "@" << f.getSymName()
+                   << " has no dtc.arena (run dtc-plan-memory)";
       return;
     }
     for (Operation &op : f.front()) {
@@ -95,8 +100,9 @@ struct Checker {
         continue;
       }
       if (isa<ApplyGradientOp>(op)) {
-        violation(&op) << "parameter updates are emitted only as dtc.update_group "
-                          "(run dtc-group-updates)";
+        violation(&op)
+            << "parameter updates are emitted only as dtc.update_group "
+               "(run dtc-group-updates)";
         continue;
       }
       checkBuffers(&op, arena);
@@ -120,25 +126,27 @@ struct Checker {
       int64_t end = offsets[r.getResultNumber()] + bytesOf(t);
       int64_t size = batched ? arena.getPerSample() : arena.getFixed();
       if (end > size)
-        violation(op) << "result #" << r.getResultNumber() << " ends at byte " << end
-                      << (batched ? " per sample" : "") << ", past its arena region ("
-                      << size << ")";
+        violation(op) << "result #" << r.getResultNumber() << " ends at byte "
+                      << end << (batched ? " per sample" : "")
+                      << ", past its arena region (" << size << ")";
     }
   }
 
   void checkBucket(Operation *op, ArenaAttr arena) {
     BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(op);
     if (!plan) {
-      violation(op) << "a gradient collective has no dtc.bucket_plan (run dtc-plan-memory)";
+      violation(op) << "a gradient collective has no dtc.bucket_plan (run "
+                       "dtc-plan-memory)";
       return;
     }
     int64_t begin = plan.getOffset(), end = begin + plan.getCount() * 4;
     if (end > arena.getFixed())
-      violation(op) << "the bucket ends at byte " << end << ", past the fixed region ("
-                    << arena.getFixed() << ")";
+      violation(op) << "the bucket ends at byte " << end
+                    << ", past the fixed region (" << arena.getFixed() << ")";
     for (auto [i, g] : llvm::enumerate(op->getOperands())) {
       auto r = dyn_cast<OpResult>(g);
-      DenseI64ArrayAttr offsets = r ? dialect->getOffsetsAttrHelper().getAttr(r.getOwner()) : nullptr;
+      DenseI64ArrayAttr offsets =
+          r ? dialect->getOffsetsAttrHelper().getAttr(r.getOwner()) : nullptr;
       int64_t at = offsets ? offsets[r.getResultNumber()] : -1;
       if (at < begin || at + bytesOf(g.getType()) > end) {
         violation(op) << "gradient #" << i << " of the bucket lies outside it";

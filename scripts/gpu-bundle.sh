@@ -28,7 +28,7 @@ cuda=/usr/local/cuda/lib
 g++ -o "$out/cuda_test" "$build/runtime/test/CMakeFiles/dtcrt_cuda_test.dir/cuda_test.cpp.o" \
   "$build/runtime/CMakeFiles/dtcrt_gemm_openblas.dir/lib/gemm/openblas.cpp.o" \
   "$build/runtime/cuda/libdtcrt_cuda.a" "$build/runtime/libdtcrt.a" \
-  -l:libgtest_main.a -l:libgtest.a -l:libopenblas.a -l:libgfortran.a -l:libquadmath.a -l:libz.a \
+  -l:libgtest_main.a -l:libgtest.a -l:libopenblas.a -l:libgfortran.a -l:libquadmath.a -l:libdeflate.a \
   "$cuda/libcudart_static.a" -L"$cuda" -lcublas -lcublasLt "$cuda/libculibos.a" -lnccl \
   -lrt -lpthread -ldl -lm -static-libstdc++ -static-libgcc
 cp /usr/share/datasets/fashion-mnist/*.gz "$out/data/"

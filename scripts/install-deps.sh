@@ -11,7 +11,7 @@ PKGS=(
   zlib1g-dev libdeflate-dev libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
   dataset-fashion-mnist
   python3-torch python3-numpy
-  clang-22 libclang-rt-22-dev
+  clang-22 libclang-rt-22-dev clang-format-22
   iproute2
 )
 

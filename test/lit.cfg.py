@@ -9,7 +9,7 @@ from lit.llvm import llvm_config
 config.name = "dtc"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".dsl", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "gradcheck", "e2e", "Inputs", "fuzz"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "gradcheck", "e2e", "Inputs", "fuzz", "layout"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dtc_obj_root, "test")
 

@@ -1,4 +1,5 @@
-//===- sanitizer_defaults.h - ASan defaults of the tools that link MLIR ----===//
+//===- sanitizer_defaults.h - ASan defaults of the tools that link MLIR
+//----===//
 //
 // Included by exactly one file of each program that links Debian's MLIR and
 // LLVM libraries (dtc, dtc-opt, the DSL fuzz harness). In a DTC_SANITIZE
@@ -22,7 +23,8 @@
 #endif
 
 #ifdef DTC_ASAN_DEFAULTS
-extern "C" __attribute__((visibility("default"), used)) const char *__asan_default_options() {
+extern "C" __attribute__((visibility("default"), used)) const char *
+__asan_default_options() {
   return "allow_user_poisoning=0";
 }
 #endif

@@ -51,14 +51,17 @@ std::string dtc::f64Text(double value) {
   return text;
 }
 
-void dtc::printF64(AsmPrinter &printer, double value) { printer << f64Text(value); }
+void dtc::printF64(AsmPrinter &printer, double value) {
+  printer << f64Text(value);
+}
 
 FailureOr<bool> dtc::parseBool(AsmParser &parser) {
   if (succeeded(parser.parseOptionalKeyword("true")))
     return true;
   if (succeeded(parser.parseOptionalKeyword("false")))
     return false;
-  return parser.emitError(parser.getCurrentLocation(), "expected true or false");
+  return parser.emitError(parser.getCurrentLocation(),
+                          "expected true or false");
 }
 
 //===----------------------------------------------------------------------===//
@@ -68,19 +71,21 @@ FailureOr<bool> dtc::parseBool(AsmParser &parser) {
 OptimizerAttr dtc::defaultOptimizer(MLIRContext *context, OptimizerKind kind) {
   bool sgd = kind == OptimizerKind::SGD;
   return OptimizerAttr::get(context, kind, /*lr=*/sgd ? 0.01 : 0.001,
-                            /*weight_decay=*/kind == OptimizerKind::AdamW ? 0.01 : 0.0,
+                            /*weight_decay=*/kind == OptimizerKind::AdamW ? 0.01
+                                                                          : 0.0,
                             /*momentum=*/0.0, /*dampening=*/0.0,
                             /*nesterov=*/false, /*beta1=*/0.9, /*beta2=*/0.999,
                             /*eps=*/1e-8);
 }
 
-LogicalResult OptimizerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                    OptimizerKind kind, F64 lr, F64 weightDecay,
-                                    F64 momentum, F64 dampening, bool nesterov,
-                                    F64 beta1, F64 beta2, F64 eps) {
+LogicalResult
+OptimizerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      OptimizerKind kind, F64 lr, F64 weightDecay, F64 momentum,
+                      F64 dampening, bool nesterov, F64 beta1, F64 beta2,
+                      F64 eps) {
   auto bad = [&](StringRef what, double v, StringRef range) {
-    return emitError() << "invalid value " << f64Text(v) << " for " << what << " (expected "
-                       << range << ")";
+    return emitError() << "invalid value " << f64Text(v) << " for " << what
+                       << " (expected " << range << ")";
   };
   for (double v : {lr.value, weightDecay.value, momentum.value, dampening.value,
                    beta1.value, beta2.value, eps.value})
@@ -119,13 +124,15 @@ int OptimizerAttr::numStateBuffers() const {
 
 bool OptimizerAttr::isFoldableMomentum() const {
   return getKind() == OptimizerKind::SGD && getMomentum().value != 0.0 &&
-         getDampening().value == 0.0 && getWeightDecay().value == 0.0 && !getNesterov();
+         getDampening().value == 0.0 && getWeightDecay().value == 0.0 &&
+         !getNesterov();
 }
 
 LogicalResult RecipeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  DataKind data, StringRef dir, StringRef train,
-                                 StringRef test, int64_t trainSize, int64_t testSize,
-                                 int64_t batch, int64_t epochs, int64_t seed) {
+                                 StringRef test, int64_t trainSize,
+                                 int64_t testSize, int64_t batch,
+                                 int64_t epochs, int64_t seed) {
   if (batch < 1)
     return emitError() << "the batch must be >= 1, got " << batch;
   if (epochs < 0)
@@ -149,103 +156,130 @@ LogicalResult RecipeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // The plan
 //===----------------------------------------------------------------------===//
 
-static LogicalResult nonNegative(function_ref<InFlightDiagnostic()> emitError,
-                                 StringRef attr, ArrayRef<std::pair<StringRef, int64_t>> fields) {
+static LogicalResult
+nonNegative(function_ref<InFlightDiagnostic()> emitError, StringRef attr,
+            ArrayRef<std::pair<StringRef, int64_t>> fields) {
   for (auto [name, v] : fields)
     if (v < 0)
-      return emitError() << "#dtc." << attr << ": " << name << " must be >= 0, got " << v;
+      return emitError() << "#dtc." << attr << ": " << name
+                         << " must be >= 0, got " << v;
   return success();
 }
 
 LogicalResult ArenaAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                int64_t perSample, int64_t fixed, int64_t naivePerSample,
-                                int64_t naiveFixed) {
+                                int64_t perSample, int64_t fixed,
+                                int64_t naivePerSample, int64_t naiveFixed) {
   return nonNegative(emitError, "arena",
-                     {{"per_sample", perSample}, {"fixed", fixed},
-                      {"naive_per_sample", naivePerSample}, {"naive_fixed", naiveFixed}});
+                     {{"per_sample", perSample},
+                      {"fixed", fixed},
+                      {"naive_per_sample", naivePerSample},
+                      {"naive_fixed", naiveFixed}});
 }
 
-LogicalResult PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                    int64_t offset, int64_t stateOffset) {
-  return nonNegative(emitError, "placement", {{"offset", offset}, {"state_offset", stateOffset}});
+LogicalResult
+PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      int64_t offset, int64_t stateOffset) {
+  return nonNegative(emitError, "placement",
+                     {{"offset", offset}, {"state_offset", stateOffset}});
 }
 
-LogicalResult PersistentAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                     int64_t paramBytes, int64_t bytes) {
-  if (failed(nonNegative(emitError, "persistent", {{"param_bytes", paramBytes}, {"bytes", bytes}})))
+LogicalResult
+PersistentAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t paramBytes, int64_t bytes) {
+  if (failed(nonNegative(emitError, "persistent",
+                         {{"param_bytes", paramBytes}, {"bytes", bytes}})))
     return failure();
   if (bytes < paramBytes)
     return emitError() << "#dtc.persistent: the block (" << bytes
-                       << " bytes) is smaller than its parameters (" << paramBytes << ")";
+                       << " bytes) is smaller than its parameters ("
+                       << paramBytes << ")";
   return success();
 }
 
-LogicalResult BucketPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                     int64_t offset, int64_t count,
-                                     std::optional<int64_t> momentumOffset) {
+LogicalResult
+BucketPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t offset, int64_t count,
+                       std::optional<int64_t> momentumOffset) {
   if (count < 1)
     return emitError() << "#dtc.bucket_plan: count must be >= 1, got " << count;
-  return nonNegative(emitError, "bucket_plan",
-                     {{"offset", offset}, {"momentum_offset", momentumOffset.value_or(0)}});
+  return nonNegative(
+      emitError, "bucket_plan",
+      {{"offset", offset}, {"momentum_offset", momentumOffset.value_or(0)}});
 }
 
 //===----------------------------------------------------------------------===//
 // Where each dtc.* attribute may stand
 //===----------------------------------------------------------------------===//
 
-LogicalResult DtcDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
   StringRef name = attr.getName().strref();
   Attribute value = attr.getValue();
   // The attribute's declared type, and the kind of op it belongs on.
-  auto expect = [&](bool typeOk, bool placeOk, StringRef type, StringRef place) -> LogicalResult {
+  auto expect = [&](bool typeOk, bool placeOk, StringRef type,
+                    StringRef place) -> LogicalResult {
     if (!typeOk)
-      return op->emitError() << "'" << name << "' must be " << type << ", got " << value;
+      return op->emitError()
+             << "'" << name << "' must be " << type << ", got " << value;
     if (!placeOk)
-      return op->emitError() << "'" << name << "' belongs on " << place << ", not on '"
-                             << op->getName() << "'";
+      return op->emitError() << "'" << name << "' belongs on " << place
+                             << ", not on '" << op->getName() << "'";
     return success();
   };
   bool onModule = isa<ModuleOp>(op), onFunc = isa<func::FuncOp>(op);
   if (name == getRecipeAttrHelper().getName())
-    return expect(isa<RecipeAttr>(value), onModule, "#dtc.recipe", "the module");
+    return expect(isa<RecipeAttr>(value), onModule, "#dtc.recipe",
+                  "the module");
   if (name == getOptimizerAttrHelper().getName())
-    return expect(isa<OptimizerAttr>(value), onModule, "#dtc.optimizer", "the module");
-  if (name == getModelAttrHelper().getName() || name == getSourceAttrHelper().getName())
+    return expect(isa<OptimizerAttr>(value), onModule, "#dtc.optimizer",
+                  "the module");
+  if (name == getModelAttrHelper().getName() ||
+      name == getSourceAttrHelper().getName())
     return expect(isa<StringAttr>(value), onModule, "a string", "the module");
   if (name == getPersistentAttrHelper().getName())
-    return expect(isa<PersistentAttr>(value), onModule, "#dtc.persistent", "the module");
+    return expect(isa<PersistentAttr>(value), onModule, "#dtc.persistent",
+                  "the module");
   if (name == getArenaAttrHelper().getName())
-    return expect(isa<ArenaAttr>(value), onFunc, "#dtc.arena", "a step function");
+    return expect(isa<ArenaAttr>(value), onFunc, "#dtc.arena",
+                  "a step function");
   if (name == getOutputsAttrHelper().getName()) {
     auto names = dyn_cast<ArrayAttr>(value);
-    bool strings = names && llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); });
-    if (failed(expect(strings, onFunc, "an array of strings", "a step function")))
+    bool strings = names && llvm::all_of(names, [](Attribute a) {
+                     return isa<StringAttr>(a);
+                   });
+    if (failed(
+            expect(strings, onFunc, "an array of strings", "a step function")))
       return failure();
     auto f = cast<func::FuncOp>(op);
     // (A step lowered to runtime calls writes its outputs and returns none.)
     if (f.getNumResults() && names.size() != f.getNumResults())
       return op->emitError() << "'" << name << "' names " << names.size()
-                             << " outputs of a function with " << f.getNumResults() << " results";
+                             << " outputs of a function with "
+                             << f.getNumResults() << " results";
     return success();
   }
   if (name == getTracedAttrHelper().getName())
-    return expect(isa<UnitAttr>(value), onFunc, "a unit attribute", "a step function");
+    return expect(isa<UnitAttr>(value), onFunc, "a unit attribute",
+                  "a step function");
   if (name == getOffsetsAttrHelper().getName()) {
     auto offsets = dyn_cast<DenseI64ArrayAttr>(value);
     if (failed(expect(bool(offsets), op->getNumResults() > 0, "an array of i64",
                       "an op with results")))
       return failure();
     if (offsets.size() != (int64_t)op->getNumResults())
-      return op->emitError() << "'" << name << "' has " << offsets.size()
-                             << " offsets for " << op->getNumResults() << " results";
+      return op->emitError()
+             << "'" << name << "' has " << offsets.size() << " offsets for "
+             << op->getNumResults() << " results";
     for (int64_t o : offsets.asArrayRef())
       if (o < -1)
-        return op->emitError() << "'" << name << "': offsets are >= 0, or -1 for a "
+        return op->emitError() << "'" << name
+                               << "': offsets are >= 0, or -1 for a "
                                   "result without a buffer of its own";
     return success();
   }
   if (name == getPlacementAttrHelper().getName())
-    return expect(isa<PlacementAttr>(value), isa<ParamOp>(op), "#dtc.placement", "a dtc.param");
+    return expect(isa<PlacementAttr>(value), isa<ParamOp>(op), "#dtc.placement",
+                  "a dtc.param");
   if (name == getBucketPlanAttrHelper().getName())
     return expect(isa<BucketPlanAttr>(value),
                   isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(op),
@@ -253,7 +287,8 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op, NamedAttribute
   return op->emitError() << "unknown dtc attribute '" << name << "'";
 }
 
-LogicalResult DtcDialect::verifyRegionArgAttribute(Operation *op, unsigned, unsigned,
+LogicalResult DtcDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                   unsigned,
                                                    NamedAttribute attr) {
   // The DSL's name of an input (dtc.name on a step's arguments).
   if (attr.getName() == "dtc.name") {
@@ -261,6 +296,6 @@ LogicalResult DtcDialect::verifyRegionArgAttribute(Operation *op, unsigned, unsi
       return op->emitError() << "'dtc.name' must be a string";
     return success();
   }
-  return op->emitError() << "unknown dtc argument attribute '" << attr.getName().getValue()
-                         << "'";
+  return op->emitError() << "unknown dtc argument attribute '"
+                         << attr.getName().getValue() << "'";
 }

@@ -5,8 +5,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/Matchers.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace dtc;
@@ -35,8 +35,8 @@ Operation *DtcDialect::materializeConstant(OpBuilder &builder, Attribute value,
   auto t = dyn_cast<RankedTensorType>(type);
   if (!f || !t)
     return nullptr;
-  return ConstantOp::create(builder, loc, t, builder.getF32FloatAttr(
-                                                 f.getValueAsDouble()));
+  return ConstantOp::create(builder, loc, t,
+                            builder.getF32FloatAttr(f.getValueAsDouble()));
 }
 
 /// The splat value of a dtc.constant feeding `v`, if any.
@@ -53,8 +53,7 @@ static std::optional<double> splatValue(Value v) {
 LogicalResult ParamOp::verify() {
   auto t = cast<RankedTensorType>(getType());
   if (!t.hasStaticShape())
-    return emitOpError("parameter shape must be static, got ")
-           << shape::str(t);
+    return emitOpError("parameter shape must be static, got ") << shape::str(t);
   if (getInit() == InitKind::Normal && getB().convertToDouble() < 0)
     return emitOpError("normal initializer needs std >= 0");
   // The name is a safetensors key: not the metadata's, not under the
@@ -62,7 +61,9 @@ LogicalResult ParamOp::verify() {
   StringRef name = getSymName();
   if (name.empty() || name == "__metadata__" || name.contains('/'))
     return emitOpError("parameter name '")
-           << name << "' cannot be a checkpoint key (empty, '__metadata__' or with '/')";
+           << name
+           << "' cannot be a checkpoint key (empty, '__metadata__' or with "
+              "'/')";
   for (char c : name)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
       return emitOpError("parameter name has a control character");
@@ -74,12 +75,11 @@ static LogicalResult verifyParamSymbol(Operation *op, StringAttr name,
                                        SymbolTableCollection &tables) {
   auto param = tables.lookupNearestSymbolFrom<ParamOp>(op, name);
   if (!param)
-    return op->emitOpError("'") << name.getValue()
-                                << "' is not a dtc.param of this module";
+    return op->emitOpError("'")
+           << name.getValue() << "' is not a dtc.param of this module";
   if (expected && param.getType() != expected)
     return op->emitOpError("type ")
-           << expected << " does not match parameter type "
-           << param.getType();
+           << expected << " does not match parameter type " << param.getType();
   return success();
 }
 
@@ -88,8 +88,8 @@ LogicalResult ParamRefOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 
 LogicalResult ApplyGradientOp::verifySymbolUses(SymbolTableCollection &tables) {
-  return verifyParamSymbol(*this, getParamAttr().getAttr(),
-                           getGrad().getType(), tables);
+  return verifyParamSymbol(*this, getParamAttr().getAttr(), getGrad().getType(),
+                           tables);
 }
 
 LogicalResult UpdateGroupOp::verify() {
@@ -98,21 +98,25 @@ LogicalResult UpdateGroupOp::verify() {
   auto module = (*this)->getParentOfType<ModuleOp>();
   for (auto [name, grad] : llvm::zip(getParams(), getGrads())) {
     auto sym = cast<FlatSymbolRefAttr>(name);
-    auto param = module ? module.lookupSymbol<ParamOp>(sym.getAttr()) : ParamOp();
+    auto param =
+        module ? module.lookupSymbol<ParamOp>(sym.getAttr()) : ParamOp();
     if (!param)
-      return emitOpError("'") << sym.getValue() << "' is not a dtc.param of this module";
+      return emitOpError("'")
+             << sym.getValue() << "' is not a dtc.param of this module";
     if (param.getType() != grad.getType())
-      return emitOpError("gradient type ") << grad.getType()
-                                           << " does not match parameter type " << param.getType();
+      return emitOpError("gradient type ")
+             << grad.getType() << " does not match parameter type "
+             << param.getType();
   }
   return success();
 }
 
-LogicalResult ExportGradientOp::verifySymbolUses(SymbolTableCollection &tables) {
+LogicalResult
+ExportGradientOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (getOffset() < 0)
     return emitOpError("offset must be >= 0");
-  return verifyParamSymbol(*this, getParamAttr().getAttr(),
-                           getGrad().getType(), tables);
+  return verifyParamSymbol(*this, getParamAttr().getAttr(), getGrad().getType(),
+                           tables);
 }
 
 LogicalResult ConstantOp::verify() {
@@ -479,8 +483,12 @@ LogicalResult AllReduceWaitOp::verify() {
 
 Value ReshapeOp::getTiedOperand(unsigned) { return getX(); }
 Value AllReduceOp::getTiedOperand(unsigned) { return getGrad(); }
-Value AllReduceBucketOp::getTiedOperand(unsigned index) { return getGrads()[index]; }
-Value AllReduceWaitOp::getTiedOperand(unsigned index) { return getGrads()[index]; }
+Value AllReduceBucketOp::getTiedOperand(unsigned index) {
+  return getGrads()[index];
+}
+Value AllReduceWaitOp::getTiedOperand(unsigned index) {
+  return getGrads()[index];
+}
 
 //===----------------------------------------------------------------------===//
 // Gradient collectives and the updates that read their sums
@@ -505,7 +513,8 @@ SmallVector<StringRef> dtc::updatedParams(Operation *collective) {
       if (auto u = dyn_cast<ApplyGradientOp>(use.getOwner()))
         param = u.getParam();
       else if (auto g = dyn_cast<UpdateGroupOp>(use.getOwner()))
-        param = cast<FlatSymbolRefAttr>(g.getParams()[use.getOperandNumber()]).getValue();
+        param = cast<FlatSymbolRefAttr>(g.getParams()[use.getOperandNumber()])
+                    .getValue();
     }
     params.push_back(param);
   }

@@ -2,8 +2,6 @@
 #pragma once
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
-#include "llvm/ADT/bit.h"
-#include "llvm/ADT/Hashing.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
@@ -12,12 +10,14 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/Hashing.h"
+#include "llvm/ADT/bit.h"
 
 namespace dtc::OpTrait {
 /// Marks ops computed one (broadcast) element at a time; see DtcInterfaces.td.
 template <typename ConcreteType>
-class Elementwise
-    : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
+};
 } // namespace dtc::OpTrait
 
 namespace dtc {

@@ -71,14 +71,14 @@ DTC_GRAD(NegOp) {
 }
 DTC_GRAD(ReluOp) { // from the result: y > 0 exactly where x > 0
   DTC_G;
-  operandGrads.push_back(ReluGradOp::create(builder, getLoc(), getType(),
-                                            getResult(), dy));
+  operandGrads.push_back(
+      ReluGradOp::create(builder, getLoc(), getType(), getResult(), dy));
   return success();
 }
 DTC_GRAD(GeluOp) {
   DTC_G;
-  operandGrads.push_back(GeluGradOp::create(builder, getLoc(), getType(),
-                                            getX(), dy));
+  operandGrads.push_back(
+      GeluGradOp::create(builder, getLoc(), getType(), getX(), dy));
   return success();
 }
 DTC_GRAD(TanhOp) { // dy * (1 - y^2)
@@ -140,8 +140,8 @@ DTC_GRAD(MulOp) {
 DTC_GRAD(DivOp) { // d/dl = dy / r ; d/dr = -dy * y / r
   DTC_G;
   operandGrads.push_back(g.sumTo(g.div(dy, getRhs()), getLhs().getType()));
-  operandGrads.push_back(g.sumTo(
-      g.neg(g.div(g.mul(dy, getResult()), getRhs())), getRhs().getType()));
+  operandGrads.push_back(g.sumTo(g.neg(g.div(g.mul(dy, getResult()), getRhs())),
+                                 getRhs().getType()));
   return success();
 }
 
@@ -170,8 +170,8 @@ DTC_GRAD(TransposeOp) {
   SmallVector<int64_t> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i)
     inverse[perm[i]] = i;
-  operandGrads.push_back(TransposeOp::create(builder, getLoc(),
-                                             getX().getType(), dy, inverse));
+  operandGrads.push_back(
+      TransposeOp::create(builder, getLoc(), getX().getType(), dy, inverse));
   return success();
 }
 
@@ -210,9 +210,8 @@ DTC_GRAD(ReduceMeanOp) {
 }
 DTC_GRAD(ReduceMaxOp) {
   DTC_G;
-  operandGrads.push_back(ReduceMaxGradOp::create(builder, getLoc(),
-                                                 getX().getType(), getX(),
-                                                 getResult(), dy, getAxis()));
+  operandGrads.push_back(ReduceMaxGradOp::create(
+      builder, getLoc(), getX().getType(), getX(), getResult(), dy, getAxis()));
   return success();
 }
 DTC_GRAD(SoftmaxOp) {
@@ -223,8 +222,8 @@ DTC_GRAD(SoftmaxOp) {
 }
 DTC_GRAD(LogSoftmaxOp) {
   DTC_G;
-  operandGrads.push_back(LogSoftmaxGradOp::create(
-      builder, getLoc(), getType(), getResult(), dy, getAxis()));
+  operandGrads.push_back(LogSoftmaxGradOp::create(builder, getLoc(), getType(),
+                                                  getResult(), dy, getAxis()));
   return success();
 }
 

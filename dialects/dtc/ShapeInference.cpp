@@ -126,8 +126,7 @@ FailureOr<RankedTensorType> reshape(Loc loc, Type x, ArrayRef<int64_t> shape) {
                                   "the batch dimension B");
   if (failed(size(loc, shape)))
     return failure();
-  if (xDyn != oDyn ||
-      numElementsPerBatch(xt) != numElementsPerBatch(out))
+  if (xDyn != oDyn || numElementsPerBatch(xt) != numElementsPerBatch(out))
     return emitOptionalError(loc, "cannot reshape ", str(x), " to ", str(out),
                              ": the number of elements differs");
   return out;
@@ -137,16 +136,18 @@ FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels) {
   auto l = cast<RankedTensorType>(logits).getShape();
   auto y = cast<RankedTensorType>(labels).getShape();
   if (l.size() != 2 || y.size() != 1 || l[0] != y[0])
-    return emitOptionalError(loc, "cross_entropy needs logits [N, C] and "
-                                  "labels [N], got ",
+    return emitOptionalError(loc,
+                             "cross_entropy needs logits [N, C] and "
+                             "labels [N], got ",
                              str(logits), " and ", str(labels));
   return f32({}, logits);
 }
 
 FailureOr<RankedTensorType> mse(Loc loc, Type prediction, Type target) {
   if (prediction != target)
-    return emitOptionalError(loc, "mse needs prediction and target of the same "
-                                  "shape, got ",
+    return emitOptionalError(loc,
+                             "mse needs prediction and target of the same "
+                             "shape, got ",
                              str(prediction), " and ", str(target));
   return f32({}, prediction);
 }

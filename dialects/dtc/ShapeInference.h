@@ -48,7 +48,5 @@ mlir::LogicalResult size(Loc loc, mlir::ArrayRef<int64_t> shape);
 /// Number of elements, with the batch dimension counted as 1.
 int64_t numElementsPerBatch(RankedTensorType type);
 /// Whether the type's size scales with the batch (has a dynamic dimension).
-inline bool isBatched(RankedTensorType type) {
-  return !type.hasStaticShape();
-}
+inline bool isBatched(RankedTensorType type) { return !type.hasStaticShape(); }
 } // namespace dtc::shape

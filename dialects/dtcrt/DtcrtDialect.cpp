@@ -60,7 +60,8 @@ LogicalResult UpdateItemsOp::verify() {
   if (getGrads().size() != n || getSizes().size() != n)
     return emitOpError("needs a gradient and a size per weight");
   if (getStatesPerItem() < 0 || getStates().size() != n * getStatesPerItem())
-    return emitOpError("needs ") << getStatesPerItem() << " state buffers per weight";
+    return emitOpError("needs ")
+           << getStatesPerItem() << " state buffers per weight";
   return success();
 }
 
@@ -71,7 +72,8 @@ LogicalResult ElementwiseOp::verify() {
     return emitOpError("needs the strides of every input");
   for (Attribute s : getStrides()) {
     auto strides = dyn_cast<DenseI64ArrayAttr>(s);
-    if (!strides || (!strides.empty() && strides.size() != (int64_t)getShape().size()))
+    if (!strides ||
+        (!strides.empty() && strides.size() != (int64_t)getShape().size()))
       return emitOpError("each input's strides are empty (read at the linear "
                          "index) or one per dimension of the shape");
   }

@@ -26,13 +26,13 @@ struct Expr {
   enum class Kind { Number, String, Name, Call, Binary, Neg, List };
   Kind kind;
   Loc loc;
-  double number = 0;       // Number
-  bool isInteger = false;  // Number written without '.', 'e'
-  std::string text;        // String value, Name, Call callee
-  char op = 0;             // Binary: + - * / @
-  int depth = 1;           // of the tree below (bounded by the parser)
-  std::vector<ExprPtr> args;          // Call args, Binary/Neg operands, List
-  std::vector<KeywordArg> kwargs;     // Call keyword arguments
+  double number = 0;              // Number
+  bool isInteger = false;         // Number written without '.', 'e'
+  std::string text;               // String value, Name, Call callee
+  char op = 0;                    // Binary: + - * / @
+  int depth = 1;                  // of the tree below (bounded by the parser)
+  std::vector<ExprPtr> args;      // Call args, Binary/Neg operands, List
+  std::vector<KeywordArg> kwargs; // Call keyword arguments
 
   Expr(Kind kind, Loc loc) : kind(kind), loc(loc) {}
 };
@@ -53,8 +53,8 @@ struct TypeDecl {
 struct Stmt {
   enum class Kind { Input, Label, Param, Assign, Loss, Metric };
   Kind kind;
-  Loc loc;       // the statement's start
-  Loc nameLoc;   // the name it defines
+  Loc loc;     // the statement's start
+  Loc nameLoc; // the name it defines
   std::string name;
   TypeDecl type; // Input, Label, Param
   ExprPtr value; // Assign, Loss, Metric, Param initializer (optional)

@@ -68,7 +68,8 @@ private:
   Value requireLabels(const Expr &e);
   Value scalar(double v, Loc l);
 
-  // Arguments of builtins ------------------------------------------------------
+  // Arguments of builtins
+  // ------------------------------------------------------
   /// The argument at `pos` or the keyword `name`; null (after an error when
   /// `required`) if absent.
   const Expr *arg(const Expr &call, size_t pos, llvm::StringRef name,
@@ -83,7 +84,8 @@ private:
   std::optional<int64_t> axisOf(const Expr &call, size_t pos, int64_t rank,
                                 std::optional<int64_t> dflt);
 
-  // Recipe ---------------------------------------------------------------------
+  // Recipe
+  // ---------------------------------------------------------------------
   /// The recipe's data set: its kind and where it is.
   struct Data {
     DataKind kind = DataKind::None;
@@ -145,8 +147,8 @@ RankedTensorType Gen::declaredType(const TypeDecl &t, bool allowBatch) {
     hadError = true;
     return {};
   }
-  Type elem = t.elementType == "f32" ? Type(b.getF32Type())
-                                     : Type(b.getI32Type());
+  Type elem =
+      t.elementType == "f32" ? Type(b.getF32Type()) : Type(b.getI32Type());
   return RankedTensorType::get(shape, elem);
 }
 
@@ -168,7 +170,8 @@ Value Gen::declareParam(const std::string &name, Loc l, RankedTensorType type,
     return {};
   }
   if (name == "__metadata__") {
-    error(l) << "'__metadata__' cannot name a parameter: checkpoints (safetensors) keep "
+    error(l) << "'__metadata__' cannot name a parameter: checkpoints "
+                "(safetensors) keep "
                 "their metadata under that key";
     return {};
   }
@@ -208,8 +211,9 @@ Value Gen::paramFromDecl(const Stmt &s) {
         {"kaiming_uniform", InitKind::HeUniform},
         {"kaiming_normal", InitKind::HeNormal}};
     auto it = aliases.find(e.text);
-    std::optional<InitKind> kind =
-        it != aliases.end() ? std::optional(it->second) : symbolizeInitKind(e.text);
+    std::optional<InitKind> kind = it != aliases.end()
+                                       ? std::optional(it->second)
+                                       : symbolizeInitKind(e.text);
     if (!kind) {
       error(e.loc) << "unknown initializer '" << e.text
                    << "' (expected zeros, constant, uniform, normal, "
@@ -265,7 +269,8 @@ Value Gen::paramFromDecl(const Stmt &s) {
 //===----------------------------------------------------------------------===//
 
 Value Gen::scalar(double v, Loc l) {
-  return ConstantOp::create(b, loc(l), RankedTensorType::get({}, b.getF32Type()),
+  return ConstantOp::create(b, loc(l),
+                            RankedTensorType::get({}, b.getF32Type()),
                             b.getF32FloatAttr(v));
 }
 
@@ -274,7 +279,8 @@ Value Gen::requireF32(const Expr &e, llvm::StringRef what) {
   if (!v)
     return {};
   if (cast<RankedTensorType>(v.getType()).getElementType() != b.getF32Type()) {
-    error(e.loc) << what << " must be an f32 tensor, but it is i32 labels; only "
+    error(e.loc) << what
+                 << " must be an f32 tensor, but it is i32 labels; only "
                  << "cross_entropy and accuracy take labels";
     return {};
   }
@@ -305,10 +311,14 @@ Value Gen::genBinary(char op, Loc l, Value lhs, Value rhs) {
   if (failed(t))
     return hadError = true, Value();
   switch (op) {
-  case '+': return AddOp::create(b, at, *t, lhs, rhs);
-  case '-': return SubOp::create(b, at, *t, lhs, rhs);
-  case '*': return MulOp::create(b, at, *t, lhs, rhs);
-  default: return DivOp::create(b, at, *t, lhs, rhs);
+  case '+':
+    return AddOp::create(b, at, *t, lhs, rhs);
+  case '-':
+    return SubOp::create(b, at, *t, lhs, rhs);
+  case '*':
+    return MulOp::create(b, at, *t, lhs, rhs);
+  default:
+    return DivOp::create(b, at, *t, lhs, rhs);
   }
 }
 
@@ -504,8 +514,8 @@ Value Gen::genLinear(const Expr &e, llvm::StringRef assignedName) {
   double bound = 1.0 / std::sqrt((double)in);
   auto f32 = b.getF32Type();
   Value w = declareParam((assignedName + ".weight").str(), e.loc,
-                         RankedTensorType::get({*units, in}, f32), InitKind::Uniform,
-                         -bound, bound);
+                         RankedTensorType::get({*units, in}, f32),
+                         InitKind::Uniform, -bound, bound);
   if (!w)
     return {};
   Location at = loc(e.loc);
@@ -513,8 +523,8 @@ Value Gen::genLinear(const Expr &e, llvm::StringRef assignedName) {
   Value y = MatmulOp::create(b, at, *t, x, w, false, true);
   if (hasBias) {
     Value bias = declareParam((assignedName + ".bias").str(), e.loc,
-                              RankedTensorType::get({*units}, f32), InitKind::Uniform,
-                              -bound, bound);
+                              RankedTensorType::get({*units}, f32),
+                              InitKind::Uniform, -bound, bound);
     if (!bias)
       return {};
     y = AddOp::create(b, at, y.getType(), y, bias);
@@ -614,8 +624,8 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     if (!ae || !be)
       return {};
     Value l = requireF32(*ae, "the first argument of " + f + "()");
-    Value r = l ? requireF32(*be, "the second argument of " + f + "()")
-                : Value();
+    Value r =
+        l ? requireF32(*be, "the second argument of " + f + "()") : Value();
     return r ? genBinary(it->second, e.loc, l, r) : Value();
   }
   if (f == "linear" || f == "dense")
@@ -700,8 +710,7 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     }
     return TransposeOp::create(b, at, *t, x, perm);
   }
-  if (f == "cross_entropy" || f == "softmax_cross_entropy" ||
-      f == "accuracy") {
+  if (f == "cross_entropy" || f == "softmax_cross_entropy" || f == "accuracy") {
     if (!checkArgs(e, 2, {"logits", "labels"}))
       return {};
     const Expr *le = arg(e, 0, "logits", true), *ye = arg(e, 1, "labels", true);
@@ -716,7 +725,8 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
       return hadError = true, Value();
     // The labels are class indices of one data set: every loss and metric
     // over them must agree on the number of classes.
-    const int64_t numClasses = cast<RankedTensorType>(logits.getType()).getDimSize(1);
+    const int64_t numClasses =
+        cast<RankedTensorType>(logits.getType()).getDimSize(1);
     if (!classes) {
       classes = {numClasses, e.loc, f};
     } else if (classes->count != numClasses) {
@@ -755,8 +765,9 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
 //===----------------------------------------------------------------------===//
 
 OptimizerAttr Gen::genOptimizer(const Expr &e) {
-  std::optional<OptimizerKind> kind =
-      e.kind == Expr::Kind::Call ? symbolizeOptimizerKind(e.text) : std::nullopt;
+  std::optional<OptimizerKind> kind = e.kind == Expr::Kind::Call
+                                          ? symbolizeOptimizerKind(e.text)
+                                          : std::nullopt;
   if (!kind) {
     error(e.loc) << "expected an optimizer: sgd(...), adam(...) or adamw(...)";
     return {};
@@ -772,11 +783,13 @@ OptimizerAttr Gen::genOptimizer(const Expr &e) {
   // torch.optim's defaults (the dialect's), then what the call gives; the
   // attribute's verifier checks the values, at the call.
   OptimizerAttr d = defaultOptimizer(ctx, *kind);
-  llvm::StringMap<double> v = {
-      {"lr", d.getLr()},           {"momentum", d.getMomentum()},
-      {"dampening", d.getDampening()}, {"weight_decay", d.getWeightDecay()},
-      {"beta1", d.getBeta1()},     {"beta2", d.getBeta2()},
-      {"eps", d.getEps()}};
+  llvm::StringMap<double> v = {{"lr", d.getLr()},
+                               {"momentum", d.getMomentum()},
+                               {"dampening", d.getDampening()},
+                               {"weight_decay", d.getWeightDecay()},
+                               {"beta1", d.getBeta1()},
+                               {"beta2", d.getBeta2()},
+                               {"eps", d.getEps()}};
   bool nesterov = d.getNesterov();
   for (auto [i, key] : llvm::enumerate(keys)) {
     const Expr *a = arg(e, i == 0 ? 0 : 99, key, false);
@@ -872,9 +885,10 @@ void Gen::genRecipe(const Program &p) {
   llvm::StringMap<Loc> seen;
   for (const Setting &s : p.train) {
     // Aliases name the same setting.
-    llvm::StringRef canonical = s.key == "dataset"      ? "data"
-                                : s.key == "batch_size" ? "batch"
-                                                        : llvm::StringRef(s.key);
+    llvm::StringRef canonical = s.key == "dataset" ? "data"
+                                : s.key == "batch_size"
+                                    ? "batch"
+                                    : llvm::StringRef(s.key);
     if (!seen.insert({canonical, s.loc}).second) {
       error(s.loc) << "'" << canonical << "' is set twice in the train block";
       continue;
@@ -912,8 +926,9 @@ void Gen::genRecipe(const Program &p) {
     opt = genOptimizer(sgd);
   }
   if (opt && lrOverride) // the recipe's `lr = ...`
-    opt = OptimizerAttr::get(ctx, opt.getKind(), *lrOverride, opt.getWeightDecay(),
-                             opt.getMomentum(), opt.getDampening(), opt.getNesterov(),
+    opt = OptimizerAttr::get(ctx, opt.getKind(), *lrOverride,
+                             opt.getWeightDecay(), opt.getMomentum(),
+                             opt.getDampening(), opt.getNesterov(),
                              opt.getBeta1(), opt.getBeta2(), opt.getEps());
   auto at = [&] { return error(p.trainLoc) << "train: "; };
   auto recipe = RecipeAttr::getChecked(

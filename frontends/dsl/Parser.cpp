@@ -13,9 +13,25 @@ using namespace dtc::dsl;
 namespace {
 
 enum class Tok {
-  Eof, Ident, Number, String,
-  LParen, RParen, LBracket, RBracket, LBrace, RBrace,
-  Comma, Colon, Equal, Plus, Minus, Star, Slash, At, Semicolon,
+  Eof,
+  Ident,
+  Number,
+  String,
+  LParen,
+  RParen,
+  LBracket,
+  RBracket,
+  LBrace,
+  RBrace,
+  Comma,
+  Colon,
+  Equal,
+  Plus,
+  Minus,
+  Star,
+  Slash,
+  At,
+  Semicolon,
   Error
 };
 
@@ -29,26 +45,46 @@ struct Token {
 
 const char *describe(Tok t) {
   switch (t) {
-  case Tok::Eof: return "end of file";
-  case Tok::Ident: return "a name";
-  case Tok::Number: return "a number";
-  case Tok::String: return "a string";
-  case Tok::LParen: return "'('";
-  case Tok::RParen: return "')'";
-  case Tok::LBracket: return "'['";
-  case Tok::RBracket: return "']'";
-  case Tok::LBrace: return "'{'";
-  case Tok::RBrace: return "'}'";
-  case Tok::Comma: return "','";
-  case Tok::Colon: return "':'";
-  case Tok::Equal: return "'='";
-  case Tok::Plus: return "'+'";
-  case Tok::Minus: return "'-'";
-  case Tok::Star: return "'*'";
-  case Tok::Slash: return "'/'";
-  case Tok::At: return "'@'";
-  case Tok::Semicolon: return "';'";
-  case Tok::Error: return "an invalid character";
+  case Tok::Eof:
+    return "end of file";
+  case Tok::Ident:
+    return "a name";
+  case Tok::Number:
+    return "a number";
+  case Tok::String:
+    return "a string";
+  case Tok::LParen:
+    return "'('";
+  case Tok::RParen:
+    return "')'";
+  case Tok::LBracket:
+    return "'['";
+  case Tok::RBracket:
+    return "']'";
+  case Tok::LBrace:
+    return "'{'";
+  case Tok::RBrace:
+    return "'}'";
+  case Tok::Comma:
+    return "','";
+  case Tok::Colon:
+    return "':'";
+  case Tok::Equal:
+    return "'='";
+  case Tok::Plus:
+    return "'+'";
+  case Tok::Minus:
+    return "'-'";
+  case Tok::Star:
+    return "'*'";
+  case Tok::Slash:
+    return "'/'";
+  case Tok::At:
+    return "'@'";
+  case Tok::Semicolon:
+    return "';'";
+  case Tok::Error:
+    return "an invalid character";
   }
   return "?";
 }
@@ -83,21 +119,51 @@ public:
       return lexString(t);
     advance();
     switch (c) {
-    case '(': t.kind = Tok::LParen; break;
-    case ')': t.kind = Tok::RParen; break;
-    case '[': t.kind = Tok::LBracket; break;
-    case ']': t.kind = Tok::RBracket; break;
-    case '{': t.kind = Tok::LBrace; break;
-    case '}': t.kind = Tok::RBrace; break;
-    case ',': t.kind = Tok::Comma; break;
-    case ':': t.kind = Tok::Colon; break;
-    case '=': t.kind = Tok::Equal; break;
-    case '+': t.kind = Tok::Plus; break;
-    case '-': t.kind = Tok::Minus; break;
-    case '*': t.kind = Tok::Star; break;
-    case '/': t.kind = Tok::Slash; break;
-    case '@': t.kind = Tok::At; break;
-    case ';': t.kind = Tok::Semicolon; break;
+    case '(':
+      t.kind = Tok::LParen;
+      break;
+    case ')':
+      t.kind = Tok::RParen;
+      break;
+    case '[':
+      t.kind = Tok::LBracket;
+      break;
+    case ']':
+      t.kind = Tok::RBracket;
+      break;
+    case '{':
+      t.kind = Tok::LBrace;
+      break;
+    case '}':
+      t.kind = Tok::RBrace;
+      break;
+    case ',':
+      t.kind = Tok::Comma;
+      break;
+    case ':':
+      t.kind = Tok::Colon;
+      break;
+    case '=':
+      t.kind = Tok::Equal;
+      break;
+    case '+':
+      t.kind = Tok::Plus;
+      break;
+    case '-':
+      t.kind = Tok::Minus;
+      break;
+    case '*':
+      t.kind = Tok::Star;
+      break;
+    case '/':
+      t.kind = Tok::Slash;
+      break;
+    case '@':
+      t.kind = Tok::At;
+      break;
+    case ';':
+      t.kind = Tok::Semicolon;
+      break;
     default:
       t.kind = Tok::Error;
       t.text = std::isprint((unsigned char)c)
@@ -162,7 +228,8 @@ private:
     t.isInteger = integer;
     if (!std::isfinite(t.number) || std::fabs(t.number) > 3.4028234e38) {
       t.kind = Tok::Error;
-      t.text = "number " + text + " is out of range (f32 values are at most "
+      t.text = "number " + text +
+               " is out of range (f32 values are at most "
                "3.4e38)";
     }
     return t;
@@ -325,7 +392,8 @@ private:
       return s;
     }
     error(tok.loc, "expected a statement (input, label, param, metric, train "
-                   "or 'name = expression'), got '" + tok.text + "'");
+                   "or 'name = expression'), got '" +
+                       tok.text + "'");
     return std::nullopt;
   }
 
@@ -456,7 +524,9 @@ private:
     ExprPtr lhs = parseUnary();
     while (lhs && (tok.kind == Tok::Star || tok.kind == Tok::Slash ||
                    tok.kind == Tok::At)) {
-      char op = tok.kind == Tok::Star ? '*' : tok.kind == Tok::Slash ? '/' : '@';
+      char op = tok.kind == Tok::Star    ? '*'
+                : tok.kind == Tok::Slash ? '/'
+                                         : '@';
       Loc loc = tok.loc;
       consume();
       ExprPtr rhs = parseUnary();

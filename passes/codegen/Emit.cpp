@@ -16,9 +16,9 @@
 #include "dialects/dtc/DtcDialect.h"
 #include "dialects/dtc/ShapeInference.h"
 #include "dialects/dtcrt/DtcrtDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "passes/Passes.h"
 #include "passes/Steps.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -59,7 +59,9 @@ std::string floatLiteral(double v) {
 }
 
 /// A dimension of a lowered shape (-1 is the batch).
-std::string dim(int64_t d) { return d < 0 ? std::string("B") : std::to_string(d); }
+std::string dim(int64_t d) {
+  return d < 0 ? std::string("B") : std::to_string(d);
+}
 
 /// Product of dims [from, to) as a C++ expression.
 std::string product(ArrayRef<int64_t> shape, size_t from, size_t to) {
@@ -86,15 +88,18 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
       .Case([&](TanhOp) { return "tanhf(" + x[0] + ")"; })
       .Case([&](SigmoidOp) { return "1.0f / (1.0f + expf(-" + x[0] + "))"; })
       .Case([&](GeluOp) {
-        return "0.5f * " + x[0] + " * (1.0f + erff(" + x[0] + " * 0.70710678118654752f))";
+        return "0.5f * " + x[0] + " * (1.0f + erff(" + x[0] +
+               " * 0.70710678118654752f))";
       })
       .Case([&](ExpOp) { return "expf(" + x[0] + ")"; })
       .Case([&](LogOp) { return "logf(" + x[0] + ")"; })
       .Case([&](SqrtOp) { return "sqrtf(" + x[0] + ")"; })
       .Case([&](ReluGradOp) { return x[0] + " > 0.0f ? " + x[1] + " : 0.0f"; })
       .Case([&](GeluGradOp) {
-        return x[1] + " * (0.5f * (1.0f + erff(" + x[0] + " * 0.70710678118654752f)) + " +
-               x[0] + " * 0.39894228040143268f * expf(-0.5f * " + x[0] + " * " + x[0] + "))";
+        return x[1] + " * (0.5f * (1.0f + erff(" + x[0] +
+               " * 0.70710678118654752f)) + " + x[0] +
+               " * 0.39894228040143268f * expf(-0.5f * " + x[0] + " * " + x[0] +
+               "))";
       })
       .Case<BroadcastToOp, CopyOp>([&](Operation *) { return x[0]; })
       .Default([](Operation *) { return std::string(); });
@@ -130,13 +135,14 @@ Loads loadsOf(dtcrt::ElementwiseOp op) {
 
 /// The body of an elementwise kernel at element `l`: loads, one scalar per
 /// op, stores; the same text for the CPU loop nest and the CUDA kernel.
-LogicalResult kernelBody(dtcrt::ElementwiseOp op, const Loads &loads, StringRef indent,
-                         llvm::raw_ostream &os) {
+LogicalResult kernelBody(dtcrt::ElementwiseOp op, const Loads &loads,
+                         StringRef indent, llvm::raw_ostream &os) {
   DenseMap<Value, std::string> scalars;
   Block &body = op.getBody().front();
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     std::string n = "x" + std::to_string(i);
-    os << indent << "const float " << n << " = in" << i << "[" << loads.index[i] << "];\n";
+    os << indent << "const float " << n << " = in" << i << "[" << loads.index[i]
+       << "];\n";
     scalars[arg] = n;
   }
   unsigned e = 0;
@@ -152,7 +158,8 @@ LogicalResult kernelBody(dtcrt::ElementwiseOp op, const Loads &loads, StringRef 
         xs.push_back(scalars.lookup(v));
       expr = scalarExpr(&inner, xs);
       if (expr.empty())
-        return inner.emitError("the printers have no scalar form of '") << inner.getName() << "'";
+        return inner.emitError("the printers have no scalar form of '")
+               << inner.getName() << "'";
     }
     std::string n = "e" + std::to_string(e++);
     os << indent << "const float " << n << " = " << expr << ";\n";
@@ -181,8 +188,12 @@ private:
   LogicalResult printOp(Operation *op);
   LogicalResult printElementwise(dtcrt::ElementwiseOp op);
   std::string e(Value v) { return exprs.lookup(v); }
-  std::string fresh(StringRef prefix) { return prefix.str() + std::to_string(counter++); }
-  StringRef ns() const { return target == Target::Cpu ? "dtc::kern" : "dtc::cuda"; }
+  std::string fresh(StringRef prefix) {
+    return prefix.str() + std::to_string(counter++);
+  }
+  StringRef ns() const {
+    return target == Target::Cpu ? "dtc::kern" : "dtc::cuda";
+  }
 
   ModuleOp module;
   Target target;
@@ -207,8 +218,9 @@ LogicalResult Printer::printStep(func::FuncOp f, StringRef name) {
      << "  char *const P = a.persistent;\n"
      << "  char *const F = a.arena;\n"
      << "  char *const S = a.arena + " << arena.getFixed() << ";\n"
-     << (target == Target::Cpu ? "  const dtc::rt::HostContext c{};\n"
-                               : "  const dtc::rt::DeviceContext &c = *a.device;\n")
+     << (target == Target::Cpu
+             ? "  const dtc::rt::HostContext c{};\n"
+             : "  const dtc::rt::DeviceContext &c = *a.device;\n")
      << "  (void)B; (void)P; (void)F; (void)S; (void)c;\n";
   for (Operation &op : f.front())
     if (failed(printOp(&op)))
@@ -231,24 +243,37 @@ LogicalResult Printer::printOp(Operation *op) {
         exprs[b] = n;
         int64_t off = b.getOffset();
         os << "  float *" << n << " = reinterpret_cast<float *>("
-           << (b.getSpace() == dtcrt::Space::Persistent ? "P + " + std::to_string(off)
-               : b.getSpace() == dtcrt::Space::Fixed    ? "F + " + std::to_string(off)
-                                                        : "S + " + std::to_string(off) + " * B")
+           << (b.getSpace() == dtcrt::Space::Persistent
+                   ? "P + " + std::to_string(off)
+               : b.getSpace() == dtcrt::Space::Fixed
+                   ? "F + " + std::to_string(off)
+                   : "S + " + std::to_string(off) + " * B")
            << ");\n";
         return success();
       })
       .Case([&](dtcrt::StepArgOp s) {
         switch (s.getArg()) {
-        case dtcrt::StepArg::Input: exprs[s] = "const_cast<float *>(a.x)"; break;
-        case dtcrt::StepArg::ClassLabels: exprs[s] = "a.yClass"; break;
-        case dtcrt::StepArg::ValueLabels: exprs[s] = "const_cast<float *>(a.yValue)"; break;
-        case dtcrt::StepArg::Outputs: exprs[s] = "a.outputs"; break;
-        case dtcrt::StepArg::ParamGrads: exprs[s] = "a.paramGrads"; break;
+        case dtcrt::StepArg::Input:
+          exprs[s] = "const_cast<float *>(a.x)";
+          break;
+        case dtcrt::StepArg::ClassLabels:
+          exprs[s] = "a.yClass";
+          break;
+        case dtcrt::StepArg::ValueLabels:
+          exprs[s] = "const_cast<float *>(a.yValue)";
+          break;
+        case dtcrt::StepArg::Outputs:
+          exprs[s] = "a.outputs";
+          break;
+        case dtcrt::StepArg::ParamGrads:
+          exprs[s] = "a.paramGrads";
+          break;
         }
         return success();
       })
       .Case([&](dtcrt::OffsetOp o) {
-        exprs[o] = "(" + e(o.getBase()) + " + " + std::to_string(o.getCount()) + ")";
+        exprs[o] =
+            "(" + e(o.getBase()) + " + " + std::to_string(o.getCount()) + ")";
         return success();
       })
       .Case([&](dtcrt::SizeOp s) {
@@ -261,15 +286,20 @@ LogicalResult Printer::printOp(Operation *op) {
         if (auto f = dyn_cast<FloatAttr>(v))
           exprs[k] = floatLiteral(f.getValueAsDouble());
         else if (k.getType().isInteger(1))
-          exprs[k] = cast<IntegerAttr>(v).getValue().isZero() ? "false" : "true";
+          exprs[k] =
+              cast<IntegerAttr>(v).getValue().isZero() ? "false" : "true";
         else
           exprs[k] = std::to_string(cast<IntegerAttr>(v).getInt());
         return success();
       })
       .Case([&](dtcrt::StepScalarOp s) {
         switch (s.getScalar()) {
-        case dtcrt::StepScalar::Batch: exprs[s] = "static_cast<float>(B)"; break;
-        case dtcrt::StepScalar::GradSeed: exprs[s] = "a.gradSeed"; break;
+        case dtcrt::StepScalar::Batch:
+          exprs[s] = "static_cast<float>(B)";
+          break;
+        case dtcrt::StepScalar::GradSeed:
+          exprs[s] = "a.gradSeed";
+          break;
         case dtcrt::StepScalar::MomentumShare:
           exprs[s] = "dtc::rt::momentumShare(*a.hyper, a.comm->size())";
           break;
@@ -285,7 +315,8 @@ LogicalResult Printer::printOp(Operation *op) {
           exprs[a] = "nullptr";
           return success();
         }
-        bool i64 = cast<dtcrt::ArrayType>(a.getType()).getElement().isInteger(64);
+        bool i64 =
+            cast<dtcrt::ArrayType>(a.getType()).getElement().isInteger(64);
         std::string n = fresh(i64 ? "s" : "p");
         exprs[a] = n;
         os << "  const " << (i64 ? "int64_t " : "int32_t ") << n << "[] = {";
@@ -301,10 +332,12 @@ LogicalResult Printer::printOp(Operation *op) {
         os << "  const dtc::rt::UpdateItem " << n << "[] = {\n";
         for (size_t i = 0; i < u.getWeights().size(); ++i) {
           auto state = [&](int64_t s) {
-            return s < per ? e(u.getStates()[i * per + s]) : std::string("nullptr");
+            return s < per ? e(u.getStates()[i * per + s])
+                           : std::string("nullptr");
           };
-          os << "      {" << e(u.getWeights()[i]) << ", " << e(u.getGrads()[i]) << ", "
-             << state(0) << ", " << state(1) << ", " << e(u.getSizes()[i]) << "},\n";
+          os << "      {" << e(u.getWeights()[i]) << ", " << e(u.getGrads()[i])
+             << ", " << state(0) << ", " << state(1) << ", "
+             << e(u.getSizes()[i]) << "},\n";
         }
         os << "  };\n";
         return success();
@@ -322,8 +355,8 @@ LogicalResult Printer::printOp(Operation *op) {
         return success();
       })
       .Case([&](dtcrt::TraceBeginOp t) {
-        os << "  if (a.trace) dtc::rt::traceBegin(a.trace, " << cppStringLiteral(t.getName())
-           << ");\n";
+        os << "  if (a.trace) dtc::rt::traceBegin(a.trace, "
+           << cppStringLiteral(t.getName()) << ");\n";
         return success();
       })
       .Case([&](dtcrt::TraceEndOp) {
@@ -363,12 +396,13 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
     bool flat = loads.flat || rank == 0;
     std::string indent = "  ";
     if (flat) {
-      k << indent << "for (int64_t l = 0; l < " << product(shape, 0, rank) << "; ++l) {\n";
+      k << indent << "for (int64_t l = 0; l < " << product(shape, 0, rank)
+        << "; ++l) {\n";
       indent += "  ";
     } else {
       for (size_t d = 0; d < rank; ++d) {
-        k << indent << "for (int64_t i" << d << " = 0; i" << d << " < " << dim(shape[d])
-          << "; ++i" << d << ") {\n";
+        k << indent << "for (int64_t i" << d << " = 0; i" << d << " < "
+          << dim(shape[d]) << "; ++i" << d << ") {\n";
         indent += "  ";
       }
       k << indent << "const int64_t l = ";
@@ -414,7 +448,8 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
           break;
         }
         if (used(d))
-          k << "    const int64_t i" << d << " = r % " << dim(shape[d]) << ";\n";
+          k << "    const int64_t i" << d << " = r % " << dim(shape[d])
+            << ";\n";
         if (d > lowest)
           k << "    r /= " << dim(shape[d]) << ";\n";
       }
@@ -460,21 +495,31 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
   RecipeAttr recipe = dtc->getRecipeAttrHelper().getAttr(module);
   OptimizerAttr opt = optimizerOf(module);
   PersistentAttr persistent = dtc->getPersistentAttrHelper().getAttr(module);
-  auto str = [&](StringAttr a) { return a ? a.getValue().str() : std::string(); };
+  auto str = [&](StringAttr a) {
+    return a ? a.getValue().str() : std::string();
+  };
   auto eval = module.lookupSymbol<func::FuncOp>(steps::kEval);
   auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
 
   // Parameters.
   auto init = [](InitKind k) {
     switch (k) {
-    case InitKind::Zeros: return "Zeros";
-    case InitKind::Constant: return "Constant";
-    case InitKind::Uniform: return "Uniform";
-    case InitKind::Normal: return "Normal";
-    case InitKind::GlorotUniform: return "GlorotUniform";
-    case InitKind::GlorotNormal: return "GlorotNormal";
-    case InitKind::HeUniform: return "HeUniform";
-    case InitKind::HeNormal: return "HeNormal";
+    case InitKind::Zeros:
+      return "Zeros";
+    case InitKind::Constant:
+      return "Constant";
+    case InitKind::Uniform:
+      return "Uniform";
+    case InitKind::Normal:
+      return "Normal";
+    case InitKind::GlorotUniform:
+      return "GlorotUniform";
+    case InitKind::GlorotNormal:
+      return "GlorotNormal";
+    case InitKind::HeUniform:
+      return "HeUniform";
+    case InitKind::HeNormal:
+      return "HeNormal";
     }
     llvm_unreachable("an initializer");
   };
@@ -486,21 +531,24 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
     auto t = cast<RankedTensorType>(p.getType());
     auto s = t.getShape();
     int64_t fanOut = s.empty() ? 1 : s.back();
-    int64_t fanIn = s.empty() ? 1 : t.getNumElements() / std::max<int64_t>(fanOut, 1);
+    int64_t fanIn =
+        s.empty() ? 1 : t.getNumElements() / std::max<int64_t>(fanOut, 1);
     if (s.size() == 1)
       fanIn = s[0];
     PlacementAttr at = dtc->getPlacementAttrHelper().getAttr(p);
-    os << "    {" << cppStringLiteral(p.getSymName()) << ", " << s.size() << ", {";
+    os << "    {" << cppStringLiteral(p.getSymName()) << ", " << s.size()
+       << ", {";
     for (size_t i = 0; i < 6; ++i)
       os << (i ? ", " : "") << (i < s.size() ? s[i] : 0);
     os << "}, " << t.getNumElements() << ", " << at.getOffset()
        << ", dtc::rt::InitKind::" << init(p.getInit()) << ", "
        << llvm::format("%.17g", p.getA().convertToDouble()) << ", "
-       << llvm::format("%.17g", p.getB().convertToDouble()) << ", " << fanIn << ", " << fanOut
-       << ", " << at.getStateOffset() << "},\n";
+       << llvm::format("%.17g", p.getB().convertToDouble()) << ", " << fanIn
+       << ", " << fanOut << ", " << at.getStateOffset() << "},\n";
   }
   if (params.empty())
-    os << "    {\"\", 0, {0, 0, 0, 0, 0, 0}, 0, 0, dtc::rt::InitKind::Zeros, 0, 0, 0, 0, 0},\n";
+    os << "    {\"\", 0, {0, 0, 0, 0, 0, 0}, 0, 0, dtc::rt::InitKind::Zeros, "
+          "0, 0, 0, 0, 0},\n";
   os << "};\n\n";
 
   // The bucket plan, in the order the buckets' all-reduces start.
@@ -512,13 +560,15 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
   for (auto [i, s] : llvm::enumerate(buckets)) {
     os << "static const int32_t kBucket" << i << "Params[] = {";
     for (auto [j, p] : llvm::enumerate(s->getAttrOfType<ArrayAttr>("params")))
-      os << (j ? ", " : "") << index.lookup(cast<FlatSymbolRefAttr>(p).getValue());
+      os << (j ? ", " : "")
+         << index.lookup(cast<FlatSymbolRefAttr>(p).getValue());
     os << "};\n";
   }
   os << "static const dtc::rt::BucketSpec kBuckets[] = {\n";
   for (auto [i, s] : llvm::enumerate(buckets))
     os << "    {" << s.getBucket() << ", " << constantOf(s.getCount()) << ", "
-       << s->getAttrOfType<ArrayAttr>("params").size() << ", kBucket" << i << "Params},\n";
+       << s->getAttrOfType<ArrayAttr>("params").size() << ", kBucket" << i
+       << "Params},\n";
   if (buckets.empty())
     os << "    {0, 0, 0, nullptr},\n";
   os << "};\n\n";
@@ -529,7 +579,8 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
     os << (i ? ", " : "") << cppStringLiteral(cast<StringAttr>(n).getValue());
   os << "};\n\n";
 
-  auto stepType = cast<FunctionType>(eval->getAttrOfType<TypeAttr>("dtcrt.step_type").getValue());
+  auto stepType = cast<FunctionType>(
+      eval->getAttrOfType<TypeAttr>("dtcrt.step_type").getValue());
   auto xt = cast<RankedTensorType>(stepType.getInput(0));
   auto yt = cast<RankedTensorType>(stepType.getInput(1));
   bool classes = yt.getElementType().isInteger(32);
@@ -553,14 +604,18 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
   OptimizerKind optKind = opt.getKind();
   os << "static dtc::rt::ModelSpec makeSpec() {\n"
      << "  dtc::rt::ModelSpec s{};\n"
-     << "  s.name = " << cppStringLiteral(str(dtc->getModelAttrHelper().getAttr(module))) << ";\n"
-     << "  s.source = " << cppStringLiteral(str(dtc->getSourceAttrHelper().getAttr(module)))
+     << "  s.name = "
+     << cppStringLiteral(str(dtc->getModelAttrHelper().getAttr(module)))
+     << ";\n"
+     << "  s.source = "
+     << cppStringLiteral(str(dtc->getSourceAttrHelper().getAttr(module)))
      << ";\n"
      << "  s.inputRank = " << xt.getRank() - 1 << ";\n";
   for (int64_t i = 1; i < xt.getRank(); ++i)
     os << "  s.inputShape[" << i - 1 << "] = " << xt.getDimSize(i) << ";\n";
   os << "  s.inputNumel = " << shape::numElementsPerBatch(xt) << ";\n"
-     << "  s.labelKind = dtc::rt::LabelKind::" << (classes ? "Class" : "Value") << ";\n"
+     << "  s.labelKind = dtc::rt::LabelKind::" << (classes ? "Class" : "Value")
+     << ";\n"
      << "  s.labelNumel = " << shape::numElementsPerBatch(yt) << ";\n"
      << "  s.numClasses = " << numClasses << ";\n"
      << "  s.numParams = " << params.size() << ";\n"
@@ -569,7 +624,8 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
      << "  s.paramBytes = " << persistent.getParamBytes() << ";\n"
      << "  s.numStates = " << opt.numStateBuffers() << ";\n"
      << "  s.arenaPerSample = " << perSample << ";\n"
-     << "  s.arenaFixed = " << fixed + 64 << "; // + alignment of the fixed region\n"
+     << "  s.arenaFixed = " << fixed + 64
+     << "; // + alignment of the fixed region\n"
      << "  s.numOutputs = " << outputs.size() << ";\n"
      << "  s.outputNames = kOutputNames;\n"
      << "  s.trainStep = trainStep;\n"
@@ -577,8 +633,10 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
      << "  s.gradStep = gradStep;\n"
      << "  s.recipe.data.kind = dtc::rt::DatasetKind::" << dataKind << ";\n"
      << "  s.recipe.data.dir = " << cppStringLiteral(recipe.getDir()) << ";\n"
-     << "  s.recipe.data.trainPath = " << cppStringLiteral(recipe.getTrain()) << ";\n"
-     << "  s.recipe.data.testPath = " << cppStringLiteral(recipe.getTest()) << ";\n"
+     << "  s.recipe.data.trainPath = " << cppStringLiteral(recipe.getTrain())
+     << ";\n"
+     << "  s.recipe.data.testPath = " << cppStringLiteral(recipe.getTest())
+     << ";\n"
      << "  s.recipe.data.trainSize = " << recipe.getTrainSize() << ";\n"
      << "  s.recipe.data.testSize = " << recipe.getTestSize() << ";\n"
      << "  s.recipe.batch = " << recipe.getBatch() << ";\n"
@@ -590,25 +648,32 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
                                            : "SGD")
      << ";\n";
   for (auto [field, value] :
-       {std::pair<const char *, double>{"lr", opt.getLr()}, {"momentum", opt.getMomentum()},
-        {"dampening", opt.getDampening()}, {"weightDecay", opt.getWeightDecay()},
-        {"beta1", opt.getBeta1()}, {"beta2", opt.getBeta2()}, {"eps", opt.getEps()}})
+       {std::pair<const char *, double>{"lr", opt.getLr()},
+        {"momentum", opt.getMomentum()},
+        {"dampening", opt.getDampening()},
+        {"weightDecay", opt.getWeightDecay()},
+        {"beta1", opt.getBeta1()},
+        {"beta2", opt.getBeta2()},
+        {"eps", opt.getEps()}})
     os << "  s.recipe.hyper." << field << " = " << floatLiteral(value) << ";\n";
   os << "  s.recipe.hyper.nesterov = " << (opt.getNesterov() ? 1 : 0) << ";\n"
      << "  s.recipe.hyper.step = 0;\n"
-     << "  s.fingerprint = 0x" << llvm::format_hex_no_prefix(fingerprint, 16) << "ULL;\n"
+     << "  s.fingerprint = 0x" << llvm::format_hex_no_prefix(fingerprint, 16)
+     << "ULL;\n"
      << "  s.numBuckets = " << buckets.size() << ";\n"
      << "  s.buckets = kBuckets;\n"
      << "  return s;\n}\n\n";
 }
 
-LogicalResult print(ModuleOp module, Target programTarget, llvm::raw_ostream &os) {
+LogicalResult print(ModuleOp module, Target programTarget,
+                    llvm::raw_ostream &os) {
   auto eval = module.lookupSymbol<func::FuncOp>(steps::kEval);
   auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
   auto grad = module.lookupSymbol<func::FuncOp>(steps::kGrad);
   if (!eval || !train || !grad)
-    return module.emitError("the printers need @train_step, @grad_step and @eval_step "
-                            "lowered to runtime calls (run dtc-lower-to-runtime)");
+    return module.emitError(
+        "the printers need @train_step, @grad_step and @eval_step "
+        "lowered to runtime calls (run dtc-lower-to-runtime)");
   bool cuda = programTarget == Target::Cuda;
   os << "// Generated by dtc. Do not edit: recompile the model instead.\n"
      << "#include \"dtc/kernels.h\"\n"
@@ -635,7 +700,8 @@ LogicalResult print(ModuleOp module, Target programTarget, llvm::raw_ostream &os
     std::string cpuSteps;
     llvm::raw_string_ostream cpuStream(cpuSteps);
     Printer cpu(module, Target::Cpu, cpuStream);
-    if (failed(cpu.printStep(eval, "evalStep")) || failed(cpu.printStep(train, "trainStep")) ||
+    if (failed(cpu.printStep(eval, "evalStep")) ||
+        failed(cpu.printStep(train, "trainStep")) ||
         failed(cpu.printStep(grad, "gradStep")))
       return failure();
     stepsStream << "// Fused elementwise kernels.\n" << cpu.kernels << cpuSteps;

@@ -24,10 +24,12 @@ Value start(Operation *op, int64_t bucket, Lowering &l) {
   if (auto m = plan.getMomentumOffset())
     buf = l.persistent(*m);
   else
-    buf = dtcrt::BufferOp::create(l.b, l.loc, dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type()),
-                                  dtcrt::Space::Fixed, plan.getOffset());
-  auto s = dtcrt::AllreduceStartOp::create(l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()),
-                                           buf, l.i64(plan.getCount()), bucket);
+    buf = dtcrt::BufferOp::create(
+        l.b, l.loc, dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type()),
+        dtcrt::Space::Fixed, plan.getOffset());
+  auto s = dtcrt::AllreduceStartOp::create(
+      l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()), buf,
+      l.i64(plan.getCount()), bucket);
   s->setAttr("params", paramsOf(op));
   // The sums are where the gradients are (in place).
   for (auto [g, sum] : llvm::zip(op->getOperands(), sumsOf(op)))

@@ -24,12 +24,14 @@ void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
   });
   t.add<BatchSizeOp>([](BatchSizeOp op, Lowering &l) {
     Value out = l.resultBuffer(op);
-    dtcrt::FillOp::create(l.b, l.loc, out, l.i64(1), l.scalar(dtcrt::StepScalar::Batch));
+    dtcrt::FillOp::create(l.b, l.loc, out, l.i64(1),
+                          l.scalar(dtcrt::StepScalar::Batch));
     return success();
   });
   t.add<GradSeedOp>([](GradSeedOp op, Lowering &l) {
     Value out = l.resultBuffer(op);
-    dtcrt::FillOp::create(l.b, l.loc, out, l.i64(1), l.scalar(dtcrt::StepScalar::GradSeed));
+    dtcrt::FillOp::create(l.b, l.loc, out, l.i64(1),
+                          l.scalar(dtcrt::StepScalar::GradSeed));
     return success();
   });
   t.add<TransposeOp>([](TransposeOp op, Lowering &l) {
@@ -38,7 +40,8 @@ void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
     SmallVector<int64_t> perm(op.getPerm());
     Value p = l.array(perm, 32);
     Value out = l.resultBuffer(op);
-    dtcrt::PermuteOp::create(l.b, l.loc, l.ptr(op.getX()), out, l.i32(perm.size()), shape, p);
+    dtcrt::PermuteOp::create(l.b, l.loc, l.ptr(op.getX()), out,
+                             l.i32(perm.size()), shape, p);
     return success();
   });
 }

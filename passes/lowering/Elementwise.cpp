@@ -34,17 +34,19 @@ void dtc::lowering::populateElementwiseLowerings(LoweringTable &t) {
     SmallVector<Attribute> readAt;
     for (Value v : op.getInputs()) {
       ins.push_back(l.ptr(v));
-      readAt.push_back(
-          l.b.getDenseI64ArrayAttr(strides(cast<RankedTensorType>(v.getType()), out)));
+      readAt.push_back(l.b.getDenseI64ArrayAttr(
+          strides(cast<RankedTensorType>(v.getType()), out)));
     }
     for (unsigned i = 0; i < op.getNumResults(); ++i)
       outs.push_back(l.resultBuffer(op, i));
     std::string label;
     for (Operation &inner : op.getBody().front().without_terminator())
       if (!isa<ConstantOp, BatchSizeOp>(inner))
-        label += (label.empty() ? "" : ",") + inner.getName().stripDialect().str();
+        label +=
+            (label.empty() ? "" : ",") + inner.getName().stripDialect().str();
     auto kernel = dtcrt::ElementwiseOp::create(
-        l.b, l.loc, ins, outs, l.size(out), l.b.getDenseI64ArrayAttr(batchAsMinusOne(out.getShape())),
+        l.b, l.loc, ins, outs, l.size(out),
+        l.b.getDenseI64ArrayAttr(batchAsMinusOne(out.getShape())),
         l.b.getArrayAttr(readAt), l.b.getStringAttr(label));
     kernel.getBody().takeBody(op.getBody());
     return success();

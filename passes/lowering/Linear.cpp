@@ -10,7 +10,8 @@ void dtc::lowering::populateLinearLowerings(LoweringTable &t) {
     auto a = op.getLhs().getType().getShape();
     auto b = op.getRhs().getType().getShape();
     bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
-    Value m = l.size(a, ta ? 1 : 0, ta ? 2 : 1), k = l.size(a, ta ? 0 : 1, ta ? 1 : 2);
+    Value m = l.size(a, ta ? 1 : 0, ta ? 2 : 1),
+          k = l.size(a, ta ? 0 : 1, ta ? 1 : 2);
     Value n = l.size(b, tb ? 0 : 1, tb ? 1 : 2);
     // A folded gradient (dtc-fold-momentum): the GEMM accumulates it into
     // its momentum buffer itself, C = A B + share C.

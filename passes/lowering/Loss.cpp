@@ -7,13 +7,12 @@ using namespace dtc::lowering;
 
 namespace {
 /// A loss or metric of logits [B, C] against class labels: a scalar.
-template <typename DtcOp, typename CallOp>
-void addClassLoss(LoweringTable &t) {
+template <typename DtcOp, typename CallOp> void addClassLoss(LoweringTable &t) {
   t.add<DtcOp>([](DtcOp op, Lowering &l) {
     auto s = op.getLogits().getType().getShape();
     Value out = l.resultBuffer(op);
-    CallOp::create(l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()), l.size(s, 0, 1),
-                   l.size(s, 1, 2), out);
+    CallOp::create(l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()),
+                   l.size(s, 0, 1), l.size(s, 1, 2), out);
     return success();
   });
 }
@@ -25,21 +24,23 @@ void dtc::lowering::populateLossLowerings(LoweringTable &t) {
   t.add<CrossEntropyGradOp>([](CrossEntropyGradOp op, Lowering &l) {
     auto s = op.getLogits().getType().getShape();
     Value out = l.resultBuffer(op);
-    dtcrt::CrossEntropyGradOp::create(l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()),
-                                      l.size(s, 0, 1), l.size(s, 1, 2), l.ptr(op.getDloss()),
-                                      out);
+    dtcrt::CrossEntropyGradOp::create(
+        l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()),
+        l.size(s, 0, 1), l.size(s, 1, 2), l.ptr(op.getDloss()), out);
     return success();
   });
   t.add<MseOp>([](MseOp op, Lowering &l) {
     Value out = l.resultBuffer(op);
-    dtcrt::MseOp::create(l.b, l.loc, l.ptr(op.getPrediction()), l.ptr(op.getTarget()),
+    dtcrt::MseOp::create(l.b, l.loc, l.ptr(op.getPrediction()),
+                         l.ptr(op.getTarget()),
                          l.size(op.getPrediction().getType()), out);
     return success();
   });
   t.add<MseGradOp>([](MseGradOp op, Lowering &l) {
     Value out = l.resultBuffer(op);
-    dtcrt::MseGradOp::create(l.b, l.loc, l.ptr(op.getPrediction()), l.ptr(op.getTarget()),
-                             l.size(op.getPrediction().getType()), l.ptr(op.getDloss()), out);
+    dtcrt::MseGradOp::create(
+        l.b, l.loc, l.ptr(op.getPrediction()), l.ptr(op.getTarget()),
+        l.size(op.getPrediction().getType()), l.ptr(op.getDloss()), out);
     return success();
   });
 }

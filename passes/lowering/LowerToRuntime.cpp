@@ -9,9 +9,9 @@
 // folded gradient, and the --trace spans of the traced step.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/lowering/Lowering.h"
 #include "passes/Passes.h"
 #include "passes/Steps.h"
+#include "passes/lowering/Lowering.h"
 
 #include "dialects/dtc/ShapeInference.h"
 
@@ -30,26 +30,31 @@ using namespace dtc::lowering;
 
 Lowering::Lowering(ModuleOp module, func::FuncOp step, OpBuilder &b)
     : b(b), module(module), step(step),
-      dtc(module->getContext()->getLoadedDialect<DtcDialect>()), loc(step.getLoc()) {
+      dtc(module->getContext()->getLoadedDialect<DtcDialect>()),
+      loc(step.getLoc()) {
   int32_t index = 0;
   for (ParamOp p : module.getOps<ParamOp>())
-    params[p.getSymName()] = {dtc->getPlacementAttrHelper().getAttr(p), index++};
+    params[p.getSymName()] = {dtc->getPlacementAttrHelper().getAttr(p),
+                              index++};
 }
 
 Value Lowering::resultBuffer(Operation *op, unsigned i) {
   DenseI64ArrayAttr offsets = dtc->getOffsetsAttrHelper().getAttr(op);
   Value r = op->getResult(i);
   auto t = cast<RankedTensorType>(r.getType());
-  auto space = shape::isBatched(t) ? dtcrt::Space::PerSample : dtcrt::Space::Fixed;
-  Value p = dtcrt::BufferOp::create(b, loc, dtcrt::PtrType::get(b.getContext(), b.getF32Type()),
-                                    space, offsets[i]);
+  auto space =
+      shape::isBatched(t) ? dtcrt::Space::PerSample : dtcrt::Space::Fixed;
+  Value p = dtcrt::BufferOp::create(
+      b, loc, dtcrt::PtrType::get(b.getContext(), b.getF32Type()), space,
+      offsets[i]);
   map(r, p);
   return p;
 }
 
 Value Lowering::persistent(int64_t offset) {
-  return dtcrt::BufferOp::create(b, loc, dtcrt::PtrType::get(b.getContext(), b.getF32Type()),
-                                 dtcrt::Space::Persistent, offset);
+  return dtcrt::BufferOp::create(
+      b, loc, dtcrt::PtrType::get(b.getContext(), b.getF32Type()),
+      dtcrt::Space::Persistent, offset);
 }
 
 Value Lowering::size(ArrayRef<int64_t> shape, size_t from, size_t to) {
@@ -73,8 +78,12 @@ static Value constant(OpBuilder &b, Location loc, TypedAttr value) {
   return dtcrt::ConstantOp::create(b, loc, value.getType(), value);
 }
 Value Lowering::i1(bool v) { return constant(b, loc, b.getBoolAttr(v)); }
-Value Lowering::i32(int32_t v) { return constant(b, loc, b.getI32IntegerAttr(v)); }
-Value Lowering::i64(int64_t v) { return constant(b, loc, b.getI64IntegerAttr(v)); }
+Value Lowering::i32(int32_t v) {
+  return constant(b, loc, b.getI32IntegerAttr(v));
+}
+Value Lowering::i64(int64_t v) {
+  return constant(b, loc, b.getI64IntegerAttr(v));
+}
 Value Lowering::f32(float v) { return constant(b, loc, b.getF32FloatAttr(v)); }
 Value Lowering::scalar(dtcrt::StepScalar which) {
   return dtcrt::StepScalarOp::create(b, loc, b.getF32Type(), which);
@@ -84,9 +93,9 @@ Value Lowering::hyper() {
 }
 
 Value Lowering::array(ArrayRef<int64_t> values, unsigned bits) {
-  return dtcrt::ArrayOp::create(b, loc,
-                                dtcrt::ArrayType::get(b.getContext(), b.getIntegerType(bits)),
-                                b.getDenseI64ArrayAttr(batchAsMinusOne(values)));
+  return dtcrt::ArrayOp::create(
+      b, loc, dtcrt::ArrayType::get(b.getContext(), b.getIntegerType(bits)),
+      b.getDenseI64ArrayAttr(batchAsMinusOne(values)));
 }
 
 SmallVector<int64_t> dtc::lowering::batchAsMinusOne(ArrayRef<int64_t> shape) {
@@ -99,11 +108,16 @@ SmallVector<int64_t> dtc::lowering::batchAsMinusOne(ArrayRef<int64_t> shape) {
 
 std::array<Value, 3> Lowering::axisView(Type tensor, int64_t axis) {
   auto s = cast<RankedTensorType>(tensor).getShape();
-  return {size(s, 0, axis), size(s, axis, axis + 1), size(s, axis + 1, s.size())};
+  return {size(s, 0, axis), size(s, axis, axis + 1),
+          size(s, axis + 1, s.size())};
 }
 
-PlacementAttr Lowering::placement(StringRef param) { return params.lookup(param).first; }
-int32_t Lowering::paramIndex(StringRef param) { return params.lookup(param).second; }
+PlacementAttr Lowering::placement(StringRef param) {
+  return params.lookup(param).first;
+}
+int32_t Lowering::paramIndex(StringRef param) {
+  return params.lookup(param).second;
+}
 
 //===----------------------------------------------------------------------===//
 // The driver
@@ -112,8 +126,9 @@ int32_t Lowering::paramIndex(StringRef param) { return params.lookup(param).seco
 namespace {
 /// Ops that compute (and so are spans of --trace timelines).
 bool isTraced(Operation *op) {
-  return !isa<ParamRefOp, ReshapeOp, ConstantOp, BatchSizeOp, GradSeedOp, func::ReturnOp,
-              AllReduceOp, AllReduceBucketOp, AllReduceStartOp, AllReduceWaitOp>(op);
+  return !isa<ParamRefOp, ReshapeOp, ConstantOp, BatchSizeOp, GradSeedOp,
+              func::ReturnOp, AllReduceOp, AllReduceBucketOp, AllReduceStartOp,
+              AllReduceWaitOp>(op);
 }
 
 /// "matmul", "fused(add,relu)", "update fc1.weight fc1.bias".
@@ -155,20 +170,24 @@ void findFoldedGradients(Lowering &l) {
 
 void writeOutputs(func::ReturnOp ret, Lowering &l) {
   auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
-  Value outputs = dtcrt::StepArgOp::create(l.b, l.loc, f32Ptr, dtcrt::StepArg::Outputs);
+  Value outputs =
+      dtcrt::StepArgOp::create(l.b, l.loc, f32Ptr, dtcrt::StepArg::Outputs);
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Value at = dtcrt::OffsetOp::create(l.b, l.loc, f32Ptr, outputs, i);
     dtcrt::CopyOp::create(l.b, l.loc, at, l.ptr(v), l.i64(1));
   }
 }
 
-LogicalResult lowerStep(func::FuncOp step, ModuleOp module, const LoweringTable &table) {
+LogicalResult lowerStep(func::FuncOp step, ModuleOp module,
+                        const LoweringTable &table) {
   MLIRContext *ctx = module.getContext();
   OpBuilder top(step);
-  auto lowered = func::FuncOp::create(top, step.getLoc(), (step.getSymName() + ".lowered").str(),
+  auto lowered = func::FuncOp::create(top, step.getLoc(),
+                                      (step.getSymName() + ".lowered").str(),
                                       FunctionType::get(ctx, {}, {}));
   DtcDialect *dtc = ctx->getLoadedDialect<DtcDialect>();
-  dtc->getArenaAttrHelper().setAttr(lowered, dtc->getArenaAttrHelper().getAttr(step));
+  dtc->getArenaAttrHelper().setAttr(lowered,
+                                    dtc->getArenaAttrHelper().getAttr(step));
   if (ArrayAttr outputs = dtc->getOutputsAttrHelper().getAttr(step))
     dtc->getOutputsAttrHelper().setAttr(lowered, outputs);
   lowered->setAttr("dtcrt.step_type", TypeAttr::get(step.getFunctionType()));
@@ -178,19 +197,24 @@ LogicalResult lowerStep(func::FuncOp step, ModuleOp module, const LoweringTable 
 
   // The step's arguments: the input, then the labels.
   auto f32Ptr = dtcrt::PtrType::get(ctx, b.getF32Type());
-  l.map(step.getArgument(0), dtcrt::StepArgOp::create(b, l.loc, f32Ptr, dtcrt::StepArg::Input));
+  l.map(step.getArgument(0),
+        dtcrt::StepArgOp::create(b, l.loc, f32Ptr, dtcrt::StepArg::Input));
   Value labels = step.getArgument(1);
-  bool classes = cast<RankedTensorType>(labels.getType()).getElementType().isInteger(32);
-  l.map(labels, dtcrt::StepArgOp::create(
-                    b, l.loc, classes ? dtcrt::PtrType::get(ctx, b.getI32Type()) : f32Ptr,
-                    classes ? dtcrt::StepArg::ClassLabels : dtcrt::StepArg::ValueLabels));
+  bool classes =
+      cast<RankedTensorType>(labels.getType()).getElementType().isInteger(32);
+  l.map(
+      labels,
+      dtcrt::StepArgOp::create(
+          b, l.loc, classes ? dtcrt::PtrType::get(ctx, b.getI32Type()) : f32Ptr,
+          classes ? dtcrt::StepArg::ClassLabels : dtcrt::StepArg::ValueLabels));
   findFoldedGradients(l);
   const bool traced = dtc->getTracedAttrHelper().isAttrPresent(step);
   bool outputsWritten = false;
   auto ret = cast<func::ReturnOp>(step.front().getTerminator());
   for (Operation &op : llvm::make_early_inc_range(step.front())) {
     l.loc = op.getLoc();
-    if (isa<UpdateGroupOp, ExportGradientOp, func::ReturnOp>(op) && !outputsWritten) {
+    if (isa<UpdateGroupOp, ExportGradientOp, func::ReturnOp>(op) &&
+        !outputsWritten) {
       writeOutputs(ret, l);
       outputsWritten = true;
     }
@@ -210,10 +234,11 @@ LogicalResult lowerStep(func::FuncOp step, ModuleOp module, const LoweringTable 
     // A folded gradient made by anything but a GEMM: into its momentum
     // buffer now.
     for (Value r : op.getResults())
-      if (auto it = l.momentumOf.find(r); it != l.momentumOf.end() && !l.accumulated.contains(r))
-        dtcrt::MomentumAccumulateOp::create(b, l.loc, l.persistent(it->second), l.ptr(r),
-                                            l.size(r.getType()),
-                                            l.scalar(dtcrt::StepScalar::MomentumShare));
+      if (auto it = l.momentumOf.find(r);
+          it != l.momentumOf.end() && !l.accumulated.contains(r))
+        dtcrt::MomentumAccumulateOp::create(
+            b, l.loc, l.persistent(it->second), l.ptr(r), l.size(r.getType()),
+            l.scalar(dtcrt::StepScalar::MomentumShare));
     if (span)
       dtcrt::TraceEndOp::create(b, l.loc);
   }
@@ -223,7 +248,8 @@ LogicalResult lowerStep(func::FuncOp step, ModuleOp module, const LoweringTable 
   return success();
 }
 
-struct LowerToRuntimePass : public dtc::impl::LowerToRuntimeBase<LowerToRuntimePass> {
+struct LowerToRuntimePass
+    : public dtc::impl::LowerToRuntimeBase<LowerToRuntimePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (failed(verifyBackendContract(module)))
@@ -237,7 +263,8 @@ struct LowerToRuntimePass : public dtc::impl::LowerToRuntimeBase<LowerToRuntimeP
     populateOptimizerLowerings(table);
     populateCollectiveLowerings(table);
     for (StringRef name : {steps::kTrain, steps::kGrad, steps::kEval})
-      if (failed(lowerStep(module.lookupSymbol<func::FuncOp>(name), module, table)))
+      if (failed(lowerStep(module.lookupSymbol<func::FuncOp>(name), module,
+                           table)))
         return signalPassFailure();
   }
 };

@@ -80,7 +80,8 @@ private:
 /// A shape with the batch dimension as -1 (dtcrt's arrays and kernels).
 llvm::SmallVector<int64_t> batchAsMinusOne(llvm::ArrayRef<int64_t> shape);
 
-using LowerFn = std::function<mlir::LogicalResult(mlir::Operation *, Lowering &)>;
+using LowerFn =
+    std::function<mlir::LogicalResult(mlir::Operation *, Lowering &)>;
 
 /// Which function lowers each dtc op.
 class LoweringTable {

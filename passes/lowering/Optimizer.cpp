@@ -1,6 +1,6 @@
 //===- Optimizer.cpp - Parameter updates and exported gradients -----------===//
-#include "passes/lowering/Lowering.h"
 #include "passes/Passes.h"
+#include "passes/lowering/Lowering.h"
 
 using namespace mlir;
 using namespace dtc;
@@ -15,7 +15,8 @@ void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
     SmallVector<Value> weights, grads, stateBufs, sizes;
     for (auto [param, grad] : llvm::zip(op.getParams(), op.getGrads())) {
       PlacementAttr at = l.placement(cast<FlatSymbolRefAttr>(param).getValue());
-      int64_t bytes = cast<RankedTensorType>(grad.getType()).getNumElements() * 4;
+      int64_t bytes =
+          cast<RankedTensorType>(grad.getType()).getNumElements() * 4;
       weights.push_back(l.persistent(at.getOffset()));
       // Folded: the summed momentum buffer is the gradient.
       grads.push_back(folded ? l.persistent(at.getStateOffset()) : l.ptr(grad));
@@ -23,8 +24,9 @@ void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
         stateBufs.push_back(l.persistent(at.getStateOffset() + s * bytes));
       sizes.push_back(l.size(grad.getType()));
     }
-    Value items = dtcrt::UpdateItemsOp::create(l.b, l.loc, dtcrt::ItemsType::get(l.b.getContext()),
-                                               weights, grads, stateBufs, sizes, states);
+    Value items = dtcrt::UpdateItemsOp::create(
+        l.b, l.loc, dtcrt::ItemsType::get(l.b.getContext()), weights, grads,
+        stateBufs, sizes, states);
     Value count = l.i32(weights.size());
     if (folded)
       dtcrt::SgdApplyMomentumOp::create(l.b, l.loc, items, count, l.hyper());
@@ -38,9 +40,12 @@ void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
   // The gradient-only step: each gradient to its place in the packed vector.
   t.add<ExportGradientOp>([](ExportGradientOp op, Lowering &l) {
     auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
-    Value grads = dtcrt::StepArgOp::create(l.b, l.loc, f32Ptr, dtcrt::StepArg::ParamGrads);
-    Value at = dtcrt::OffsetOp::create(l.b, l.loc, f32Ptr, grads, op.getOffset());
-    dtcrt::CopyOp::create(l.b, l.loc, at, l.ptr(op.getGrad()), l.size(op.getGrad().getType()));
+    Value grads = dtcrt::StepArgOp::create(l.b, l.loc, f32Ptr,
+                                           dtcrt::StepArg::ParamGrads);
+    Value at =
+        dtcrt::OffsetOp::create(l.b, l.loc, f32Ptr, grads, op.getOffset());
+    dtcrt::CopyOp::create(l.b, l.loc, at, l.ptr(op.getGrad()),
+                          l.size(op.getGrad().getType()));
     return success();
   });
 }

@@ -7,8 +7,7 @@ using namespace dtc::lowering;
 
 namespace {
 /// An op over the axis view [outer, n, inner] of its input: x -> y.
-template <typename DtcOp, typename CallOp>
-void addAxisOp(LoweringTable &t) {
+template <typename DtcOp, typename CallOp> void addAxisOp(LoweringTable &t) {
   t.add<DtcOp>([](DtcOp op, Lowering &l) {
     auto [outer, n, inner] = l.axisView(op.getX().getType(), op.getAxis());
     Value out = l.resultBuffer(op);
@@ -23,7 +22,8 @@ void addSoftmaxGrad(LoweringTable &t) {
   t.add<DtcOp>([](DtcOp op, Lowering &l) {
     auto [outer, n, inner] = l.axisView(op.getType(), op.getAxis());
     Value out = l.resultBuffer(op);
-    CallOp::create(l.b, l.loc, l.ptr(op.getY()), l.ptr(op.getDy()), out, outer, n, inner);
+    CallOp::create(l.b, l.loc, l.ptr(op.getY()), l.ptr(op.getDy()), out, outer,
+                   n, inner);
     return success();
   });
 }
@@ -40,8 +40,9 @@ void dtc::lowering::populateReductionLowerings(LoweringTable &t) {
   t.add<ReduceMaxGradOp>([](ReduceMaxGradOp op, Lowering &l) {
     auto [outer, n, inner] = l.axisView(op.getX().getType(), op.getAxis());
     Value out = l.resultBuffer(op);
-    dtcrt::ReduceMaxGradOp::create(l.b, l.loc, l.ptr(op.getX()), l.ptr(op.getY()),
-                                   l.ptr(op.getDy()), out, outer, n, inner);
+    dtcrt::ReduceMaxGradOp::create(l.b, l.loc, l.ptr(op.getX()),
+                                   l.ptr(op.getY()), l.ptr(op.getDy()), out,
+                                   outer, n, inner);
     return success();
   });
   t.add<SumToOp>([](SumToOp op, Lowering &l) {
@@ -49,8 +50,8 @@ void dtc::lowering::populateReductionLowerings(LoweringTable &t) {
     auto yt = op.getType();
     Value xs = l.array(xt.getShape(), 64), ys = l.array(yt.getShape(), 64);
     Value out = l.resultBuffer(op);
-    dtcrt::SumToOp::create(l.b, l.loc, l.ptr(op.getX()), l.i32(xt.getRank()), xs, out,
-                           l.i32(yt.getRank()), ys);
+    dtcrt::SumToOp::create(l.b, l.loc, l.ptr(op.getX()), l.i32(xt.getRank()),
+                           xs, out, l.i32(yt.getRank()), ys);
     return success();
   });
 }

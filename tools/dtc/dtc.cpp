@@ -38,9 +38,10 @@ cl::OptionCategory category("dtc options");
 cl::opt<std::string> inputFile(cl::Positional,
                                cl::desc("<model.dsl or .mlir at any stage>"),
                                cl::Required, cl::cat(category));
-cl::opt<std::string> outputFile("o", cl::desc("Output file (default: train, "
-                                              "or stdout for --emit other "
-                                              "than exe)"),
+cl::opt<std::string> outputFile("o",
+                                cl::desc("Output file (default: train, "
+                                         "or stdout for --emit other "
+                                         "than exe)"),
                                 cl::value_desc("file"), cl::cat(category));
 cl::opt<Emit> emitKind(
     "emit", cl::desc("What to produce"), cl::init(Emit::Exe),
@@ -57,18 +58,20 @@ cl::opt<Emit> emitKind(
     cl::cat(category));
 cl::opt<std::string> target(
     "target",
-    cl::desc("Code generation target: cpu (C++, oneDNN or OpenBLAS), cuda (CUDA C++ "
-             "for nvcc, holding the CPU steps too: train picks the device at "
-             "run time), or auto (cuda when this machine has a GPU and dtc "
-             "was built with the CUDA runtime, else cpu)"),
+    cl::desc(
+        "Code generation target: cpu (C++, oneDNN or OpenBLAS), cuda (CUDA C++ "
+        "for nvcc, holding the CPU steps too: train picks the device at "
+        "run time), or auto (cuda when this machine has a GPU and dtc "
+        "was built with the CUDA runtime, else cpu)"),
     cl::init("auto"), cl::cat(category));
 cl::opt<std::string> cudaArch("cuda-arch",
                               cl::desc("GPU architecture for nvcc (-arch)"),
                               cl::init("sm_90"), cl::cat(category));
 cl::opt<bool> verbose("v", cl::desc("Show the commands dtc runs"),
                       cl::cat(category));
-cl::opt<bool> report("report", cl::desc("Print the compile-time plan "
-                                        "(parameters, arena, peak memory)"),
+cl::opt<bool> report("report",
+                     cl::desc("Print the compile-time plan "
+                              "(parameters, arena, peak memory)"),
                      cl::cat(category));
 cl::opt<bool> noFuse("no-fuse", cl::desc("Do not fuse elementwise ops"),
                      cl::cat(category));
@@ -130,7 +133,8 @@ bool isGcc(StringRef compiler) {
   SmallString<128> out;
   if (sys::fs::createTemporaryFile("dtc-cxx-macros", "txt", out))
     return false;
-  std::optional<StringRef> redirects[] = {StringRef(""), StringRef(out), StringRef("")};
+  std::optional<StringRef> redirects[] = {StringRef(""), StringRef(out),
+                                          StringRef("")};
   StringRef args[] = {compiler, "-dM", "-E", "-x", "c++", "/dev/null"};
   int rc = sys::ExecuteAndWait(compiler, args, std::nullopt, redirects);
   auto text = MemoryBuffer::getFile(out);
@@ -138,7 +142,8 @@ bool isGcc(StringRef compiler) {
   if (rc != 0 || !text)
     return false;
   StringRef macros = (*text)->getBuffer();
-  return macros.contains("#define __GNUC__ ") && !macros.contains("#define __clang__ ");
+  return macros.contains("#define __GNUC__ ") &&
+         !macros.contains("#define __clang__ ");
 }
 
 /// Writes `text` to `path` (or stdout for "-"); nothing is left on failure.
@@ -152,7 +157,6 @@ int writeOutput(StringRef path, function_ref<void(raw_ostream &)> write) {
   return 0;
 }
 
-
 /// Runs the host compiler (nvcc for CUDA) on `source`, producing `output`
 /// atomically.
 int compileAndLink(StringRef source, StringRef output, bool cuda) {
@@ -161,7 +165,8 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   SmallString<256> tmpOut;
   {
     int tmpFd;
-    if (auto ec = sys::fs::createUniqueFile(output + ".dtc-tmp-%%%%%%", tmpFd, tmpOut))
+    if (auto ec = sys::fs::createUniqueFile(output + ".dtc-tmp-%%%%%%", tmpFd,
+                                            tmpOut))
       return fail("cannot write '" + output + "': " + ec.message());
     sys::fs::closeFile(tmpFd);
   }
@@ -169,7 +174,8 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   StringRef(cxxFlags).split(flags, ' ', -1, false);
   for (StringRef f : flags)
     if (cuda && f.contains(',') && !f.starts_with("-Wl,"))
-      return fail("nvcc cannot pass '" + f + "' to the host compiler (it splits "
+      return fail("nvcc cannot pass '" + f +
+                  "' to the host compiler (it splits "
                   "-Xcompiler arguments at commas); give it without commas");
   std::string compiler = cuda ? std::string(DTC_NVCC) : cxx.getValue();
   auto path = sys::findProgramByName(compiler);
@@ -208,7 +214,8 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
         args.push_back(p.str());
       }
     } else {
-      args.push_back("-Xcompiler=" + f.str()); // the host compile; -O2 by default
+      args.push_back("-Xcompiler=" +
+                     f.str()); // the host compile; -O2 by default
     }
   }
   if (!cuda && !vectorMath)
@@ -237,7 +244,8 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   // -Bstatic/-Bdynamic around the libraries they should apply to.
   for (StringRef l : libs) {
     if (staticLibs && l == "-lopenblas") {
-      for (const char *a : {"-l:libopenblas.a", "-l:libgfortran.a", "-l:libquadmath.a"})
+      for (const char *a :
+           {"-l:libopenblas.a", "-l:libgfortran.a", "-l:libquadmath.a"})
         args.push_back(a);
     } else if (staticLibs && l == "-ldeflate") {
       args.push_back("-l:libdeflate.a");
@@ -258,9 +266,9 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   int rc = sys::ExecuteAndWait(*path, argRefs, std::nullopt, {}, 0, 0, &err);
   if (rc != 0) {
     sys::fs::remove(tmpOut);
-    return fail("the C++ compiler failed" +
-                (err.empty() ? Twine(" (exit ") + Twine(rc) + ")"
-                             : Twine(": ") + err));
+    return fail(
+        "the C++ compiler failed" +
+        (err.empty() ? Twine(" (exit ") + Twine(rc) + ")" : Twine(": ") + err));
   }
   if (auto ec = sys::fs::rename(tmpOut, output)) {
     sys::fs::remove(tmpOut);
@@ -283,12 +291,13 @@ int main(int argc, char **argv) {
   mlir::registerDefaultTimingManagerCLOptions();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
-  cl::ParseCommandLineOptions(argc, argv,
-                              "dtc: compiles a model and its training recipe "
-                              "into a training program\n\n"
-                              "MLIR's pass-manager, timing and printing options "
-                              "(--mlir-print-ir-after-all, --mlir-timing, ...) "
-                              "apply too: dtc --help-hidden lists them\n");
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "dtc: compiles a model and its training recipe "
+      "into a training program\n\n"
+      "MLIR's pass-manager, timing and printing options "
+      "(--mlir-print-ir-after-all, --mlir-timing, ...) "
+      "apply too: dtc --help-hidden lists them\n");
   bool cudaBuilt = StringRef(DTC_RUNTIME_CUDA_LIBRARY).size() > 0;
   if (target != "cpu" && target != "cuda" && target != "auto")
     return fail("unknown target '" + target + "' (expected cpu, cuda, auto)");
@@ -311,9 +320,8 @@ int main(int argc, char **argv) {
 
   // The output's directory is checked before any work, in dtc's words (the
   // linker would say "cannot open output file ...dtc-tmp").
-  std::string out = outputFile.empty()
-                        ? (emitKind == Emit::Exe ? "train" : "-")
-                        : outputFile.getValue();
+  std::string out = outputFile.empty() ? (emitKind == Emit::Exe ? "train" : "-")
+                                       : outputFile.getValue();
   if (out != "-") {
     SmallString<256> dir(sys::path::parent_path(out));
     if (dir.empty())
@@ -336,8 +344,8 @@ int main(int argc, char **argv) {
 
   auto file = MemoryBuffer::getFile(inputFile, /*IsText=*/true);
   if (!file)
-    return fail("cannot open '" + inputFile + "': " +
-                file.getError().message());
+    return fail("cannot open '" + inputFile +
+                "': " + file.getError().message());
   SourceMgr sourceMgr;
   StringRef source = (*file)->getBuffer();
   sourceMgr.AddNewSourceBuffer(std::move(*file), SMLoc());

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The components' boundaries, as the includes show them (docs/design.md):
+#   dialects/  includes no other component of dtc's;
+#   frontends/ only dialects/;  passes/ only dialects/;
+#   tools/     anything but runtime/'s internals (runtime/lib);
+#   runtime/   no compiler component (the runtime has no MLIR in it);
+#   the lowering's internal header (passes/lowering/Lowering.h) is included
+#   only inside passes/.
+# Prints each include that crosses a boundary and fails; passes otherwise.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+bad=0
+# check DIR PATTERN WHY: no file under DIR includes a path matching PATTERN.
+check() {
+  local hits
+  hits=$(git ls-files -- "$1" | grep -E '\.(h|cpp|cu|cuh)$' |
+         xargs -r grep -nE "^#include \"($2)" || true)
+  if [ -n "$hits" ]; then
+    echo "boundary: $3:"
+    echo "$hits" | sed 's/^/  /'
+    bad=1
+  fi
+}
+check dialects/ 'passes/|frontends/|tools/|runtime/' "dialects/ includes another component"
+check frontends/ 'passes/|tools/|runtime/' "frontends/ includes more than dialects/"
+check passes/ 'frontends/|tools/|runtime/' "passes/ includes more than dialects/"
+check runtime/ 'dialects/|passes/|frontends/|tools/' "runtime/ includes the compiler"
+check tools/ 'runtime/lib/' "tools/ includes runtime internals"
+for d in dialects/ frontends/ tools/ runtime/ test/; do
+  check "$d" 'passes/lowering/' "$d includes an internal header of passes/"
+done
+[ $bad = 0 ] && echo "boundaries: every include stays inside its component's interface"
+exit $bad
