@@ -54,7 +54,7 @@ struct TrainingState {
   int64_t epochs = 1, maxSteps = 0;
   std::string data;         // --data's description
   int64_t trainSamples = 0;
-  uint64_t trainDigest = 0; // driver's dataset digest of the training set
+  uint64_t trainDigest = 0; // datasetDigest (data.h) of the training set
 };
 
 // The names of the optimizer state tensors of parameter p, in the order of

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <libdeflate.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -467,6 +468,29 @@ DataSplits loadData(const DataSource &src, const ModelSpec &spec) {
   if (d.test.size > 0)
     checkDataset(d.test, spec);
   return d;
+}
+
+namespace {
+uint64_t fnv1a(const void *data, size_t n, uint64_t h = 0xcbf29ce484222325ULL) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ p[i]) * 0x100000001b3ULL;
+  return h;
+}
+} // namespace
+
+uint64_t datasetDigest(const Dataset &ds) {
+  uint64_t h = fnv1a(&ds.size, sizeof ds.size);
+  const int64_t samples = std::min<int64_t>(ds.size, 64);
+  for (int64_t j = 0; j < samples; ++j) {
+    const int64_t i = j * ds.size / samples;
+    h = fnv1a(ds.x.data() + i * ds.features, size_t(ds.features) * sizeof(float), h);
+    if (ds.labelKind == LabelKind::Class)
+      h = fnv1a(&ds.yClass[size_t(i)], sizeof(int32_t), h);
+    else
+      h = fnv1a(ds.yValue.data() + i * ds.labelWidth, size_t(ds.labelWidth) * sizeof(float), h);
+  }
+  return h;
 }
 
 } // namespace dtc::rt

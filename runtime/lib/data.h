@@ -87,4 +87,9 @@ void checkDataset(const Dataset &ds, const ModelSpec &spec);
 // Loads and checks both splits.
 DataSplits loadData(const DataSource &src, const ModelSpec &spec);
 
+// The size and an FNV-1a digest of up to 64 evenly spaced samples (features
+// and labels): what the ranks compare at startup and what a training state
+// records of its training set (TrainingState::trainDigest).
+uint64_t datasetDigest(const Dataset &ds);
+
 } // namespace dtc::rt

@@ -3,10 +3,10 @@
 // While training, PreemptionHandler catches SIGTERM (what Slurm, Kubernetes
 // and torchrun send before they kill), SIGINT (Ctrl-C) and SIGUSR1 (what
 // OpenMPI's mpirun forwards to every rank; sbatch --signal=USR1@60). The
-// handler only records the signal; the training loop asks requested() at
-// each step boundary, the ranks agree on it (train() in driver.cpp), write
-// a checkpoint and exit with kExitPreempted. A second SIGTERM or SIGINT
-// while that happens ends the process at once, as if it were not caught.
+// handler only records the signal; the training loop (training_loop.h)
+// asks requested() at each step boundary, the ranks agree on it, write a
+// checkpoint and exit with kExitPreempted. A second SIGTERM or SIGINT while
+// that happens ends the process at once, as if it were not caught.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -2,7 +2,7 @@
 //
 // A Tracer collects complete ("X") events of one rank: spans the compute
 // thread opens and closes (traceBegin/traceEnd from generated code, the
-// driver's `step K`, the communicator's `wait bucket K`; tid 1) and spans
+// trace sink's `step K`, the communicator's `wait bucket K`; tid 1) and spans
 // the communication thread records (`allreduce bucket K`; tid 2). write()
 // produces the Chrome trace JSON ({"traceEvents": [...]}, ts/dur in
 // microseconds since the tracer was created, pid = rank) that
