@@ -344,10 +344,11 @@ LogicalResult Printer::printOp(Operation *op) {
       })
       .Case([&](dtcrt::ElementwiseOp k) { return printElementwise(k); })
       .Case([&](dtcrt::AllreduceStartOp s) {
-        std::string id = std::to_string(s.getBucket());
-        exprs[s.getRequest()] = id;
-        os << "  a.comm->allreduceStart(" << id << ", " << e(s.getBuf()) << ", "
-           << e(s.getCount()) << ");\n";
+        std::string r = fresh("r");
+        exprs[s.getRequest()] = r;
+        os << "  const dtc::rt::Request " << r << " = a.comm->allreduceStart("
+           << s.getBucket() << ", " << e(s.getBuf()) << ", " << e(s.getCount())
+           << ");\n";
         return success();
       })
       .Case([&](dtcrt::AllreduceWaitOp w) {

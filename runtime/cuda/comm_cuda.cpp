@@ -41,14 +41,18 @@ Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-// Per-bucket pending flags, indexed by bucket id (grown on first use).
-struct PendingFlags {
-  std::vector<char> v;
-  char &at(int bucket) {
+// Per-bucket request bookkeeping, indexed by bucket id (grown on first use).
+struct Slots {
+  struct Slot {
+    uint64_t serial = 0;  // the latest request's; 0: never started
+    bool pending = false; // between allreduceStart and wait
+  };
+  std::vector<Slot> v;
+  Slot &at(int bucket) {
     if (bucket < 0)
       throw Error(fmt::format("internal error: negative bucket id {}", bucket));
     if (size_t(bucket) >= v.size())
-      v.resize(size_t(bucket) + 1, 0);
+      v.resize(size_t(bucket) + 1);
     return v[size_t(bucket)];
   }
 };
@@ -68,27 +72,30 @@ public:
   void setComputeStream(cudaStream_t stream) override { compute_ = stream; }
   int device() const override { return device_; }
 
-  void allreduceStart(int bucket, float *data, int64_t count) override {
+  Request allreduceStart(int bucket, float *data, int64_t count) override {
     (void)data;
-    char &pending = pending_.at(bucket);
-    if (pending)
+    Slots::Slot &slot = slots_.at(bucket);
+    if (slot.pending)
       throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
                               bucketName(bucket)));
-    pending = 1;
+    const Request r = newRequest(bucket);
+    slot.serial = r.serial();
+    slot.pending = true;
     const auto start = Clock::now();
     if (tracer_)
       tracer_->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", bucket), start,
                     Clock::now(), count * int64_t(sizeof(float)));
+    return r;
   }
 
-  void wait(int bucket) override {
+  void wait(Request r) override {
     const auto start = Clock::now();
-    if (bucket < 0 || size_t(bucket) >= pending_.v.size() || !pending_.v[size_t(bucket)])
-      throw Error(
-          fmt::format("internal error: wait for {}, which was not started", bucketName(bucket)));
-    pending_.v[size_t(bucket)] = 0;
+    checkOwn(r);
+    Slots::Slot &slot = slots_.at(r.bucket());
+    checkInFlight(r, slot.serial, slot.pending);
+    slot.pending = false;
     if (tracer_)
-      tracer_->span(Tracer::kComputeTid, fmt::format("wait bucket {}", bucket), start,
+      tracer_->span(Tracer::kComputeTid, fmt::format("wait bucket {}", r.bucket()), start,
                     Clock::now());
   }
 
@@ -106,7 +113,7 @@ private:
   std::unique_ptr<CommBase> base_;
   int device_;
   cudaStream_t compute_ = nullptr;
-  PendingFlags pending_;
+  Slots slots_;
 };
 
 //===--- NCCL -------------------------------------------------------------===//
@@ -198,7 +205,7 @@ public:
   int device() const override { return device_; }
   bool canHang() const override { return size_ > 1; }
 
-  void allreduceStart(int bucket, float *data, int64_t count) override {
+  Request allreduceStart(int bucket, float *data, int64_t count) override {
     if (!compute_)
       throw Error("internal error: an all-reduce started before the compute stream was set");
     Bucket &b = buckets_[bucket];
@@ -218,23 +225,26 @@ public:
                               ncclMessage(r, comm_)));
     }
     cudaCheck(cudaEventRecord(b.done, stream_), "cudaEventRecord");
+    const Request request = newRequest(bucket);
     b.pending = true;
-    b.seq = ++seq_;
+    b.seq = request.serial(); // start order
     if (tracer_) // when it was queued; the device timeline is in Nsight Systems
       tracer_->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", bucket), start,
                     Clock::now(), count * int64_t(sizeof(float)));
+    return request;
   }
 
-  void wait(int bucket) override {
+  void wait(Request r) override {
     const auto start = Clock::now();
-    auto it = buckets_.find(bucket);
-    if (it == buckets_.end() || !it->second.pending)
-      throw Error(
-          fmt::format("internal error: wait for {}, which was not started", bucketName(bucket)));
+    checkOwn(r);
+    auto it = buckets_.find(r.bucket());
+    if (it == buckets_.end())
+      checkInFlight(r, 0, false); // throws: never started here
+    checkInFlight(r, it->second.seq, it->second.pending);
     cudaCheck(cudaStreamWaitEvent(compute_, it->second.done, 0), "cudaStreamWaitEvent");
     it->second.pending = false;
     if (tracer_)
-      tracer_->span(Tracer::kComputeTid, fmt::format("wait bucket {}", bucket), start,
+      tracer_->span(Tracer::kComputeTid, fmt::format("wait bucket {}", r.bucket()), start,
                     Clock::now());
   }
 
@@ -331,7 +341,7 @@ private:
   struct Bucket {
     cudaEvent_t done = nullptr;
     bool pending = false; // between allreduceStart and wait
-    uint64_t seq = 0;     // start order
+    uint64_t seq = 0;     // the latest request's serial (start order)
   };
 
   void check(ncclResult_t r, const char *what) {
@@ -386,7 +396,6 @@ private:
   cudaStream_t stream_ = nullptr, compute_ = nullptr;
   cudaEvent_t ready_ = nullptr, hostDone_ = nullptr;
   std::unordered_map<int, Bucket> buckets_;
-  uint64_t seq_ = 0;
   void *scratch_ = nullptr;
   size_t scratchBytes_ = 0;
   bool broken_ = false;

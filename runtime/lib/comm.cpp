@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -39,29 +40,32 @@ public:
   int localSize() const override { return 1; }
   const char *backend() const override { return "local"; }
 
-  void allreduceStart(int bucket, float *data, int64_t count) override {
-    char &pending = slot(bucket, pending_, char(0));
-    if (pending)
+  Request allreduceStart(int bucket, float *data, int64_t count) override {
+    Slot &slot = this->slot(bucket);
+    if (slot.pending)
       throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
                               bucketName(bucket)));
-    pending = 1;
     (void)data;
+    const Request r = newRequest(bucket);
+    slot.serial = r.serial();
+    slot.pending = true;
     const auto start = Clock::now();
     const auto end = start;
-    slot(bucket, finished_, Clock::time_point()) = end;
+    slot.finished = end;
     if (tracer_)
       tracer_->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", bucket), start, end,
                     count * int64_t(sizeof(float)));
+    return r;
   }
 
-  void wait(int bucket) override {
+  void wait(Request r) override {
     const auto start = Clock::now();
-    if (bucket < 0 || size_t(bucket) >= pending_.size() || !pending_[size_t(bucket)])
-      throw Error(
-          fmt::format("internal error: wait for {}, which was not started", bucketName(bucket)));
-    pending_[size_t(bucket)] = 0;
+    checkOwn(r);
+    Slot &slot = this->slot(r.bucket());
+    checkInFlight(r, slot.serial, slot.pending);
+    slot.pending = false;
     if (tracer_)
-      tracer_->span(Tracer::kComputeTid, fmt::format("wait bucket {}", bucket), start,
+      tracer_->span(Tracer::kComputeTid, fmt::format("wait bucket {}", r.bucket()), start,
                     Clock::now());
   }
 
@@ -77,24 +81,28 @@ public:
   void barrier() override {}
 
   Clock::time_point finishedAt(int bucket) const override {
-    return bucket >= 0 && size_t(bucket) < finished_.size() ? finished_[size_t(bucket)]
-                                                            : Clock::time_point();
+    return bucket >= 0 && size_t(bucket) < slots_.size() ? slots_[size_t(bucket)].finished
+                                                         : Clock::time_point();
   }
 
 private:
+  struct Slot {
+    uint64_t serial = 0;  // the latest request's; 0: never started
+    bool pending = false; // between allreduceStart and wait
+    Clock::time_point finished;
+  };
   // Per-bucket state, indexed by bucket id (grown on first use, so steps do
   // not allocate).
-  template <class T> T &slot(int bucket, std::vector<T> &v, T init) {
+  Slot &slot(int bucket) {
     if (bucket < 0)
       throw Error(fmt::format("internal error: negative bucket id {}", bucket));
-    if (size_t(bucket) >= v.size())
-      v.resize(size_t(bucket) + 1, init);
-    return v[size_t(bucket)];
+    if (size_t(bucket) >= slots_.size())
+      slots_.resize(size_t(bucket) + 1);
+    return slots_[size_t(bucket)];
   }
 
   int localRank_;
-  std::vector<char> pending_;
-  std::vector<Clock::time_point> finished_;
+  std::vector<Slot> slots_;
 };
 
 // "host:port" or "[v6addr]:port" of TF_CONFIG's cluster lists.
@@ -297,6 +305,38 @@ void CommBase::setBuckets(const ModelSpec &spec) {
     }
     bucketNames_[b.id] = names;
   }
+}
+
+namespace {
+std::atomic<uint32_t> lastCommunicatorId{0};
+} // namespace
+
+Communicator::Communicator() : id_(++lastCommunicatorId) {}
+
+void CommBase::checkOwn(const Request &r) const {
+  if (!r)
+    throw Error("internal error: wait for a request that no all-reduce started (a "
+                "default-constructed dtc::rt::Request)");
+  if (!owns(r))
+    throw Error(fmt::format("internal error: wait for request {} of bucket {}, which another "
+                            "communicator started",
+                            r.serial(), r.bucket()));
+}
+
+void CommBase::checkInFlight(const Request &r, uint64_t latest, bool pending) const {
+  if (r.serial() == latest && pending)
+    return;
+  if (r.serial() == latest)
+    throw Error(fmt::format("internal error: wait for request {} of {}, which was already "
+                            "waited for",
+                            r.serial(), bucketName(r.bucket())));
+  if (r.serial() < latest)
+    throw Error(fmt::format("internal error: wait for request {} of {}, which is stale: the "
+                            "bucket was started again since (request {})",
+                            r.serial(), bucketName(r.bucket()), latest));
+  throw Error(fmt::format("internal error: wait for request {} of {}, which this communicator "
+                          "has no record of",
+                          r.serial(), bucketName(r.bucket())));
 }
 
 std::string CommBase::bucketName(int bucket) const {

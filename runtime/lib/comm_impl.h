@@ -2,7 +2,8 @@
 //
 // The driver's side of dtc/comm.h: how a process finds out whether (and by
 // whom) it was launched as one of several ranks, and the backends:
-//   local  one rank; allreduceStart and wait return at once.
+//   local  one rank; allreduceStart and wait return at once (requests are
+//          checked as by every backend).
 //   mpi    libdtcrt_mpi.so (dlopen'ed; libdtcrt.a never links libmpi) driven
 //          by a dedicated communication thread that owns every MPI call
 //          (comm_mpi.cpp).
@@ -116,9 +117,22 @@ public:
   double timeoutSeconds() const { return timeout_; }
 
 protected:
+  // The request of the all-reduce of `bucket` being started: the next serial
+  // number of this communicator (the compute thread's starts, from 1).
+  Request newRequest(int bucket) { return makeRequest(bucket, ++serial_); }
+  // For wait: throws unless r is one of this communicator's requests (not
+  // default-constructed, not another communicator's).
+  void checkOwn(const Request &r) const;
+  // For wait, after checkOwn: throws unless r is the request in flight of its
+  // bucket, whose latest start had serial `latest` (0: never started) and is
+  // `pending` (not yet waited for): r waited for already, or stale (the
+  // bucket was started again since).
+  void checkInFlight(const Request &r, uint64_t latest, bool pending) const;
+
   Tracer *tracer_ = nullptr;
   double timeout_;
   std::unordered_map<int, std::string> bucketNames_;
+  uint64_t serial_ = 0; // the latest request's
 };
 
 std::unique_ptr<CommBase> createLocalCommunicator(int localRank = 0);

@@ -110,7 +110,8 @@ public:
   std::string libraryVersion() const override { return version_; }
   bool broken() const override { return broken_; }
 
-  void allreduceStart(int bucket, float *data, int64_t count) override {
+  Request allreduceStart(int bucket, float *data, int64_t count) override {
+    Request r;
     {
       std::lock_guard<std::mutex> lock(m_);
       std::unique_ptr<Op> &slot = buckets_[bucket];
@@ -119,9 +120,11 @@ public:
       if (slot->pending)
         throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
                                 bucketName(bucket)));
+      r = newRequest(bucket);
       Op &op = *slot;
       op.kind = Kind::AllreduceFloat;
       op.bucket = bucket;
+      op.serial = r.serial();
       op.data = data;
       op.count = count;
       op.tracer = tracer_;
@@ -131,11 +134,12 @@ public:
       op.finished = Clock::time_point();
       if (defer_) { // enqueued by its wait, or by a later collective
         deferred_.push_back(&op);
-        return;
+        return r;
       }
       push(&op);
     }
     work_.notify_one();
+    return r;
   }
 
   void setDeferredStarts(bool defer) override {
@@ -153,14 +157,16 @@ public:
     return defer_;
   }
 
-  void wait(int bucket) override {
+  void wait(Request r) override {
     const auto start = Clock::now();
+    checkOwn(r);
+    const int bucket = r.bucket();
     std::unique_lock<std::mutex> lock(m_);
     auto it = buckets_.find(bucket);
-    if (it == buckets_.end() || !it->second->pending)
-      throw Error(
-          fmt::format("internal error: wait for {}, which was not started", bucketName(bucket)));
+    if (it == buckets_.end())
+      checkInFlight(r, 0, false); // throws: never started here
     Op &op = *it->second;
+    checkInFlight(r, op.serial, op.pending);
     if (pushDeferred(&op))
       work_.notify_one();
     if (!done_.wait_until(lock, deadline(start), [&] { return op.done; })) {
@@ -202,6 +208,7 @@ private:
   struct Op {
     Kind kind = Kind::Barrier;
     int bucket = -1;
+    uint64_t serial = 0; // the latest request's (an all-reduce)
     void *data = nullptr;
     const void *send = nullptr;
     int64_t count = 0; // floats/doubles, or bytes

@@ -57,33 +57,104 @@ TEST(LocalComm, AllreduceOverOneRankLeavesTheDataAlone) {
   auto comm = createLocalCommunicator();
   const std::vector<float> want = {1.5f, -2.0f, 0.1f};
   std::vector<float> a = want, b = want;
-  comm->allreduceStart(0, a.data(), 3);
-  comm->wait(0);
+  const Request r0 = comm->allreduceStart(0, a.data(), 3);
+  comm->wait(r0);
   EXPECT_EQ(a, want); // bit-identical: the sum over one rank
-  comm->allreduceStart(1, a.data(), 3);
-  comm->allreduceStart(2, b.data(), 2); // several outstanding
-  comm->wait(2);
-  comm->wait(1);
+  const Request r1 = comm->allreduceStart(1, a.data(), 3);
+  const Request r2 = comm->allreduceStart(2, b.data(), 2); // several outstanding
+  comm->wait(r2);
+  comm->wait(r1);
   EXPECT_EQ(a, want);
   EXPECT_EQ(b, want);
   EXPECT_NE(comm->finishedAt(1), CommBase::Clock::time_point());
   EXPECT_EQ(comm->finishedAt(9), CommBase::Clock::time_point());
 }
 
+TEST(LocalComm, RequestsNameTheirBucketAndCountTheStarts) {
+  const Request none;
+  EXPECT_FALSE(none);
+  EXPECT_EQ(none.bucket(), -1);
+  EXPECT_EQ(none.serial(), 0u);
+  auto comm = createLocalCommunicator();
+  float x = 1, y = 2;
+  const Request a = comm->allreduceStart(7, &x, 1);
+  const Request b = comm->allreduceStart(3, &y, 1);
+  EXPECT_TRUE(a);
+  EXPECT_EQ(a.bucket(), 7);
+  EXPECT_EQ(b.bucket(), 3);
+  EXPECT_EQ(a.serial(), 1u);
+  EXPECT_EQ(b.serial(), 2u);
+  EXPECT_NE(a, b);
+  const Request copy = a;
+  EXPECT_EQ(copy, a);
+  comm->wait(copy); // a copy is the same request
+  comm->wait(b);
+  const Request again = comm->allreduceStart(7, &x, 1); // the bucket, started again
+  EXPECT_EQ(again.bucket(), 7);
+  EXPECT_EQ(again.serial(), 3u);
+  EXPECT_NE(again, a);
+  comm->wait(again);
+  // Another communicator counts its own starts, and its requests differ.
+  auto other = createLocalCommunicator();
+  const Request o = other->allreduceStart(7, &x, 1);
+  EXPECT_EQ(o.serial(), 1u);
+  EXPECT_NE(o, a);
+  other->wait(o);
+}
+
 TEST(LocalComm, MisuseIsAnInternalError) {
   auto comm = createLocalCommunicator();
   dtc::rt::ModelSpec spec = dtc::test::SoftmaxReg::spec();
   comm->setBuckets(spec);
-  EXPECT_EQ(errorOf([&] { comm->wait(0); }),
-            "internal error: wait for bucket 0 (fc.weight, fc.bias), which was not started");
+  EXPECT_EQ(errorOf([&] { comm->wait(Request()); }),
+            "internal error: wait for a request that no all-reduce started (a "
+            "default-constructed dtc::rt::Request)");
   float x = 1;
-  comm->allreduceStart(0, &x, 1);
-  EXPECT_EQ(errorOf([&] { comm->allreduceStart(0, &x, 1); }),
+  const Request r = comm->allreduceStart(0, &x, 1);
+  EXPECT_EQ(errorOf([&] { (void)comm->allreduceStart(0, &x, 1); }),
             "internal error: all-reduce of bucket 0 (fc.weight, fc.bias) started again before "
             "its wait");
-  comm->wait(0);
+  comm->wait(r);
+  EXPECT_EQ(errorOf([&] { comm->wait(r); }),
+            "internal error: wait for request 1 of bucket 0 (fc.weight, fc.bias), which was "
+            "already waited for");
   EXPECT_EQ(errorOf([&] { comm->broadcast(&x, 4, 1); }),
             "internal error: broadcast from rank 1 of 1");
+}
+
+TEST(LocalComm, AStaleRequestIsAnErrorAndLeavesTheNewOneInFlight) {
+  auto comm = createLocalCommunicator();
+  float x = 1;
+  const Request first = comm->allreduceStart(2, &x, 1);
+  comm->wait(first);
+  const Request second = comm->allreduceStart(2, &x, 1);
+  EXPECT_EQ(errorOf([&] { comm->wait(first); }),
+            "internal error: wait for request 1 of bucket 2, which is stale: the bucket was "
+            "started again since (request 2)");
+  // The failed wait changed nothing: bucket 2 is still in flight.
+  EXPECT_EQ(errorOf([&] { (void)comm->allreduceStart(2, &x, 1); }),
+            "internal error: all-reduce of bucket 2 started again before its wait");
+  comm->wait(second);
+  EXPECT_EQ(errorOf([&] { comm->wait(first); }),
+            "internal error: wait for request 1 of bucket 2, which is stale: the bucket was "
+            "started again since (request 2)");
+}
+
+TEST(LocalComm, AnotherCommunicatorsRequestIsAnError) {
+  auto comm = createLocalCommunicator(), other = createLocalCommunicator();
+  float x = 1;
+  const Request mine = comm->allreduceStart(0, &x, 1);
+  const Request theirs = other->allreduceStart(0, &x, 1);
+  EXPECT_EQ(mine.serial(), theirs.serial()); // same bucket, same serial: still not the same
+  EXPECT_NE(mine, theirs);
+  EXPECT_EQ(errorOf([&] { comm->wait(theirs); }),
+            "internal error: wait for request 1 of bucket 0, which another communicator "
+            "started");
+  EXPECT_EQ(errorOf([&] { other->wait(mine); }),
+            "internal error: wait for request 1 of bucket 0, which another communicator "
+            "started");
+  comm->wait(mine); // both still in flight
+  other->wait(theirs);
 }
 
 TEST(LocalComm, DriverCollectivesAreIdentities) {
@@ -459,8 +530,13 @@ TEST(CommSetup, CommGlooRefusalsAndSingleton) {
   EXPECT_EQ(single->localSize(), 1);
   EXPECT_EQ(single->libraryVersion().rfind("gloo 0.", 0), 0u) << single->libraryVersion();
   std::vector<float> x = {1.5f, -2.0f};
-  single->allreduceStart(0, x.data(), 2);
-  single->wait(0);
+  const Request r = single->allreduceStart(0, x.data(), 2);
+  single->wait(r);
+  EXPECT_EQ(errorOf([&] { single->wait(r); }),
+            "internal error: wait for request 1 of bucket 0, which was already waited for");
+  EXPECT_EQ(errorOf([&] { single->wait(Request()); }),
+            "internal error: wait for a request that no all-reduce started (a "
+            "default-constructed dtc::rt::Request)");
   EXPECT_EQ(x, (std::vector<float>{1.5f, -2.0f}));
   double d = 2.5;
   single->allreduceSum(&d, 1);

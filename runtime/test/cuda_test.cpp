@@ -480,13 +480,21 @@ TEST_F(DeviceComms, LocalLeavesTheDataAlone) {
   auto comm = make(false);
   EXPECT_STREQ(comm->backend(), "local");
   DevVec<float> g(std::vector<float>{1, 2, 3});
-  comm->allreduceStart(0, g.get(), 3);
-  comm->wait(0);
+  const rt::Request r = comm->allreduceStart(0, g.get(), 3);
+  EXPECT_EQ(r.bucket(), 0);
+  comm->wait(r);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   expectClose(g.host(), {1, 2, 3}, 0, 0, "the sum over one rank");
-  EXPECT_THROW(comm->wait(0), rt::Error);
-  comm->allreduceStart(1, g.get(), 3);
-  EXPECT_THROW(comm->allreduceStart(1, g.get(), 3), rt::Error);
+  EXPECT_THROW(comm->wait(r), rt::Error);             // waited for already
+  EXPECT_THROW(comm->wait(rt::Request()), rt::Error); // default-constructed
+  const rt::Request r1 = comm->allreduceStart(1, g.get(), 3);
+  EXPECT_THROW((void)comm->allreduceStart(1, g.get(), 3), rt::Error);
+  auto other = rt::createLocalCommunicator();
+  float x = 1;
+  const rt::Request foreign = other->allreduceStart(1, &x, 1);
+  EXPECT_THROW(comm->wait(foreign), rt::Error);
+  comm->wait(r1);
+  other->wait(foreign);
 }
 
 TEST_F(DeviceComms, NcclWithOneRank) {
@@ -494,10 +502,17 @@ TEST_F(DeviceComms, NcclWithOneRank) {
   EXPECT_STREQ(comm->backend(), "nccl");
   EXPECT_EQ(comm->size(), 1);
   DevVec<float> g(std::vector<float>{1, 2, 3}), h(std::vector<float>{4, 5});
-  comm->allreduceStart(0, g.get(), 3);
-  comm->allreduceStart(1, h.get(), 2);
-  comm->wait(1);
-  comm->wait(0);
+  const rt::Request rg = comm->allreduceStart(0, g.get(), 3);
+  const rt::Request rh = comm->allreduceStart(1, h.get(), 2);
+  EXPECT_EQ(rh.bucket(), 1);
+  EXPECT_EQ(rh.serial(), rg.serial() + 1);
+  comm->wait(rh);
+  comm->wait(rg);
+  EXPECT_THROW(comm->wait(rg), rt::Error); // waited for already
+  EXPECT_THROW(comm->wait(rt::Request()), rt::Error);
+  const rt::Request rg2 = comm->allreduceStart(0, g.get(), 3);
+  EXPECT_THROW(comm->wait(rg), rt::Error); // stale: bucket 0 was started again
+  comm->wait(rg2);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   expectClose(g.host(), {1, 2, 3}, 0, 0, "sum over one rank");
   expectClose(h.host(), {4, 5}, 0, 0, "sum over one rank");

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "comm_impl.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -59,8 +60,7 @@ TEST(MpiAllreduce, SumsTheRanksContributions) {
   std::vector<float> x(n);
   for (int64_t i = 0; i < n; ++i)
     x[size_t(i)] = float((r + 1) * i) * 0.25f;
-  c.allreduceStart(0, x.data(), n);
-  c.wait(0);
+  c.wait(c.allreduceStart(0, x.data(), n));
   const float ranks = float(W * (W + 1) / 2); // sum of r + 1
   for (int64_t i = 0; i < n; ++i) {
     const float want = ranks * float(i) * 0.25f;
@@ -68,8 +68,7 @@ TEST(MpiAllreduce, SumsTheRanksContributions) {
   }
   // Equal contributions that are exact in float: the sum is exact.
   std::vector<float> y(n, 0.375f);
-  c.allreduceStart(0, y.data(), n);
-  c.wait(0);
+  c.wait(c.allreduceStart(0, y.data(), n));
   EXPECT_EQ(std::count(y.begin(), y.end(), 0.375f * float(W)), n);
 }
 
@@ -80,13 +79,15 @@ TEST(MpiAllreduce, SeveralOutstandingBucketsWaitedInAnyOrder) {
   std::vector<std::vector<float>> bufs;
   for (size_t b = 0; b < sizes.size(); ++b)
     bufs.emplace_back(size_t(sizes[b]), float(r * 10 + int(b)));
+  std::vector<Request> requests(sizes.size());
   for (int round = 0; round < 2; ++round) { // buckets are reused step after step
     for (size_t b = 0; b < sizes.size(); ++b) {
       std::fill(bufs[b].begin(), bufs[b].end(), float(r * 10 + int(b) + round));
-      c.allreduceStart(int(b) + 10, bufs[b].data(), sizes[b]);
+      requests[b] = c.allreduceStart(int(b) + 10, bufs[b].data(), sizes[b]);
+      EXPECT_EQ(requests[b].bucket(), int(b) + 10);
     }
     for (size_t b = sizes.size(); b-- > 0;)
-      c.wait(int(b) + 10);
+      c.wait(requests[b]);
     for (size_t b = 0; b < sizes.size(); ++b) {
       const float want = float(b + round) + float(10 + b + round); // 2 ranks
       EXPECT_EQ(std::count(bufs[b].begin(), bufs[b].end(), want), sizes[b])
@@ -104,17 +105,17 @@ TEST(MpiAllreduce, DeferredStartsRunAtTheWaitInStartOrder) {
   const int r = c.rank();
   c.setDeferredStarts(r == 0);
   std::vector<float> a(1 << 20, float(r + 1)), b(1000, float(r + 2));
-  c.allreduceStart(60, a.data(), int64_t(a.size()));
-  c.allreduceStart(61, b.data(), int64_t(b.size()));
+  const Request ra = c.allreduceStart(60, a.data(), int64_t(a.size()));
+  const Request rb = c.allreduceStart(61, b.data(), int64_t(b.size()));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   if (r == 0) {
     EXPECT_EQ(c.finishedAt(60), Clock::time_point()) << "started before its wait";
     EXPECT_EQ(c.finishedAt(61), Clock::time_point()) << "started before its wait";
   }
-  c.wait(61); // runs 60, then 61
+  c.wait(rb); // runs 60, then 61
   ASSERT_NE(c.finishedAt(60), Clock::time_point());
   EXPECT_LE(c.finishedAt(60), c.finishedAt(61));
-  c.wait(60);
+  c.wait(ra);
   EXPECT_EQ(std::count(a.begin(), a.end(), 3.0f), int64_t(a.size()));
   EXPECT_EQ(std::count(b.begin(), b.end(), 5.0f), int64_t(b.size()));
   c.setDeferredStarts(false);
@@ -126,10 +127,10 @@ TEST(MpiAllreduce, SwitchingDeferralOffRunsTheDeferred) {
   c.setDeferredStarts(true);
   EXPECT_TRUE(c.deferredStarts());
   std::vector<float> a(1000, 1.0f);
-  c.allreduceStart(63, a.data(), int64_t(a.size()));
+  const Request ra = c.allreduceStart(63, a.data(), int64_t(a.size()));
   c.setDeferredStarts(false);
   EXPECT_FALSE(c.deferredStarts());
-  c.wait(63);
+  c.wait(ra);
   EXPECT_EQ(a[999], 2.0f);
 }
 
@@ -161,14 +162,14 @@ TEST(MpiCollectives, BroadcastAllgatherAllreduceSumBarrier) {
 TEST(MpiCollectives, DriverCollectivesQueueBehindPendingAllreduces) {
   CommBase &c = *gComm;
   std::vector<float> big(4 << 20, 1.0f);
-  c.allreduceStart(30, big.data(), int64_t(big.size()));
+  const Request r = c.allreduceStart(30, big.data(), int64_t(big.size()));
   double x = 1;
   c.allreduceSum(&x, 1); // runs after bucket 30, in the FIFO's order
   const auto returned = Clock::now();
   EXPECT_EQ(x, 2.0);
   EXPECT_NE(c.finishedAt(30), Clock::time_point());
   EXPECT_LE(c.finishedAt(30), returned);
-  c.wait(30);
+  c.wait(r);
   EXPECT_EQ(big[123], 2.0f);
 }
 
@@ -176,28 +177,53 @@ TEST(MpiCollectives, DeferredAllreducesRunBeforeALaterCollective) {
   CommBase &c = *gComm;
   c.setDeferredStarts(true);
   std::vector<float> big(1 << 20, 1.0f);
-  c.allreduceStart(62, big.data(), int64_t(big.size()));
+  const Request r = c.allreduceStart(62, big.data(), int64_t(big.size()));
   double x = 1;
   c.allreduceSum(&x, 1); // bucket 62 was started first: it runs first
   const auto returned = Clock::now();
   EXPECT_EQ(x, 2.0);
   ASSERT_NE(c.finishedAt(62), Clock::time_point());
   EXPECT_LE(c.finishedAt(62), returned);
-  c.wait(62);
+  c.wait(r);
   EXPECT_EQ(big[123], 2.0f);
   c.setDeferredStarts(false);
 }
 
 TEST(MpiErrors, MisuseIsAnInternalError) {
   CommBase &c = *gComm;
-  EXPECT_EQ(errorOf([&] { c.wait(99); }),
-            "internal error: wait for bucket 99, which was not started");
+  EXPECT_EQ(errorOf([&] { c.wait(Request()); }),
+            "internal error: wait for a request that no all-reduce started (a "
+            "default-constructed dtc::rt::Request)");
   float x = 1;
-  c.allreduceStart(98, &x, 1);
-  EXPECT_EQ(errorOf([&] { c.allreduceStart(98, &x, 1); }),
+  const Request r = c.allreduceStart(98, &x, 1);
+  EXPECT_EQ(r.bucket(), 98);
+  EXPECT_EQ(errorOf([&] { (void)c.allreduceStart(98, &x, 1); }),
             "internal error: all-reduce of bucket 98 started again before its wait");
-  c.wait(98);
+  c.wait(r);
   EXPECT_EQ(x, float(c.size())); // the sum of 1 over the ranks
+  EXPECT_EQ(errorOf([&] { c.wait(r); }),
+            fmt::format("internal error: wait for request {} of bucket 98, which was already "
+                        "waited for",
+                        r.serial()));
+  // Started again: the first request is stale, and waiting for it neither
+  // waits for nor consumes the second.
+  const Request again = c.allreduceStart(98, &x, 1);
+  EXPECT_EQ(again.serial(), r.serial() + 1);
+  EXPECT_EQ(errorOf([&] { c.wait(r); }),
+            fmt::format("internal error: wait for request {} of bucket 98, which is stale: the "
+                        "bucket was started again since (request {})",
+                        r.serial(), again.serial()));
+  // A request of another communicator (one that never communicates).
+  auto local = createLocalCommunicator();
+  float y = 1;
+  const Request foreign = local->allreduceStart(98, &y, 1);
+  EXPECT_EQ(errorOf([&] { c.wait(foreign); }),
+            fmt::format("internal error: wait for request {} of bucket 98, which another "
+                        "communicator started",
+                        foreign.serial()));
+  local->wait(foreign);
+  c.wait(again);
+  EXPECT_EQ(x, float(c.size() * c.size()));
   EXPECT_FALSE(c.broken());
 }
 
@@ -215,8 +241,7 @@ TEST(MpiProgress, AllreduceCompletesWhileTheCallerComputes) {
     std::fill(buf.begin(), buf.end(), float(r));
     c.barrier();
     const auto t0 = Clock::now();
-    c.allreduceStart(40, buf.data(), n);
-    c.wait(40);
+    c.wait(c.allreduceStart(40, buf.data(), n));
     times.push_back(seconds(Clock::now() - t0));
   }
   std::sort(times.begin(), times.end());
@@ -234,14 +259,14 @@ TEST(MpiProgress, AllreduceCompletesWhileTheCallerComputes) {
     std::fill(buf.begin(), buf.end(), float(r));
     c.barrier();
     const auto t0 = Clock::now();
-    c.allreduceStart(41, buf.data(), n);
+    const Request request = c.allreduceStart(41, buf.data(), n);
     // "Computation": 5x the standalone all-reduce time of arithmetic.
     float acc = 0;
     while (seconds(Clock::now() - t0) < 5 * t)
       for (float &w : work)
         acc += (w = w * 0.999f + 0.001f);
     const auto waitCalled = Clock::now();
-    c.wait(41);
+    c.wait(request);
     const auto finished = c.finishedAt(41);
     const bool before = finished <= waitCalled;
     early += before;

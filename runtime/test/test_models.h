@@ -75,8 +75,10 @@ struct Linear {
     }
   }
 
-  // Writes dW then db (packed) to grads; with comm, starts the buckets.
-  static void backward(const StepArgs &a, float *grads, Communicator *comm) {
+  // Writes dW then db (packed) to grads; with comm, starts the buckets
+  // (requests[k]: bucket k's request).
+  static void backward(const StepArgs &a, float *grads, Communicator *comm,
+                       Request *requests = nullptr) {
     const HostContext c{};
     const float seed = a.gradSeed;
     float *dout = out(a) + a.batch * C;
@@ -95,15 +97,15 @@ struct Linear {
         grads[F * C + j] *= 1.0f + 0.5f * BiasGradBug;
     }
     if (comm && SplitBuckets)
-      comm->allreduceStart(0, grads + F * C, C);
+      requests[0] = comm->allreduceStart(0, grads + F * C, C);
     {
       Span s(a, "weight grad");
       kern::gemm(c, true, false, C, F, a.batch, 1.0f, dout, a.x, 0.0f, grads);
     }
     if (comm && SplitBuckets)
-      comm->allreduceStart(1, grads, F * C);
+      requests[1] = comm->allreduceStart(1, grads, F * C);
     if (comm && !SplitBuckets)
-      comm->allreduceStart(0, grads, numel);
+      requests[0] = comm->allreduceStart(0, grads, numel);
   }
 
   static void evalStep(const StepArgs &a) { forward(a); }
@@ -115,9 +117,10 @@ struct Linear {
     const HostContext c{};
     forward(a);
     float *g = reinterpret_cast<float *>(a.arena);
-    backward(a, g, a.comm);
+    Request requests[2];
+    backward(a, g, a.comm, requests);
     for (int bucket = 0; bucket < (SplitBuckets ? 2 : 1); ++bucket)
-      a.comm->wait(bucket);
+      a.comm->wait(requests[bucket]);
     Span s(a, "sgd");
     float *buf = reinterpret_cast<float *>(a.persistent + paramBytes);
     const UpdateItem items[2] = {{W(a), g, buf, nullptr, F * C},

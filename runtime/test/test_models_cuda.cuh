@@ -55,7 +55,8 @@ struct LinearCuda {
     }
   }
 
-  static void backward(const StepArgs &a, float *grads, Communicator *comm) {
+  static void backward(const StepArgs &a, float *grads, Communicator *comm,
+                       Request *requests = nullptr) {
     const DeviceContext &c = *a.device;
     cuda::fill(c, one(a), 1, a.gradSeed);
     if (Regression)
@@ -65,12 +66,12 @@ struct LinearCuda {
     const int64_t shape[2] = {a.batch, C}, bshape[1] = {C};
     cuda::sumTo(c, dout(a), 2, shape, grads + F * C, 1, bshape);
     if (comm && SplitBuckets)
-      comm->allreduceStart(0, grads + F * C, C);
+      requests[0] = comm->allreduceStart(0, grads + F * C, C);
     cuda::gemm(c, true, false, C, F, a.batch, 1.0f, dout(a), a.x, 0.0f, grads);
     if (comm && SplitBuckets)
-      comm->allreduceStart(1, grads, F * C);
+      requests[1] = comm->allreduceStart(1, grads, F * C);
     if (comm && !SplitBuckets)
-      comm->allreduceStart(0, grads, numel);
+      requests[0] = comm->allreduceStart(0, grads, numel);
   }
 
   static void evalStep(const StepArgs &a) { forward(a); }
@@ -81,9 +82,10 @@ struct LinearCuda {
   static void trainStep(const StepArgs &a) {
     forward(a);
     float *g = reinterpret_cast<float *>(a.arena);
-    backward(a, g, a.comm);
+    Request requests[2];
+    backward(a, g, a.comm, requests);
     for (int bucket = 0; bucket < (SplitBuckets ? 2 : 1); ++bucket)
-      a.comm->wait(bucket);
+      a.comm->wait(requests[bucket]);
     float *buf = reinterpret_cast<float *>(a.persistent + Cpu::paramBytes);
     const UpdateItem items[2] = {{W(a), g, buf, nullptr, F * C},
                                        {b(a), g + F * C, buf + F * C, nullptr, C}};

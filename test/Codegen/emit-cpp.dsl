@@ -60,8 +60,8 @@ train {
 # The one gradient bucket starts right after the last gradient, on the
 # momentum buffers:
 # CHECK-NEXT: float *[[MB:v[0-9]+]] = reinterpret_cast<float *>(P + 1590144);
-# CHECK-NEXT: a.comm->allreduceStart(0, [[MB]], 397512);
-# CHECK-NEXT: a.comm->wait(0);
+# CHECK-NEXT: const dtc::rt::Request [[R:r[0-9]+]] = a.comm->allreduceStart(0, [[MB]], 397512);
+# CHECK-NEXT: a.comm->wait([[R]]);
 # The loss and metrics are written before any parameter changes:
 # CHECK-NEXT: dtc::kern::copy(c, (a.outputs + 0),
 # CHECK-NEXT: dtc::kern::copy(c, (a.outputs + 1),

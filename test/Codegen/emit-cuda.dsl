@@ -47,10 +47,10 @@ train {
 # CHECK: dtc::cuda::fill(c, [[SEED:v[0-9]+]], 1, a.gradSeed);
 # CHECK: dtc::cuda::crossEntropyGrad(c, {{.*}}, [[SEED]],
 # Bucket 0 (fc3, fc2) starts before fc1's gradients are computed:
-# CHECK: a.comm->allreduceStart(0, {{v[0-9]+}}, 1059852);
+# CHECK: const dtc::rt::Request [[R0:r[0-9]+]] = a.comm->allreduceStart(0, {{v[0-9]+}}, 1059852);
 # CHECK: dtc::cuda::gemm(c, true, false, 1024, 784, B,
-# CHECK: a.comm->allreduceStart(1, {{v[0-9]+}}, 803840);
-# CHECK-NEXT: a.comm->wait(0);
+# CHECK: const dtc::rt::Request [[R1:r[0-9]+]] = a.comm->allreduceStart(1, {{v[0-9]+}}, 803840);
+# CHECK-NEXT: a.comm->wait([[R0]]);
 # Loss and metrics stay on the device:
 # CHECK-NEXT: dtc::cuda::copy(c, (a.outputs + 0),
 # CHECK-NEXT: dtc::cuda::copy(c, (a.outputs + 1),
@@ -59,7 +59,7 @@ train {
 # CHECK: const dtc::rt::UpdateItem [[U0:u[0-9]+]][] = {
 # CHECK-COUNT-4: {v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}},
 # CHECK: dtc::cuda::adamUpdate(c, [[U0]], 4, *a.hyper, true);
-# CHECK: a.comm->wait(1);
+# CHECK: a.comm->wait([[R1]]);
 # CHECK: const dtc::rt::UpdateItem [[U1:u[0-9]+]][] = {
 # CHECK-COUNT-2: {v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}},
 # CHECK: dtc::cuda::adamUpdate(c, [[U1]], 2, *a.hyper, true);

@@ -60,7 +60,8 @@
 // CPP-LABEL: static void trainStep(
 // CPP: dtc::kern::momentumAccumulate(c, {{v[0-9]+}}, {{v[0-9]+}}, 3, dtc::rt::momentumShare(*a.hyper, a.comm->size()));
 // CPP: dtc::kern::gemm(c, true, false, 3, 4, B, 1.0f, {{v[0-9]+}}, const_cast<float *>(a.x), dtc::rt::momentumShare(*a.hyper, a.comm->size()), {{v[0-9]+}});
-// CPP: a.comm->allreduceStart(0, {{v[0-9]+}}, 16);
+// CPP: const dtc::rt::Request [[R:r[0-9]+]] = a.comm->allreduceStart(0, {{v[0-9]+}}, 16);
+// CPP: a.comm->wait([[R]]);
 // CPP: dtc::kern::sgdApplyMomentum(c, {{u[0-9]+}}, 2, *a.hyper);
 // CPP-LABEL: static void gradStep(
 // CPP: dtc::kern::copy(c, (a.paramGrads + 12), {{v[0-9]+}}, 3);
