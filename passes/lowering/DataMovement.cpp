@@ -18,20 +18,23 @@ void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
   });
   t.add<ConstantOp>([](ConstantOp op, Lowering &l) {
     Value out = l.resultBuffer(op);
-    dtcrt::FillOp::create(l.b, l.loc, out, l.size(op.getType()),
-                          l.f32(op.getValue().convertToFloat()));
+    Value n = l.size(op.getType());
+    Value v = l.f32(op.getValue().convertToFloat());
+    dtcrt::FillOp::create(l.b, l.loc, out, n, v);
     return success();
   });
   t.add<BatchSizeOp>([](BatchSizeOp op, Lowering &l) {
     Value out = l.resultBuffer(op);
-    dtcrt::FillOp::create(l.b, l.loc, out, l.i64(1),
-                          l.scalar(dtcrt::StepScalar::Batch));
+    Value one = l.i64(1);
+    Value v = l.scalar(dtcrt::StepScalar::Batch);
+    dtcrt::FillOp::create(l.b, l.loc, out, one, v);
     return success();
   });
   t.add<GradSeedOp>([](GradSeedOp op, Lowering &l) {
     Value out = l.resultBuffer(op);
-    dtcrt::FillOp::create(l.b, l.loc, out, l.i64(1),
-                          l.scalar(dtcrt::StepScalar::GradSeed));
+    Value one = l.i64(1);
+    Value v = l.scalar(dtcrt::StepScalar::GradSeed);
+    dtcrt::FillOp::create(l.b, l.loc, out, one, v);
     return success();
   });
   t.add<TransposeOp>([](TransposeOp op, Lowering &l) {
@@ -40,8 +43,8 @@ void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
     SmallVector<int64_t> perm(op.getPerm());
     Value p = l.array(perm, 32);
     Value out = l.resultBuffer(op);
-    dtcrt::PermuteOp::create(l.b, l.loc, l.ptr(op.getX()), out,
-                             l.i32(perm.size()), shape, p);
+    Value rank = l.i32(perm.size());
+    dtcrt::PermuteOp::create(l.b, l.loc, l.ptr(op.getX()), out, rank, shape, p);
     return success();
   });
 }

@@ -25,7 +25,10 @@ void dtc::lowering::populateLinearLowerings(LoweringTable &t) {
       c = l.resultBuffer(op);
       beta = l.f32(0.0f);
     }
-    dtcrt::GemmOp::create(l.b, l.loc, l.i1(ta), l.i1(tb), m, n, k, l.f32(1.0f),
+    Value transA = l.i1(ta);
+    Value transB = l.i1(tb);
+    Value alpha = l.f32(1.0f);
+    dtcrt::GemmOp::create(l.b, l.loc, transA, transB, m, n, k, alpha,
                           l.ptr(op.getLhs()), l.ptr(op.getRhs()), beta, c);
     return success();
   });

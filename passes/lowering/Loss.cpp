@@ -11,8 +11,10 @@ template <typename DtcOp, typename CallOp> void addClassLoss(LoweringTable &t) {
   t.add<DtcOp>([](DtcOp op, Lowering &l) {
     auto s = op.getLogits().getType().getShape();
     Value out = l.resultBuffer(op);
+    Value batch = l.size(s, 0, 1);
+    Value classes = l.size(s, 1, 2);
     CallOp::create(l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()),
-                   l.size(s, 0, 1), l.size(s, 1, 2), out);
+                   batch, classes, out);
     return success();
   });
 }
@@ -24,9 +26,11 @@ void dtc::lowering::populateLossLowerings(LoweringTable &t) {
   t.add<CrossEntropyGradOp>([](CrossEntropyGradOp op, Lowering &l) {
     auto s = op.getLogits().getType().getShape();
     Value out = l.resultBuffer(op);
-    dtcrt::CrossEntropyGradOp::create(
-        l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()),
-        l.size(s, 0, 1), l.size(s, 1, 2), l.ptr(op.getDloss()), out);
+    Value batch = l.size(s, 0, 1);
+    Value classes = l.size(s, 1, 2);
+    dtcrt::CrossEntropyGradOp::create(l.b, l.loc, l.ptr(op.getLogits()),
+                                      l.ptr(op.getLabels()), batch, classes,
+                                      l.ptr(op.getDloss()), out);
     return success();
   });
   t.add<MseOp>([](MseOp op, Lowering &l) {

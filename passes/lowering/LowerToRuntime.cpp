@@ -235,10 +235,12 @@ LogicalResult lowerStep(func::FuncOp step, ModuleOp module,
     // buffer now.
     for (Value r : op.getResults())
       if (auto it = l.momentumOf.find(r);
-          it != l.momentumOf.end() && !l.accumulated.contains(r))
-        dtcrt::MomentumAccumulateOp::create(
-            b, l.loc, l.persistent(it->second), l.ptr(r), l.size(r.getType()),
-            l.scalar(dtcrt::StepScalar::MomentumShare));
+          it != l.momentumOf.end() && !l.accumulated.contains(r)) {
+        Value buf = l.persistent(it->second);
+        Value n = l.size(r.getType());
+        Value share = l.scalar(dtcrt::StepScalar::MomentumShare);
+        dtcrt::MomentumAccumulateOp::create(b, l.loc, buf, l.ptr(r), n, share);
+      }
     if (span)
       dtcrt::TraceEndOp::create(b, l.loc);
   }

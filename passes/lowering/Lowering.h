@@ -23,7 +23,10 @@ namespace dtc::lowering {
 
 /// The state of one step's lowering: the builder (at the end of the new
 /// step's body), each dtc value's lowered pointer, and the helpers that
-/// make dtcrt values.
+/// make dtcrt values. Each helper creates an op, so lowerings call them in
+/// statements of their own, never two in one call's arguments (whose order
+/// of evaluation C++ leaves to the compiler): the IR, and so the program and
+/// its fingerprint, must not depend on the compiler that built dtc.
 class Lowering {
 public:
   Lowering(mlir::ModuleOp module, mlir::func::FuncOp step, mlir::OpBuilder &b);

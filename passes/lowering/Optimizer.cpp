@@ -32,9 +32,11 @@ void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
       dtcrt::SgdApplyMomentumOp::create(l.b, l.loc, items, count, l.hyper());
     else if (opt.getKind() == OptimizerKind::SGD)
       dtcrt::SgdUpdateOp::create(l.b, l.loc, items, count, l.hyper());
-    else
-      dtcrt::AdamUpdateOp::create(l.b, l.loc, items, count, l.hyper(),
-                                  l.i1(opt.getKind() == OptimizerKind::AdamW));
+    else {
+      Value hyper = l.hyper();
+      Value decoupled = l.i1(opt.getKind() == OptimizerKind::AdamW);
+      dtcrt::AdamUpdateOp::create(l.b, l.loc, items, count, hyper, decoupled);
+    }
     return success();
   });
   // The gradient-only step: each gradient to its place in the packed vector.

@@ -50,8 +50,10 @@ void dtc::lowering::populateReductionLowerings(LoweringTable &t) {
     auto yt = op.getType();
     Value xs = l.array(xt.getShape(), 64), ys = l.array(yt.getShape(), 64);
     Value out = l.resultBuffer(op);
-    dtcrt::SumToOp::create(l.b, l.loc, l.ptr(op.getX()), l.i32(xt.getRank()),
-                           xs, out, l.i32(yt.getRank()), ys);
+    Value xRank = l.i32(xt.getRank());
+    Value yRank = l.i32(yt.getRank());
+    dtcrt::SumToOp::create(l.b, l.loc, l.ptr(op.getX()), xRank, xs, out, yRank,
+                           ys);
     return success();
   });
 }

@@ -33,8 +33,8 @@
 // The bias gradient, made by sum_to, is accumulated into its momentum
 // buffer right after; the weight gradient's GEMM accumulates with beta:
 // CHECK: dtcrt.sum_to(%{{.*}}, %{{.*}}, %{{.*}}, %[[DB:.*]], %{{.*}}, %{{.*}})
-// CHECK: %[[SHARE:.*]] = dtcrt.step_scalar momentum_share
 // CHECK: %[[MB:.*]] = dtcrt.buffer persistent[128]
+// CHECK: %[[SHARE:.*]] = dtcrt.step_scalar momentum_share
 // CHECK: dtcrt.momentum_accumulate(%[[MB]], %[[DB]], %{{.*}}, %[[SHARE]])
 // CHECK: %[[MW:.*]] = dtcrt.buffer persistent[144]
 // CHECK: %[[BETA:.*]] = dtcrt.step_scalar momentum_share
