@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # dtc against PyTorch DDP, side by side in one run (A B A B ...): one epoch of
 # Fashion-MNIST, batch 64 per rank, at 1 and 2 ranks, for the seed MLP and
-# the deeper example. Both get the whole machine: threads x ranks = cores;
+# the deeper example. Beside each epoch's time (in the training loop) it
+# prints the wall time of the whole command (start, data loading, the epoch,
+# exit: what a user waits for; for PyTorch the interpreter and its imports). Both get the whole machine: threads x ranks = cores;
 # PyTorch with OMP_WAIT_POLICY=PASSIVE (busy-waiting OpenMP threads would
 # otherwise steal the cores). Prints median epoch times, images/s, the
 # dtc/PyTorch speed-up of each pair, and the floor computed on the spot:
@@ -19,6 +21,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mpirun="mpirun --oversubscribe --bind-to none"
 [ "$(id -u)" -eq 0 ] && mpirun="$mpirun --allow-run-as-root"
+now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 gcc -O2 -o "$work/sgemm_peak" "$root/benchmarks/sgemm_peak.c" -I/usr/include/x86_64-linux-gnu/openblas-pthread -lopenblas
@@ -35,23 +38,30 @@ for model in $models; do
   floats=$(sed -n 's/^all-reduce per step: \([0-9]*\) bytes.*/\1/p' <<<"$report" | awk '{print int($1/4)}')
   ar_us=$($mpirun -np 2 "$work/allreduce_mpi" "$floats" 100)
   for ranks in 1 2; do
-    : > "$work/d" ; : > "$work/p"
+    : > "$work/d" ; : > "$work/p" ; : > "$work/dw" ; : > "$work/pw"
     for r in $(seq "$rounds"); do
+      t0=$(now)
       if [ "$ranks" -eq 1 ]; then
         "$work/train-$model" --epochs 1 --eval off --quiet --threads "$cores" > "$work/log"
       else
         $mpirun -np 2 "$work/train-$model" --epochs 1 --eval off --quiet --threads $((cores / 2)) > "$work/log"
       fi
+      t1=$(now)
       sed -n 's/.* time \([0-9.]*\)s.*/\1/p' "$work/log" | tail -1 >> "$work/d"
+      awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }' >> "$work/dw"
+      t0=$(now)
       OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$root/benchmarks/torch_ddp.py" "$model" "$ranks" | awk '{print $2}' >> "$work/p"
+      t1=$(now)
+      awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }' >> "$work/pw"
     done
     d=$(median < "$work/d") p=$(median < "$work/p")
+    dw=$(median < "$work/dw") pw=$(median < "$work/pw")
     steps=$(( (60000 / ranks + 63) / 64 ))
-    awk -v m="$model" -v n="$ranks" -v d="$d" -v p="$p" -v f="$flops" -v s="$steps" \
+    awk -v m="$model" -v n="$ranks" -v d="$d" -v p="$p" -v f="$flops" -v s="$steps" -v dw="$dw" -v pw="$pw" \
         -v p1="$peak1" -v pn="$peakN" -v c="$cores" -v ar="$ar_us" 'BEGIN {
       peak = (n == 1) ? pn : p1 * c / n          # GFLOP/s available to one rank
       floor = s * (f / (peak * 1e9) + (n > 1 ? ar * 1e-6 : 0))
-      printf "%-8s %d rank(s): dtc %.3f s/epoch (%6.0f img/s)  PyTorch DDP %.3f s (%6.0f img/s)  dtc %.2fx faster; floor %.3f s, dtc at %.2fx of it\n",
-             m, n, d, 60000 / d, p, 60000 / p, p / d, floor, d / floor }'
+      printf "%-8s %d rank(s): dtc %.3f s/epoch (%6.0f img/s, command %.2f s)  PyTorch DDP %.3f s (%6.0f img/s, command %.2f s)  dtc %.2fx faster (%.2fx the command); floor %.3f s, dtc at %.2fx of it\n",
+             m, n, d, 60000 / d, dw, p, 60000 / p, pw, p / d, pw / dw, floor, d / floor }'
   done
 done
