@@ -5,6 +5,20 @@ using namespace mlir;
 using namespace dtc;
 using namespace dtc::lowering;
 
+namespace {
+/// An op whose one-float result is a number the step gets at run time.
+template <typename DtcOp>
+void addScalarFill(LoweringTable &t, dtcrt::StepScalar which) {
+  t.add<DtcOp>([which](DtcOp op, Lowering &l) {
+    Value out = l.resultBuffer(op);
+    Value one = l.i64(1);
+    Value v = l.scalar(which);
+    dtcrt::FillOp::create(l.b, l.loc, out, one, v);
+    return success();
+  });
+}
+} // namespace
+
 void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
   // A parameter lives in the persistent block.
   t.add<ParamRefOp>([](ParamRefOp op, Lowering &l) {
@@ -23,20 +37,9 @@ void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
     dtcrt::FillOp::create(l.b, l.loc, out, n, v);
     return success();
   });
-  t.add<BatchSizeOp>([](BatchSizeOp op, Lowering &l) {
-    Value out = l.resultBuffer(op);
-    Value one = l.i64(1);
-    Value v = l.scalar(dtcrt::StepScalar::Batch);
-    dtcrt::FillOp::create(l.b, l.loc, out, one, v);
-    return success();
-  });
-  t.add<GradSeedOp>([](GradSeedOp op, Lowering &l) {
-    Value out = l.resultBuffer(op);
-    Value one = l.i64(1);
-    Value v = l.scalar(dtcrt::StepScalar::GradSeed);
-    dtcrt::FillOp::create(l.b, l.loc, out, one, v);
-    return success();
-  });
+  // Numbers of the step (the batch, the gradient seed): one float each.
+  addScalarFill<BatchSizeOp>(t, dtcrt::StepScalar::Batch);
+  addScalarFill<GradSeedOp>(t, dtcrt::StepScalar::GradSeed);
   t.add<TransposeOp>([](TransposeOp op, Lowering &l) {
     auto xt = op.getX().getType();
     Value shape = l.array(xt.getShape(), 64);
