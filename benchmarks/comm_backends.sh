@@ -14,9 +14,7 @@ build=${DTC_BUILD_DIR:-$root/build}
 rounds=${1:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mpirun="mpirun --oversubscribe --bind-to none"
-[ "$(id -u)" -eq 0 ] && mpirun="$mpirun --allow-run-as-root"
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. "$root/benchmarks/lib.sh"
 port=$((20000 + $$ % 12000))
 
 # backend LOG ARGS...: one 2-rank job; rank 0's output in LOG.

@@ -11,8 +11,7 @@ build=${DTC_BUILD_DIR:-$root/build}
 steps=${1:-300}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mpirun="mpirun --oversubscribe --bind-to none"
-[ "$(id -u)" -eq 0 ] && mpirun="$mpirun --allow-run-as-root"
+. "$root/benchmarks/lib.sh"
 
 ms_per_step() { # log -> milliseconds per step
   sed -n 's/.* time \([0-9.]*\)s.*/\1/p' "$1" | tail -1 | awk -v s="$steps" '{ printf "%.3f", $1 * 1000 / s }'

@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 echo "== compile stages (dtc --mlir-timing, examples/mlp.dsl)"
 "$build/bin/dtc" "$root/examples/mlp.dsl" -o "$work/train" --mlir-timing 2>&1 | sed -n 's/^ *//; /Wall Time/,$p'
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. "$root/benchmarks/lib.sh"
 : > "$work/dtc.txt"; : > "$work/torch.txt"
 have_torch=1
 /usr/bin/python3 -c "import torch" 2>/dev/null || have_torch=0

@@ -17,7 +17,8 @@ llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.dtc_obj_root, "bin"), config.llvm_tools_dir]
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # The sanitizer build's settings reach the programs the tests run.
-for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+# So does the decoded-data cache the suite uses (DTC_CACHE_DIR, set by ctest).
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "DTC_CACHE_DIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 llvm_config.add_tool_substitutions(["dtc-opt", "dtc"], tool_dirs)

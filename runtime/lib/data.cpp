@@ -1,6 +1,8 @@
 //===- data.cpp - IDX, CSV and synthetic data set readers ----------------===//
 #include "data.h"
 
+#include "data_cache.h"
+
 #include "error.h"
 #include "files.h"
 #include "rng.h"
@@ -243,8 +245,9 @@ Dataset readIdx(const std::string &imagesPath, const std::string &labelsPath) {
   const size_t pixels = static_cast<size_t>(total);
   const unsigned char *src = images.view(pixels, "the pixels");
   const unsigned char *lab = labels.view(static_cast<size_t>(ds.size), "the labels");
-  ds.x.resize(pixels);
-  float *dst = ds.x.data();
+  Features::Vector &x = ds.x.build();
+  x.resize(pixels);
+  float *dst = x.data();
   for (size_t i = 0; i < pixels; ++i)
     dst[i] = float(src[i]) * (1.0f / 255.0f);
   ds.yClass.assign(lab, lab + ds.size);
@@ -264,6 +267,7 @@ Dataset readCsv(const std::string &path, LabelKind kind, int64_t labelWidth,
   ds.labelKind = kind;
   ds.labelWidth = kind == LabelKind::Class ? 1 : labelWidth;
   ds.features = features;
+  Features::Vector &x = ds.x.build();
   const size_t columns = static_cast<size_t>(ds.labelWidth + features);
   auto fail = [&](int64_t lineNo, const std::string &what) {
     std::fclose(in);
@@ -314,7 +318,7 @@ Dataset readCsv(const std::string &path, LabelKind kind, int64_t labelWidth,
                                                                    : "not a number"));
       }
       if (c >= static_cast<size_t>(ds.labelWidth))
-        ds.x.push_back(v);
+        x.push_back(v);
       else if (kind == LabelKind::Value)
         ds.yValue.push_back(v);
       else if (v != std::floor(v) || std::fabs(v) > 1e9f) {
@@ -363,7 +367,8 @@ Dataset makeSynthetic(const ModelSpec &spec, int64_t size, uint64_t seed,
   ds.features = F;
   ds.labelKind = spec.labelKind;
   ds.labelWidth = isClass ? 1 : outs;
-  ds.x.resize(static_cast<size_t>(size * F));
+  Features::Vector &xs = ds.x.build();
+  xs.resize(static_cast<size_t>(size * F));
   if (isClass)
     ds.yClass.resize(static_cast<size_t>(size));
   else
@@ -372,7 +377,7 @@ Dataset makeSynthetic(const ModelSpec &spec, int64_t size, uint64_t seed,
   Rng rng(mixSeed(seed, 1000 + stream));
   std::vector<double> z(static_cast<size_t>(outs));
   for (int64_t s = 0; s < size; ++s) {
-    float *x = &ds.x[static_cast<size_t>(s * F)];
+    float *x = &xs[static_cast<size_t>(s * F)];
     for (int64_t f = 0; f < F; ++f)
       x[f] = static_cast<float>(rng.normal());
     for (int64_t o = 0; o < outs; ++o) {
@@ -439,16 +444,24 @@ std::string DataSource::describe() const {
 DataSplits loadData(const DataSource &src, const ModelSpec &spec) {
   DataSplits d;
   switch (src.kind) {
-  case DatasetKind::IDX:
+  case DatasetKind::IDX: {
     if (spec.labelKind != LabelKind::Class)
       throw Error(fmt::format("IDX dataset '{}' has class labels but model '{}' expects "
                               "value labels",
                               src.dir, spec.name));
-    d.train = readIdx(idxFile(src.dir, "train-images-idx3-ubyte"),
-                      idxFile(src.dir, "train-labels-idx1-ubyte"));
-    d.test = readIdx(idxFile(src.dir, "t10k-images-idx3-ubyte"),
-                     idxFile(src.dir, "t10k-labels-idx1-ubyte"));
+    std::string note;
+    d.train = readIdxCached(idxFile(src.dir, "train-images-idx3-ubyte"),
+                            idxFile(src.dir, "train-labels-idx1-ubyte"), src.cacheDir, nullptr,
+                            &note);
+    if (!note.empty())
+      d.notes.push_back(note);
+    d.test = readIdxCached(idxFile(src.dir, "t10k-images-idx3-ubyte"),
+                           idxFile(src.dir, "t10k-labels-idx1-ubyte"), src.cacheDir, nullptr,
+                           &note);
+    if (!note.empty() && (d.notes.empty() || d.notes.back() != note))
+      d.notes.push_back(note);
     break;
+  }
   case DatasetKind::CSV:
     d.train = readCsv(src.trainPath, spec.labelKind, spec.labelNumel, spec.inputNumel);
     if (!src.testPath.empty())

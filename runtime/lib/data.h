@@ -9,8 +9,11 @@
 
 #include "dtc/runtime.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,13 +37,60 @@ template <class T> struct LargeAllocator {
   template <class U> bool operator!=(const LargeAllocator<U> &) const { return false; }
 };
 
+// The features of a data set, [size, features] floats: filled in memory by a
+// reader (build()), or a read-only view of a file mapping the Features keep
+// alive (mapView(): the decoded-data cache, data_cache.h), which the ranks
+// on a node share through the page cache. Readers of a Dataset see the same
+// const floats either way.
+class Features {
+public:
+  using Vector = std::vector<float, LargeAllocator<float>>;
+  Features() = default;
+  Features(std::initializer_list<float> v) : owned_(v) {}
+  Features &operator=(std::initializer_list<float> v) {
+    build().assign(v);
+    return *this;
+  }
+
+  // The storage a reader fills (a view is dropped first).
+  Vector &build() {
+    view_ = nullptr;
+    viewSize_ = 0;
+    keep_.reset();
+    return owned_;
+  }
+  void mapView(std::shared_ptr<const void> keep, const float *data, size_t n) {
+    owned_ = Vector();
+    keep_ = std::move(keep);
+    view_ = data;
+    viewSize_ = n;
+  }
+  bool isView() const { return keep_ != nullptr; }
+
+  const float *data() const { return keep_ ? view_ : owned_.data(); }
+  size_t size() const { return keep_ ? viewSize_ : owned_.size(); }
+  const float *begin() const { return data(); }
+  const float *end() const { return data() + size(); }
+  const float &operator[](size_t i) const { return data()[i]; }
+  friend bool operator==(const Features &a, const Features &b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator!=(const Features &a, const Features &b) { return !(a == b); }
+
+private:
+  Vector owned_;
+  std::shared_ptr<const void> keep_;
+  const float *view_ = nullptr;
+  size_t viewSize_ = 0;
+};
+
 struct Dataset {
   std::string source; // file or description, for messages
   int64_t size = 0;
   int64_t features = 0;
   LabelKind labelKind = LabelKind::Class;
   int64_t labelWidth = 1;
-  std::vector<float, LargeAllocator<float>> x;
+  Features x;
   std::vector<int32_t> yClass;
   std::vector<float> yValue;
   std::vector<int64_t> lines; // CSV: the line of each sample (for messages)
@@ -55,11 +105,13 @@ struct DataSource {
   std::string trainPath, testPath; // CSV (testPath may be empty)
   int64_t trainSize = 0, testSize = 0; // Synthetic
   uint64_t seed = 0;                   // Synthetic: seeds the teacher and samples
+  std::string cacheDir;                // IDX: the decoded-data cache ("": off; data_cache.h)
   std::string describe() const;        // for the header line
 };
 
 struct DataSplits {
   Dataset train, test; // test.size == 0 when there is no test split
+  std::vector<std::string> notes; // for the user: what the data cache could not do
 };
 
 // IDX (MNIST family): an images file [n, d1, ...] of ubyte scaled by 1/255 and

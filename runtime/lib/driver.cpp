@@ -439,6 +439,9 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     checkOutputs(*comm, opts);
     checkStepMemory(spec, opts.batch, /*hostSteps=*/!device.cuda);
     DataSplits data = loadData(opts.data, spec);
+    if (!opts.quiet && comm->rank() == 0)
+      for (const std::string &note : data.notes)
+        fmt::print(stderr, "train: note: {}\n", note);
     checkSameData(*comm, data);
     std::optional<LoadedTrainingState> resumed = loadResume(*comm, spec, opts, data);
     RunStart begin;

@@ -44,8 +44,8 @@ std::string directoryOf(const std::string &path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-AtomicFile::AtomicFile(std::string target, std::string what)
-    : target_(std::move(target)), what_(std::move(what)) {
+AtomicFile::AtomicFile(std::string target, std::string what, Sync sync)
+    : target_(std::move(target)), what_(std::move(what)), sync_(sync == Sync::Durable) {
   if (target_.empty() || target_.back() == '/' || isDirectory(target_))
     fail(EISDIR);
   fd_ = createTemp(target_, &temp_);
@@ -74,7 +74,7 @@ void AtomicFile::write(const void *data, size_t n) {
 }
 
 void AtomicFile::commit(const std::string &alsoLinkAs) {
-  if (::fsync(fd_) != 0)
+  if (sync_ && ::fsync(fd_) != 0)
     fail(errno);
   int fd = fd_;
   fd_ = -1;
@@ -100,6 +100,8 @@ void AtomicFile::commit(const std::string &alsoLinkAs) {
   if (::rename(temp_.c_str(), target_.c_str()) != 0)
     fail(errno);
   committed_ = true;
+  if (!sync_)
+    return;
   int dfd = ::open(directoryOf(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd); // best effort: the data itself is already durable

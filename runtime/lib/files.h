@@ -27,7 +27,11 @@ namespace dtc::rt {
 
 class AtomicFile {
 public:
-  AtomicFile(std::string target, std::string what);
+  // Durable: commit() syncs the data and the directory (outputs a user keeps).
+  // Unsynced: only the rename, for files that can be rebuilt and are checked
+  // when read (the decoded-data cache): a crash may lose them, never tear them.
+  enum class Sync { Durable, Unsynced };
+  AtomicFile(std::string target, std::string what, Sync sync = Sync::Durable);
   ~AtomicFile();
   AtomicFile(const AtomicFile &) = delete;
   AtomicFile &operator=(const AtomicFile &) = delete;
@@ -47,6 +51,7 @@ private:
 
   std::string target_, what_, temp_;
   int fd_ = -1;
+  bool sync_ = true;
   bool committed_ = false;
 };
 

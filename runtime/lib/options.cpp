@@ -1,6 +1,7 @@
 //===- options.cpp - The train program's command line (CLI11) ------------===//
 #include "options.h"
 
+#include "data_cache.h"
 #include "gemm/engine.h"
 #include "error.h"
 #include "params.h"
@@ -157,6 +158,7 @@ Options defaultOptions(const ModelSpec &spec) {
   o.data.trainSize = r.data.trainSize;
   o.data.testSize = r.data.testSize;
   o.data.seed = r.seed; // synthetic data stays fixed when --seed changes
+  o.data.cacheDir = defaultDataCacheDir();
   o.epochs = r.epochs > 0 ? r.epochs : 1;
   o.batch = r.batch > 0 ? r.batch : 1;
   o.lr = r.hyper.lr;
@@ -191,6 +193,13 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("PATH")
       ->check(nonEmpty())
       ->default_str(out.data.describe());
+  app.add_option("--data-cache", out.data.cacheDir,
+                 "Keep IDX data sets decoded in DIR, mapped by later runs instead of inflated "
+                 "again (off: decode every run; default $DTC_CACHE_DIR, else "
+                 "$XDG_CACHE_HOME/dtc, else ~/.cache/dtc)")
+      ->type_name("DIR|off")
+      ->check(nonEmpty())
+      ->default_str(out.data.cacheDir.empty() ? "off" : out.data.cacheDir);
   app.add_option("--epochs", out.epochs, "Number of epochs (0: only evaluate)")
       ->type_name("N")
       ->capture_default_str()
@@ -374,6 +383,8 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   }
   if (!data.empty())
     applyDataOption(data, out.data);
+  if (out.data.cacheDir == "off")
+    out.data.cacheDir.clear();
   out.shuffle = shuffle == "on";
   out.threadsGiven = app.count("--threads") > 0;
   out.comm = comm == "local" ? CommKind::Local

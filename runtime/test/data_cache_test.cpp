@@ -1,0 +1,297 @@
+//===- data_cache_test.cpp - The decoded-data cache -----------------------===//
+#include "data.h"
+#include "data_cache.h"
+#include "error.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fcntl.h>
+#include <thread>
+
+using namespace dtc::rt;
+using dtc::test::TempDir;
+
+namespace {
+
+// 4 images of 3x2 and their labels, gzipped as the IDX files are.
+std::vector<uint8_t> pixels(uint8_t salt) {
+  std::vector<uint8_t> p(24);
+  for (size_t i = 0; i < p.size(); ++i)
+    p[i] = uint8_t(i * 11 + salt);
+  return p;
+}
+const std::vector<uint8_t> kLabels = {7, 0, 3, 9};
+
+struct Source {
+  TempDir dir;
+  std::string images = dir.file("train-images-idx3-ubyte.gz");
+  std::string labels = dir.file("train-labels-idx1-ubyte.gz");
+  std::string cache = dir.file("cache");
+  explicit Source(uint8_t salt = 0) { write(salt); }
+  void write(uint8_t salt) {
+    dtc::test::writeGz(images, dtc::test::idxBytes({4, 3, 2}, pixels(salt)));
+    dtc::test::writeGz(labels, dtc::test::idxBytes({4}, kLabels));
+  }
+  Dataset read(CacheOutcome *outcome, std::string *note = nullptr) const {
+    return readIdxCached(images, labels, cache, outcome, note);
+  }
+  // The one cache file (the test fails when there is not exactly one).
+  std::string cacheFile() const {
+    std::string found;
+    for (const std::string &name : dtc::test::listDir(cache))
+      if (name.size() > 8 && name.compare(name.size() - 8, 8, ".dtcdata") == 0) {
+        EXPECT_TRUE(found.empty()) << "two cache files";
+        found = cache + "/" + name;
+      }
+    EXPECT_FALSE(found.empty()) << "no cache file";
+    return found;
+  }
+};
+
+void expectSameData(const Dataset &a, const Dataset &b) {
+  EXPECT_EQ(a.size, b.size);
+  EXPECT_EQ(a.features, b.features);
+  EXPECT_EQ(a.labelKind, b.labelKind);
+  EXPECT_EQ(a.labelWidth, b.labelWidth);
+  EXPECT_EQ(a.x, b.x);
+  EXPECT_EQ(a.yClass, b.yClass);
+  EXPECT_EQ(a.source, b.source);
+  EXPECT_EQ(datasetDigest(a), datasetDigest(b));
+}
+
+// Overwrites n bytes of path at offset.
+void patch(const std::string &path, off_t offset, const std::string &bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, bytes.data(), bytes.size(), offset), ssize_t(bytes.size()));
+  ::close(fd);
+}
+
+TEST(DataCache, AMissStoresAndAHitMapsTheSameData) {
+  Source src;
+  const Dataset decoded = readIdx(src.images, src.labels);
+  CacheOutcome outcome;
+  std::string note = "stale";
+  Dataset first = src.read(&outcome, &note);
+  EXPECT_EQ(outcome, CacheOutcome::Stored);
+  EXPECT_EQ(note, "");
+  EXPECT_FALSE(first.x.isView());
+  expectSameData(first, decoded);
+
+  Dataset second = src.read(&outcome, &note);
+  EXPECT_EQ(outcome, CacheOutcome::Hit);
+  EXPECT_EQ(note, "");
+  EXPECT_TRUE(second.x.isView());
+  expectSameData(second, decoded);
+  // Features of 64-byte alignment at least (the header is whole pages).
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(second.x.data()) % 64, 0u);
+  // Header, features and labels, nothing else.
+  struct stat st;
+  ASSERT_EQ(::stat(src.cacheFile().c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 4096 + 4 * 6 * 4 + 4 * 4);
+  // A copy of the data set keeps the mapping alive.
+  Dataset copy = second;
+  second = Dataset();
+  expectSameData(copy, decoded);
+}
+
+TEST(DataCache, AChangedSourceIsDecodedAfresh) {
+  Source src;
+  CacheOutcome outcome;
+  src.read(&outcome);
+  ASSERT_EQ(outcome, CacheOutcome::Stored);
+  src.write(/*salt=*/5);
+  // Same size; a different modification time (set explicitly: the test may
+  // run within the file system's timestamp granularity).
+  struct timespec times[2] = {{0, UTIME_OMIT}, {12345, 678}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, src.images.c_str(), times, 0), 0);
+  Dataset ds = src.read(&outcome);
+  EXPECT_EQ(outcome, CacheOutcome::Stored);
+  expectSameData(ds, readIdx(src.images, src.labels));
+  EXPECT_FLOAT_EQ(ds.x[0], 5 / 255.0f);
+  src.read(&outcome);
+  EXPECT_EQ(outcome, CacheOutcome::Hit);
+  src.cacheFile(); // replaced, not added to
+}
+
+TEST(DataCache, ADamagedFileIsDetectedAndReplaced) {
+  struct Damage {
+    const char *what, *needle;
+    void (*apply)(const std::string &path);
+  };
+  const Damage damages[] = {
+      {"a flipped feature byte", "CRC-32",
+       [](const std::string &p) { patch(p, 4096 + 5, "\x7f"); }},
+      {"a flipped label byte", "CRC-32",
+       [](const std::string &p) { patch(p, 4096 + 96 + 2, "\x01"); }},
+      {"a truncated file", "wrong size",
+       [](const std::string &p) { ASSERT_EQ(::truncate(p.c_str(), 4096 + 50), 0); }},
+      {"a damaged last header line", "header is damaged",
+       [](const std::string &p) {
+         const std::string text = dtc::test::readFile(p);
+         patch(p, off_t(text.find("samples")), "sampl3s");
+       }},
+      {"a sample count that does not fit the file", "wrong size",
+       [](const std::string &p) {
+         const std::string text = dtc::test::readFile(p);
+         patch(p, off_t(text.find("samples 4")), "samples 5");
+       }},
+  };
+  for (const Damage &d : damages) {
+    SCOPED_TRACE(d.what);
+    Source src;
+    CacheOutcome outcome;
+    src.read(&outcome);
+    ASSERT_EQ(outcome, CacheOutcome::Stored);
+    d.apply(src.cacheFile());
+    std::string note;
+    Dataset ds = src.read(&outcome, &note);
+    EXPECT_EQ(outcome, CacheOutcome::Stored);
+    EXPECT_NE(note.find(d.needle), std::string::npos) << note;
+    EXPECT_NE(note.find(src.cacheFile()), std::string::npos) << note;
+    expectSameData(ds, readIdx(src.images, src.labels));
+    src.read(&outcome, &note);
+    EXPECT_EQ(outcome, CacheOutcome::Hit);
+    EXPECT_EQ(note, "");
+  }
+}
+
+TEST(DataCache, AnUnwritableCacheDecodesAndSaysSo) {
+  Source src;
+  dtc::test::writeFile(src.cache, "a file where the directory should be");
+  CacheOutcome outcome;
+  std::string note;
+  Dataset ds = src.read(&outcome, &note);
+  EXPECT_EQ(outcome, CacheOutcome::NotStored);
+  EXPECT_NE(note.find(src.cache), std::string::npos) << note;
+  EXPECT_NE(note.find("--data-cache"), std::string::npos) << note;
+  expectSameData(ds, readIdx(src.images, src.labels));
+}
+
+TEST(DataCache, OffDecodesAndWritesNothing) {
+  Source src;
+  for (const char *off : {"", "off"}) {
+    CacheOutcome outcome;
+    Dataset ds = readIdxCached(src.images, src.labels, off, &outcome);
+    EXPECT_EQ(outcome, CacheOutcome::Off);
+    expectSameData(ds, readIdx(src.images, src.labels));
+  }
+  struct stat st;
+  EXPECT_NE(::stat(src.cache.c_str(), &st), 0);
+}
+
+TEST(DataCache, ErrorsInTheSourcesWinOverTheCache) {
+  Source src;
+  CacheOutcome outcome;
+  src.read(&outcome);
+  ASSERT_EQ(outcome, CacheOutcome::Stored);
+  // A source gone: its error, not the cached copy.
+  ASSERT_EQ(::unlink(src.labels.c_str()), 0);
+  EXPECT_THROW(src.read(&outcome), Error);
+  // A source replaced by garbage: readIdx's error.
+  dtc::test::writeFile(src.labels, "not an IDX file");
+  try {
+    src.read(&outcome);
+    ADD_FAILURE() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find(src.labels), std::string::npos) << e.what();
+  }
+}
+
+TEST(DataCache, ProcessesStartingTogetherWriteOneFile) {
+  Source src;
+  // Large enough (8 MB of pixels) that decoding outlasts the threads' start.
+  constexpr uint32_t kImages = 10000;
+  std::vector<uint8_t> big(size_t(kImages) * 784);
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = uint8_t(i * 2654435761u >> 13);
+  dtc::test::writeGz(src.images, dtc::test::idxBytes({kImages, 28, 28}, big));
+  dtc::test::writeGz(src.labels,
+                     dtc::test::idxBytes({kImages}, std::vector<uint8_t>(kImages, 4)));
+  const Dataset decoded = readIdx(src.images, src.labels);
+  constexpr int kReaders = 4;
+  Dataset got[kReaders];
+  CacheOutcome outcomes[kReaders];
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kReaders; ++i)
+    readers.emplace_back([&, i] { got[i] = src.read(&outcomes[i]); });
+  for (std::thread &t : readers)
+    t.join();
+  int stored = 0;
+  for (int i = 0; i < kReaders; ++i) {
+    expectSameData(got[i], decoded);
+    stored += outcomes[i] == CacheOutcome::Stored;
+  }
+  EXPECT_EQ(stored, 1); // the others waited on the lock and mapped its file
+  for (const std::string &name : dtc::test::listDir(src.cache))
+    EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
+  src.cacheFile();
+}
+
+TEST(DataCache, LoadDataGoesThroughTheCache) {
+  Source src;
+  dtc::test::writeGz(src.dir.file("t10k-images-idx3-ubyte.gz"),
+                     dtc::test::idxBytes({4, 3, 2}, pixels(9)));
+  dtc::test::writeGz(src.dir.file("t10k-labels-idx1-ubyte.gz"),
+                     dtc::test::idxBytes({4}, kLabels));
+  ModelSpec spec{};
+  spec.name = "m";
+  spec.inputNumel = 6;
+  spec.labelKind = LabelKind::Class;
+  spec.labelNumel = 1;
+  spec.numClasses = 10;
+  DataSource ds;
+  ds.kind = DatasetKind::IDX;
+  ds.dir = src.dir.path();
+  ds.cacheDir = src.cache;
+  DataSplits first = loadData(ds, spec);
+  DataSplits second = loadData(ds, spec);
+  EXPECT_TRUE(second.train.x.isView());
+  EXPECT_TRUE(second.test.x.isView());
+  expectSameData(first.train, second.train);
+  expectSameData(first.test, second.test);
+  EXPECT_NE(second.train.x, second.test.x);
+  EXPECT_EQ(dtc::test::listDir(src.cache).size(), 4u); // 2 files, 2 locks
+}
+
+TEST(DataCache, DefaultDirectoryFromTheEnvironment) {
+  struct Saved {
+    const char *name;
+    std::string value;
+    bool set;
+  };
+  Saved saved[] = {{"DTC_CACHE_DIR", "", false}, {"XDG_CACHE_HOME", "", false},
+                   {"HOME", "", false}};
+  for (Saved &s : saved)
+    if (const char *v = std::getenv(s.name)) {
+      s.value = v;
+      s.set = true;
+    }
+  ::setenv("HOME", "/home/u", 1);
+  ::unsetenv("DTC_CACHE_DIR");
+  ::unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(defaultDataCacheDir(), "/home/u/.cache/dtc");
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(defaultDataCacheDir(), "/xdg/dtc");
+  ::setenv("XDG_CACHE_HOME", "relative", 1); // not absolute: ignored, as XDG says
+  EXPECT_EQ(defaultDataCacheDir(), "/home/u/.cache/dtc");
+  ::setenv("DTC_CACHE_DIR", "/c", 1);
+  EXPECT_EQ(defaultDataCacheDir(), "/c");
+  ::setenv("DTC_CACHE_DIR", "off", 1);
+  EXPECT_EQ(defaultDataCacheDir(), "");
+  ::unsetenv("DTC_CACHE_DIR");
+  ::unsetenv("XDG_CACHE_HOME");
+  ::unsetenv("HOME");
+  EXPECT_EQ(defaultDataCacheDir(), "");
+  for (const Saved &s : saved)
+    if (s.set)
+      ::setenv(s.name, s.value.c_str(), 1);
+    else
+      ::unsetenv(s.name);
+}
+
+} // namespace
