@@ -232,6 +232,16 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
     if (needsStorage)
       dialect->getOffsetsAttrHelper().setAttr(&op,
                                               b.getDenseI64ArrayAttr(offsets));
+    // Scratch memory: live while the op runs, beside its operands and
+    // results.
+    if (auto scratch = dyn_cast<ScratchOpInterface>(op)) {
+      if (int64_t bytes = scratch.getScratchBytes(); bytes > 0) {
+        int64_t off = fixedRegion.allocate(bytes);
+        plan.naiveFixed += alignTo(bytes, alignment);
+        dialect->getScratchAttrHelper().setAttr(&op, b.getI64IntegerAttr(off));
+        fixedRegion.release(off, bytes);
+      }
+    }
     auto it = dying.find(index[&op]);
     if (it == dying.end())
       continue;

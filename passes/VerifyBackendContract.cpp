@@ -106,6 +106,7 @@ struct Checker {
         continue;
       }
       checkBuffers(&op, arena);
+      checkScratch(&op, arena);
       if (isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(op))
         checkBucket(&op, arena);
     }
@@ -130,6 +131,24 @@ struct Checker {
                       << end << (batched ? " per sample" : "")
                       << ", past its arena region (" << size << ")";
     }
+  }
+
+  void checkScratch(Operation *op, ArenaAttr arena) {
+    auto scratch = dyn_cast<ScratchOpInterface>(op);
+    int64_t bytes = scratch ? scratch.getScratchBytes() : 0;
+    if (bytes <= 0)
+      return;
+    IntegerAttr at = dialect->getScratchAttrHelper().getAttr(op);
+    if (!at) {
+      violation(op) << "needs " << bytes
+                    << " bytes of scratch memory and has no dtc.scratch (run "
+                       "dtc-plan-memory)";
+      return;
+    }
+    if (at.getInt() + bytes > arena.getFixed())
+      violation(op) << "scratch ends at byte " << at.getInt() + bytes
+                    << ", past the arena's fixed region (" << arena.getFixed()
+                    << ")";
   }
 
   void checkBucket(Operation *op, ArenaAttr arena) {

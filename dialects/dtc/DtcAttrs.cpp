@@ -277,6 +277,16 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
                                   "result without a buffer of its own";
     return success();
   }
+  if (name == getScratchAttrHelper().getName()) {
+    auto offset = dyn_cast<IntegerAttr>(value);
+    if (failed(expect(offset && offset.getType().isInteger(64),
+                      isa<ScratchOpInterface>(op), "an i64",
+                      "an op that needs scratch memory")))
+      return failure();
+    if (offset.getInt() < 0)
+      return op->emitError() << "'" << name << "' is a byte offset >= 0";
+    return success();
+  }
   if (name == getPlacementAttrHelper().getName())
     return expect(isa<PlacementAttr>(value), isa<ParamOp>(op), "#dtc.placement",
                   "a dtc.param");

@@ -1,6 +1,7 @@
 //===- DtcDialect.h - The dtc dialect: ops, traits, interfaces ------------===//
 #pragma once
 
+#include "dialects/dtc/ShapeInference.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -32,6 +32,7 @@ def Dtc_Dialect : Dialect {
     "::mlir::ArrayAttr":$outputs,
     "::mlir::UnitAttr":$traced,
     "::mlir::DenseI64ArrayAttr":$offsets,
+    "::mlir::IntegerAttr":$scratch,
     "::dtc::PlacementAttr":$placement,
     "::dtc::BucketPlanAttr":$bucket_plan
   );

@@ -42,6 +42,21 @@ def Dtc_TiedOpInterface : OpInterface<"TiedOpInterface"> {
   ];
 }
 
+def Dtc_ScratchOpInterface : OpInterface<"ScratchOpInterface"> {
+  let cppNamespace = "::dtc";
+  let description = [{
+    An op whose kernel needs working memory while it runs (the columns of
+    an im2col convolution). Memory planning places that many bytes in the
+    arena's fixed region, live during the op alone, and records where in
+    the op's `dtc.scratch`; the lowering hands the kernel that buffer.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The bytes of scratch memory the op's kernel needs (0: none).",
+      "int64_t", "getScratchBytes", (ins)>
+  ];
+}
+
 // Ops computed one element at a time (with numpy broadcasting of operands):
 // `dtc-fuse-elementwise` may put them inside one `dtc.fused` loop nest, and
 // each code generator knows the scalar expression of each of them.

@@ -239,6 +239,147 @@ def Dtc_MatmulOp : Dtc_Op<"matmul", [Pure, InferTypeOpAdaptor,
 }
 
 //===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW, as torch.nn)
+//===----------------------------------------------------------------------===//
+
+def Dtc_Conv2dOp : Dtc_Op<"conv2d", [Pure,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Dtc_ScratchOpInterface>]> {
+  let summary = "2-D convolution (cross-correlation) of NCHW input, as torch.nn.Conv2d";
+  let description = [{
+    `x` is `[N, C, H, W]`, `weight` `[O, C / groups, kH, kW]`; the result is
+    `[N, O, Ho, Wo]` with `Ho = (H + 2 pH - dH (kH - 1) - 1) / sH + 1` (and
+    likewise `Wo`). `stride`, `padding` and `dilation` are (H, W) pairs;
+    zero padding. The bias is a separate broadcast add. Scratch: the
+    im2col columns of one sample, `C kH kW Ho Wo` floats.
+
+    ```mlir
+    %y = dtc.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
+           dilation = array<i64: 1, 1>, groups = 1 : i64}
+         : tensor<?x1x28x28xf32>, tensor<32x1x3x3xf32> -> tensor<?x32x28x28xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat =
+      "$x `,` $weight attr-dict `:` type($x) `,` type($weight) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The geometry, for shape inference (dtc::shape::conv2d).
+    ::dtc::shape::Window window();
+  }];
+}
+
+def Dtc_Conv2dGradInputOp : Dtc_Op<"conv2d_grad_input", [Pure,
+    DeclareOpInterfaceMethods<Dtc_ScratchOpInterface>]> {
+  let summary = "Gradient of conv2d with respect to its input";
+  let description = [{
+    `dy` is the gradient of a `dtc.conv2d` of the same attributes and
+    `weight`; the result (the input's type, which the output does not
+    determine when a stride drops rows) is its gradient with respect to
+    `x`: the transposed convolution of `dy`.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$dy, Dtc_F32Tensor:$weight,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat =
+      "$dy `,` $weight attr-dict `:` type($dy) `,` type($weight) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::dtc::shape::Window window();
+  }];
+}
+
+def Dtc_Conv2dGradWeightOp : Dtc_Op<"conv2d_grad_weight", [Pure,
+    DeclareOpInterfaceMethods<Dtc_ScratchOpInterface>]> {
+  let summary = "Gradient of conv2d with respect to its weight";
+  let description = [{
+    The gradient of the weight of a `dtc.conv2d` of input `x` and the same
+    attributes, from the gradient `dy` of its result, summed over the batch.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat =
+      "$x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::dtc::shape::Window window();
+  }];
+}
+
+def Dtc_MaxPool2dOp : Dtc_Op<"max_pool2d", [Pure,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "2-D max pooling of NCHW input, as torch.nn.MaxPool2d";
+  let description = [{
+    The maximum of each `kernel` window, moved by `stride`, over the input
+    padded with `padding` (padding never wins: it is -inf). `[N, C, H, W]`
+    to `[N, C, Ho, Wo]`.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::dtc::shape::Window window();
+  }];
+}
+
+def Dtc_MaxPool2dGradOp : Dtc_Op<"max_pool2d_grad", [Pure]> {
+  let summary = "Gradient of max_pool2d: dy to the first maximum of each window";
+  let description = [{
+    Each window's maximum found again in `x` (the first in row-major order,
+    as PyTorch's CPU kernel picks); the window's `dy` added there.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::dtc::shape::Window window();
+  }];
+}
+
+def Dtc_AvgPool2dOp : Dtc_Op<"avg_pool2d", [Pure,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "2-D average pooling of NCHW input, as torch.nn.AvgPool2d";
+  let description = [{
+    The mean of each `kernel` window over the zero-padded input: divided by
+    the whole window with `count_include_pad` (PyTorch's default), else by
+    the window's part inside the input.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       BoolAttr:$count_include_pad);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::dtc::shape::Window window();
+  }];
+}
+
+def Dtc_AvgPool2dGradOp : Dtc_Op<"avg_pool2d_grad", [Pure]> {
+  let summary = "Gradient of avg_pool2d: each window's dy spread over it";
+  let arguments = (ins Dtc_F32Tensor:$dy, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       BoolAttr:$count_include_pad);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::dtc::shape::Window window();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//
 

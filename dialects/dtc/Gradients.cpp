@@ -244,3 +244,30 @@ DTC_GRAD(MseOp) {
   operandGrads.push_back(g.neg(dp));
   return success();
 }
+
+// Convolution and pooling ---------------------------------------------------
+
+DTC_GRAD(Conv2dOp) {
+  DTC_G;
+  operandGrads.push_back(Conv2dGradInputOp::create(
+      builder, getLoc(), getX().getType(), dy, getWeight(), getStride(),
+      getPadding(), getDilation(), getGroups()));
+  operandGrads.push_back(Conv2dGradWeightOp::create(
+      builder, getLoc(), getWeight().getType(), getX(), dy, getStride(),
+      getPadding(), getDilation(), getGroups()));
+  return success();
+}
+DTC_GRAD(MaxPool2dOp) {
+  DTC_G;
+  operandGrads.push_back(
+      MaxPool2dGradOp::create(builder, getLoc(), getX().getType(), getX(), dy,
+                              getKernel(), getStride(), getPadding()));
+  return success();
+}
+DTC_GRAD(AvgPool2dOp) {
+  DTC_G;
+  operandGrads.push_back(AvgPool2dGradOp::create(
+      builder, getLoc(), getX().getType(), dy, getKernel(), getStride(),
+      getPadding(), getCountIncludePad()));
+  return success();
+}

@@ -143,6 +143,89 @@ FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels) {
   return f32({}, logits);
 }
 
+/// The output size of one spatial dimension, or failure (after an error)
+/// when the window does not fit the padded input.
+static FailureOr<int64_t> windowOutput(Loc loc, llvm::StringRef what,
+                                       const char *dim, int64_t in, int64_t k,
+                                       int64_t s, int64_t p, int64_t d) {
+  if (k < 1 || s < 1 || p < 0 || d < 1)
+    return emitOptionalError(loc, what,
+                             ": kernel, stride and dilation must be "
+                             ">= 1 and padding >= 0");
+  const int64_t span = d * (k - 1) + 1, padded = in + 2 * p;
+  if (span > padded)
+    return emitOptionalError(
+        loc, what, ": the kernel (", span,
+        " with dilation) is larger than the padded input (", padded, ") in ",
+        dim);
+  return (padded - span) / s + 1;
+}
+
+FailureOr<RankedTensorType> conv2d(Loc loc, Type x, Type weight,
+                                   const Window &w, int64_t groups) {
+  auto xs = cast<RankedTensorType>(x).getShape();
+  auto ws = cast<RankedTensorType>(weight).getShape();
+  if (xs.size() != 4)
+    return emitOptionalError(loc, "conv2d needs an input [N, C, H, W], got ",
+                             str(x));
+  if (ws.size() != 4)
+    return emitOptionalError(
+        loc, "conv2d needs a weight [O, C/groups, kH, kW], got ", str(weight));
+  for (size_t i = 1; i < 4; ++i)
+    if (ShapedType::isDynamic(xs[i]) || ShapedType::isDynamic(ws[i]) ||
+        ShapedType::isDynamic(ws[0]))
+      return emitOptionalError(
+          loc, "conv2d: only the input's first dimension may be the batch");
+  if (groups < 1 || xs[1] % groups || ws[0] % groups)
+    return emitOptionalError(
+        loc, "conv2d: ", xs[1], " input channels and ", ws[0],
+        " output channels must both be divisible by groups (", groups, ")");
+  if (ws[1] != xs[1] / groups)
+    return emitOptionalError(loc, "conv2d: the weight ", str(weight), " takes ",
+                             ws[1], " channels per group, but the input ",
+                             str(x), " has ", xs[1] / groups, " (", xs[1],
+                             " channels in ", groups, " group",
+                             groups == 1 ? "" : "s", ")");
+  auto h = windowOutput(loc, "conv2d", "height", xs[2], ws[2], w.stride[0],
+                        w.padding[0], w.dilation[0]);
+  if (failed(h))
+    return failure();
+  auto wo = windowOutput(loc, "conv2d", "width", xs[3], ws[3], w.stride[1],
+                         w.padding[1], w.dilation[1]);
+  if (failed(wo))
+    return failure();
+  SmallVector<int64_t> out{xs[0], ws[0], *h, *wo};
+  if (failed(size(loc, out)))
+    return failure();
+  return f32(out, x);
+}
+
+FailureOr<RankedTensorType> pool2d(Loc loc, llvm::StringRef what, Type x,
+                                   const Window &w) {
+  auto xs = cast<RankedTensorType>(x).getShape();
+  if (xs.size() != 4)
+    return emitOptionalError(loc, what, " needs an input [N, C, H, W], got ",
+                             str(x));
+  for (size_t i = 1; i < 4; ++i)
+    if (ShapedType::isDynamic(xs[i]))
+      return emitOptionalError(
+          loc, what, ": only the input's first dimension may be the batch");
+  for (int i = 0; i < 2; ++i)
+    if (w.padding[i] < 0 || 2 * w.padding[i] > w.kernel[i])
+      return emitOptionalError(loc, what, ": padding (", w.padding[i],
+                               ") must be at most half the kernel (",
+                               w.kernel[i], ")");
+  auto h = windowOutput(loc, what, "height", xs[2], w.kernel[0], w.stride[0],
+                        w.padding[0], w.dilation[0]);
+  if (failed(h))
+    return failure();
+  auto wo = windowOutput(loc, what, "width", xs[3], w.kernel[1], w.stride[1],
+                         w.padding[1], w.dilation[1]);
+  if (failed(wo))
+    return failure();
+  return f32({xs[0], xs[1], *h, *wo}, x);
+}
+
 FailureOr<RankedTensorType> mse(Loc loc, Type prediction, Type target) {
   if (prediction != target)
     return emitOptionalError(loc,

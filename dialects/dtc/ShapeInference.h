@@ -10,6 +10,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
+#include <array>
 #include <optional>
 #include <string>
 
@@ -36,6 +37,21 @@ FailureOr<RankedTensorType> reshape(Loc loc, Type x,
 /// Checks an axis of a rank-`rank` tensor (already normalized to >= 0).
 mlir::LogicalResult axis(Loc loc, int64_t rank, int64_t axis);
 FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels);
+
+/// The geometry of a 2-D convolution or pooling window (PyTorch's meaning of
+/// each: a pair per spatial dimension, H then W).
+struct Window {
+  std::array<int64_t, 2> kernel, stride, padding, dilation;
+};
+/// conv2d of x [N, C, H, W] with weight [O, C / groups, kH, kW] (the kernel
+/// is the weight's; `w.kernel` is ignored): [N, O, Ho, Wo] with
+/// Ho = (H + 2 pH - dH (kH - 1) - 1) / sH + 1, as torch.nn.Conv2d.
+FailureOr<RankedTensorType> conv2d(Loc loc, Type x, Type weight,
+                                   const Window &w, int64_t groups);
+/// max_pool2d / avg_pool2d of x [N, C, H, W] (dilation 1 for avg): [N, C,
+/// Ho, Wo]; padding at most half the kernel, as PyTorch requires.
+FailureOr<RankedTensorType> pool2d(Loc loc, llvm::StringRef what, Type x,
+                                   const Window &w);
 FailureOr<RankedTensorType> mse(Loc loc, Type prediction, Type target);
 
 /// Limits of every tensor: its rank, and its elements (per sample when it is

@@ -184,6 +184,25 @@ def Dtcrt_MseOp : Dtcrt_Call<"mse", (ins Dtcrt_F32Ptr:$prediction, Dtcrt_F32Ptr:
 def Dtcrt_MseGradOp : Dtcrt_Call<"mse_grad", (ins Dtcrt_F32Ptr:$prediction,
     Dtcrt_F32Ptr:$target, I64:$n, Dtcrt_F32Ptr:$dloss, Dtcrt_F32Ptr:$dp),
     "the gradient of the mean squared error">;
+def Dtcrt_Conv2dOp : Dtcrt_Call<"conv2d", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$weight,
+    Dtcrt_F32Ptr:$y, Dtcrt_F32Ptr:$cols, I64:$n, Dtcrt_I64Array:$window),
+    "the 2-D convolution of n samples (window: a dtc::rt::Window2d; cols: scratch)">;
+def Dtcrt_Conv2dGradInputOp : Dtcrt_Call<"conv2d_grad_input", (ins Dtcrt_F32Ptr:$dy,
+    Dtcrt_F32Ptr:$weight, Dtcrt_F32Ptr:$dx, Dtcrt_F32Ptr:$cols, I64:$n,
+    Dtcrt_I64Array:$window), "the gradient of conv2d with respect to its input">;
+def Dtcrt_Conv2dGradWeightOp : Dtcrt_Call<"conv2d_grad_weight", (ins Dtcrt_F32Ptr:$x,
+    Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$dw, Dtcrt_F32Ptr:$cols, I64:$n,
+    Dtcrt_I64Array:$window), "the gradient of conv2d with respect to its weight">;
+def Dtcrt_MaxPool2dOp : Dtcrt_Call<"max_pool2d", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$y,
+    I64:$n, Dtcrt_I64Array:$window), "2-D max pooling of n samples">;
+def Dtcrt_MaxPool2dGradOp : Dtcrt_Call<"max_pool2d_grad", (ins Dtcrt_F32Ptr:$x,
+    Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$dx, I64:$n, Dtcrt_I64Array:$window),
+    "the gradient of max pooling">;
+def Dtcrt_AvgPool2dOp : Dtcrt_Call<"avg_pool2d", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$y,
+    I64:$n, Dtcrt_I64Array:$window, I1:$count_include_pad), "2-D average pooling of n samples">;
+def Dtcrt_AvgPool2dGradOp : Dtcrt_Call<"avg_pool2d_grad", (ins Dtcrt_F32Ptr:$dy,
+    Dtcrt_F32Ptr:$dx, I64:$n, Dtcrt_I64Array:$window, I1:$count_include_pad),
+    "the gradient of average pooling">;
 def Dtcrt_FillOp : Dtcrt_Call<"fill", (ins Dtcrt_F32Ptr:$x, I64:$n, F32:$value),
     "x[0..n) = value">;
 def Dtcrt_CopyOp : Dtcrt_Call<"copy", (ins Dtcrt_F32Ptr:$dst, Dtcrt_F32Ptr:$src, I64:$n),

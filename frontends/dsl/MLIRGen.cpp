@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
+#include <array>
 #include <cmath>
 #include <optional>
 
@@ -64,6 +65,11 @@ private:
   Value genBinary(char op, Loc l, Value lhs, Value rhs);
   Value genLinear(const Expr &e, llvm::StringRef assignedName);
   Value genReduce(const Expr &e, llvm::StringRef kind);
+  Value genConv2d(const Expr &e, llvm::StringRef assignedName);
+  Value genPool2d(const Expr &e);
+  Value genAdaptiveAvgPool2d(const Expr &e);
+  Value genFlatten(const Expr &e);
+  Value activation(const Expr &call, Value y);
   Value requireF32(const Expr &e, llvm::StringRef what);
   Value requireLabels(const Expr &e);
   Value scalar(double v, Loc l);
@@ -81,6 +87,9 @@ private:
                                  int64_t min);
   std::optional<std::string> string(const Expr &e, llvm::StringRef what);
   std::optional<bool> boolean(const Expr &e, llvm::StringRef what);
+  /// An int or a pair [h, w] of ints, each >= min (PyTorch's int or tuple).
+  std::optional<std::array<int64_t, 2>>
+  pairOf(const Expr &e, llvm::StringRef what, int64_t min);
   std::optional<int64_t> axisOf(const Expr &call, size_t pos, int64_t rank,
                                 std::optional<int64_t> dflt);
 
@@ -485,21 +494,6 @@ Value Gen::genLinear(const Expr &e, llvm::StringRef assignedName) {
     error(xe->loc) << e.text << "() input features cannot be the batch";
     return {};
   }
-  std::string act = "none";
-  if (const Expr *a = arg(e, 99, "act", false)) {
-    if (a->kind != Expr::Kind::Name) {
-      error(a->loc) << "expected an activation name (relu, tanh, sigmoid, "
-                       "gelu, none)";
-      return {};
-    }
-    act = a->text;
-    if (act != "relu" && act != "tanh" && act != "sigmoid" && act != "gelu" &&
-        act != "none") {
-      error(a->loc) << "unknown activation '" << act
-                    << "' (expected relu, tanh, sigmoid, gelu, none)";
-      return {};
-    }
-  }
   bool hasBias = true;
   if (const Expr *be = arg(e, 99, "bias", false)) {
     auto v = boolean(*be, "bias");
@@ -529,15 +523,281 @@ Value Gen::genLinear(const Expr &e, llvm::StringRef assignedName) {
       return {};
     y = AddOp::create(b, at, y.getType(), y, bias);
   }
+  return activation(e, y);
+}
+
+/// The `act=` of linear() and conv2d() applied to y (relu, tanh, sigmoid,
+/// gelu, none); null after an error.
+Value Gen::activation(const Expr &call, Value y) {
+  const Expr *a = arg(call, 99, "act", false);
+  if (!a)
+    return y;
+  if (a->kind != Expr::Kind::Name) {
+    error(a->loc) << "expected an activation name (relu, tanh, sigmoid, "
+                     "gelu, none)";
+    return {};
+  }
+  Location at = loc(call.loc);
+  const std::string &act = a->text;
   if (act == "relu")
-    y = ReluOp::create(b, at, y.getType(), y);
-  else if (act == "tanh")
-    y = TanhOp::create(b, at, y.getType(), y);
-  else if (act == "sigmoid")
-    y = SigmoidOp::create(b, at, y.getType(), y);
-  else if (act == "gelu")
-    y = GeluOp::create(b, at, y.getType(), y);
-  return y;
+    return ReluOp::create(b, at, y.getType(), y);
+  if (act == "tanh")
+    return TanhOp::create(b, at, y.getType(), y);
+  if (act == "sigmoid")
+    return SigmoidOp::create(b, at, y.getType(), y);
+  if (act == "gelu")
+    return GeluOp::create(b, at, y.getType(), y);
+  if (act == "none")
+    return y;
+  error(a->loc) << "unknown activation '" << act
+                << "' (expected relu, tanh, sigmoid, gelu, none)";
+  return {};
+}
+
+std::optional<std::array<int64_t, 2>>
+Gen::pairOf(const Expr &e, llvm::StringRef what, int64_t min) {
+  if (e.kind == Expr::Kind::List) {
+    if (e.args.size() != 2) {
+      error(e.loc) << "expected an integer or a pair [h, w] for " << what
+                   << ", got " << e.args.size() << " values";
+      return std::nullopt;
+    }
+    auto h = integer(*e.args[0], what, min);
+    if (!h)
+      return std::nullopt;
+    auto w = integer(*e.args[1], what, min);
+    if (!w)
+      return std::nullopt;
+    return std::array<int64_t, 2>{*h, *w};
+  }
+  auto n = integer(e, what, min);
+  if (!n)
+    return std::nullopt;
+  return std::array<int64_t, 2>{*n, *n};
+}
+
+/// conv2d(x, out_channels, kernel, stride=1, padding=0, dilation=1,
+/// groups=1, bias=true, act=none): torch.nn.Conv2d on NCHW input, with
+/// parameters `<name>.weight` [out, in / groups, kH, kW] and `<name>.bias`
+/// [out], initialized as PyTorch does (U(+-1/sqrt(fan_in)), fan_in = in /
+/// groups * kH * kW).
+Value Gen::genConv2d(const Expr &e, llvm::StringRef assignedName) {
+  if (assignedName.empty()) {
+    error(e.loc) << "conv2d() must be assigned to a name (the name of its "
+                    "parameters), as in 'c1 = conv2d(x, 32, 3)'";
+    return {};
+  }
+  if (!checkArgs(e, 3,
+                 {"x", "out_channels", "kernel", "stride", "padding",
+                  "dilation", "groups", "bias", "act"}))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true), *oe = arg(e, 1, "out_channels", true),
+             *ke = arg(e, 2, "kernel", true);
+  if (!xe || !oe || !ke)
+    return {};
+  Value x = requireF32(*xe, "the input of conv2d()");
+  if (!x)
+    return {};
+  auto out = integer(*oe, "out_channels", 1);
+  auto kernel = out ? pairOf(*ke, "the kernel size", 1) : std::nullopt;
+  if (!kernel)
+    return {};
+  shape::Window w{};
+  w.kernel = *kernel;
+  w.stride = {1, 1};
+  w.padding = {0, 0};
+  w.dilation = {1, 1};
+  struct PairArg {
+    const char *name, *what;
+    int64_t min;
+    std::array<int64_t, 2> *into;
+  };
+  for (const PairArg &p : {PairArg{"stride", "the stride", 1, &w.stride},
+                           PairArg{"padding", "the padding", 0, &w.padding},
+                           PairArg{"dilation", "the dilation", 1, &w.dilation}})
+    if (const Expr *pe = arg(e, 99, p.name, false)) {
+      auto v = pairOf(*pe, p.what, p.min);
+      if (!v)
+        return {};
+      *p.into = *v;
+    }
+  int64_t groups = 1;
+  if (const Expr *ge = arg(e, 99, "groups", false)) {
+    auto g = integer(*ge, "groups", 1);
+    if (!g)
+      return {};
+    groups = *g;
+  }
+  bool hasBias = true;
+  if (const Expr *be = arg(e, 99, "bias", false)) {
+    auto v = boolean(*be, "bias");
+    if (!v)
+      return {};
+    hasBias = *v;
+  }
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() != 4) {
+    error(xe->loc) << "conv2d() needs an input [batch, channels, height, "
+                      "width], got "
+                   << shape::str(xt);
+    return {};
+  }
+  const int64_t in = xt.getDimSize(1);
+  if (in % groups || *out % groups) {
+    error(e.loc) << "conv2d(): " << in << " input channels and " << *out
+                 << " output channels must both be divisible by groups ("
+                 << groups << ")";
+    return {};
+  }
+  auto f32 = b.getF32Type();
+  auto wt =
+      RankedTensorType::get({*out, in / groups, w.kernel[0], w.kernel[1]}, f32);
+  Location at = loc(e.loc);
+  // The shape first, so that nothing is declared for a convolution that
+  // does not fit its input.
+  auto yt = shape::conv2d(at, x.getType(), wt, w, groups);
+  if (failed(yt))
+    return hadError = true, Value();
+  double bound =
+      1.0 / std::sqrt(double(in / groups * w.kernel[0] * w.kernel[1]));
+  Value weight = declareParam((assignedName + ".weight").str(), e.loc, wt,
+                              InitKind::Uniform, -bound, bound);
+  if (!weight)
+    return {};
+  Value y = Conv2dOp::create(
+      b, at, *yt, x, weight, b.getDenseI64ArrayAttr(w.stride),
+      b.getDenseI64ArrayAttr(w.padding), b.getDenseI64ArrayAttr(w.dilation),
+      b.getI64IntegerAttr(groups));
+  if (hasBias) {
+    Value bias = declareParam((assignedName + ".bias").str(), e.loc,
+                              RankedTensorType::get({*out}, f32),
+                              InitKind::Uniform, -bound, bound);
+    if (!bias)
+      return {};
+    // [O] as [O, 1, 1], broadcast over the batch and the plane.
+    Value column = ReshapeOp::create(
+        b, at, RankedTensorType::get({*out, 1, 1}, f32), bias);
+    y = AddOp::create(b, at, y.getType(), y, column);
+  }
+  return activation(e, y);
+}
+
+/// max_pool2d(x, kernel, stride=kernel, padding=0) and avg_pool2d(x, kernel,
+/// stride=kernel, padding=0, count_include_pad=true), as torch.nn.functional.
+Value Gen::genPool2d(const Expr &e) {
+  const bool isMax = e.text == "max_pool2d";
+  SmallVector<llvm::StringRef> keys{"x", "kernel", "stride", "padding"};
+  if (!isMax)
+    keys.push_back("count_include_pad");
+  if (!checkArgs(e, 4, keys))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true), *ke = arg(e, 1, "kernel", true);
+  if (!xe || !ke)
+    return {};
+  Value x = requireF32(*xe, "the input of " + e.text + "()");
+  if (!x)
+    return {};
+  auto kernel = pairOf(*ke, "the kernel size", 1);
+  if (!kernel)
+    return {};
+  shape::Window w{};
+  w.kernel = *kernel;
+  w.stride = *kernel;
+  w.padding = {0, 0};
+  w.dilation = {1, 1};
+  if (const Expr *se = arg(e, 2, "stride", false)) {
+    auto v = pairOf(*se, "the stride", 1);
+    if (!v)
+      return {};
+    w.stride = *v;
+  }
+  if (const Expr *pe = arg(e, 3, "padding", false)) {
+    auto v = pairOf(*pe, "the padding", 0);
+    if (!v)
+      return {};
+    w.padding = *v;
+  }
+  bool includePad = true;
+  if (!isMax)
+    if (const Expr *ce = arg(e, 99, "count_include_pad", false)) {
+      auto v = boolean(*ce, "count_include_pad");
+      if (!v)
+        return {};
+      includePad = *v;
+    }
+  Location at = loc(e.loc);
+  auto yt = shape::pool2d(at, e.text, x.getType(), w);
+  if (failed(yt))
+    return hadError = true, Value();
+  auto kernelAttr = b.getDenseI64ArrayAttr(w.kernel);
+  auto strideAttr = b.getDenseI64ArrayAttr(w.stride);
+  auto paddingAttr = b.getDenseI64ArrayAttr(w.padding);
+  if (isMax)
+    return MaxPool2dOp::create(b, at, *yt, x, kernelAttr, strideAttr,
+                               paddingAttr);
+  return AvgPool2dOp::create(b, at, *yt, x, kernelAttr, strideAttr, paddingAttr,
+                             b.getBoolAttr(includePad));
+}
+
+/// adaptive_avg_pool2d(x, 1): the mean of each channel's plane, [N, C, 1, 1]
+/// (global average pooling; other output sizes are not supported yet).
+Value Gen::genAdaptiveAvgPool2d(const Expr &e) {
+  if (!checkArgs(e, 2, {"x", "output_size"}))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true), *oe = arg(e, 1, "output_size", true);
+  if (!xe || !oe)
+    return {};
+  Value x = requireF32(*xe, "the input of adaptive_avg_pool2d()");
+  if (!x)
+    return {};
+  auto size = pairOf(*oe, "the output size", 1);
+  if (!size)
+    return {};
+  if ((*size)[0] != 1 || (*size)[1] != 1) {
+    error(oe->loc) << "adaptive_avg_pool2d() supports the output size 1 "
+                      "(global average pooling) only";
+    return {};
+  }
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() != 4) {
+    error(xe->loc) << "adaptive_avg_pool2d() needs an input [batch, "
+                      "channels, height, width], got "
+                   << shape::str(xt);
+    return {};
+  }
+  Location at = loc(e.loc);
+  auto s = xt.getShape();
+  auto f32 = b.getF32Type();
+  Value planes = ReshapeOp::create(
+      b, at, RankedTensorType::get({s[0], s[1], s[2] * s[3]}, f32), x);
+  Value mean = ReduceMeanOp::create(
+      b, at, RankedTensorType::get({s[0], s[1]}, f32), planes, 2);
+  return ReshapeOp::create(
+      b, at, RankedTensorType::get({s[0], s[1], 1, 1}, f32), mean);
+}
+
+/// flatten(x): every dimension after the first in one, as nn.Flatten.
+Value Gen::genFlatten(const Expr &e) {
+  if (!checkArgs(e, 1, {"x"}))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true);
+  Value x = xe ? requireF32(*xe, "the input of flatten()") : Value();
+  if (!x)
+    return {};
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() < 2) {
+    error(xe->loc) << "flatten() needs at least 2 dimensions, got "
+                   << shape::str(xt);
+    return {};
+  }
+  if (xt.getRank() == 2)
+    return x;
+  int64_t rest = 1;
+  for (int64_t d : xt.getShape().drop_front())
+    rest *= d;
+  return ReshapeOp::create(
+      b, loc(e.loc),
+      RankedTensorType::get({xt.getDimSize(0), rest}, b.getF32Type()), x);
 }
 
 /// sum/mean/max(x, axis=k, keepdims=false); no axis: over all axes.
@@ -632,6 +892,14 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     return genLinear(e, assignedName);
   if (f == "sum" || f == "mean" || f == "max")
     return genReduce(e, f);
+  if (f == "conv2d")
+    return genConv2d(e, assignedName);
+  if (f == "max_pool2d" || f == "avg_pool2d")
+    return genPool2d(e);
+  if (f == "adaptive_avg_pool2d")
+    return genAdaptiveAvgPool2d(e);
+  if (f == "flatten")
+    return genFlatten(e);
   if (f == "softmax" || f == "log_softmax") {
     if (!checkArgs(e, 2, {"x", "axis"}))
       return {};

@@ -57,6 +57,12 @@ Value Lowering::persistent(int64_t offset) {
       dtcrt::Space::Persistent, offset);
 }
 
+Value Lowering::scratch(Operation *op) {
+  return dtcrt::BufferOp::create(
+      b, loc, dtcrt::PtrType::get(b.getContext(), b.getF32Type()),
+      dtcrt::Space::Fixed, dtc->getScratchAttrHelper().getAttr(op).getInt());
+}
+
 Value Lowering::size(ArrayRef<int64_t> shape, size_t from, size_t to) {
   int64_t elements = 1;
   bool batched = false;
@@ -104,6 +110,16 @@ SmallVector<int64_t> dtc::lowering::batchAsMinusOne(ArrayRef<int64_t> shape) {
     if (ShapedType::isDynamic(d))
       d = -1;
   return out;
+}
+
+Value Lowering::window2d(Type x, Type y, const shape::Window &w,
+                         int64_t groups) {
+  auto xs = cast<RankedTensorType>(x).getShape();
+  auto ys = cast<RankedTensorType>(y).getShape();
+  return array({xs[1], xs[2], xs[3], ys[1], w.kernel[0], w.kernel[1],
+                w.stride[0], w.stride[1], w.padding[0], w.padding[1],
+                w.dilation[0], w.dilation[1], groups, ys[2], ys[3]},
+               64);
 }
 
 std::array<Value, 3> Lowering::axisView(Type tensor, int64_t axis) {
@@ -259,6 +275,8 @@ struct LowerToRuntimePass
     LoweringTable table;
     populateDataMovementLowerings(table);
     populateLinearLowerings(table);
+    populateConvolutionLowerings(table);
+    populatePoolingLowerings(table);
     populateReductionLowerings(table);
     populateLossLowerings(table);
     populateElementwiseLowerings(table);

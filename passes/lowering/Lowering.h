@@ -12,6 +12,7 @@
 #pragma once
 
 #include "dialects/dtc/DtcDialect.h"
+#include "dialects/dtc/ShapeInference.h"
 #include "dialects/dtcrt/DtcrtDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -45,6 +46,8 @@ public:
   mlir::Value resultBuffer(mlir::Operation *op, unsigned i = 0);
   /// The persistent buffer at byte `offset`.
   mlir::Value persistent(int64_t offset);
+  /// The scratch buffer the memory plan gave `op` (its dtc.scratch).
+  mlir::Value scratch(mlir::Operation *op);
 
   /// The elements of a tensor type (B times the rest for batched ones).
   mlir::Value size(mlir::Type tensor);
@@ -58,6 +61,10 @@ public:
   mlir::Value hyper();
   /// A host array of a shape (? as the batch) or of a permutation.
   mlir::Value array(llvm::ArrayRef<int64_t> values, unsigned bits);
+  /// The host array of a dtc::rt::Window2d: x [N, C, H, W] to y [N, O, Ho,
+  /// Wo] through window `w` (its kernel filled in) in `groups` groups.
+  mlir::Value window2d(mlir::Type x, mlir::Type y, const shape::Window &w,
+                       int64_t groups);
   /// [outer, n, inner] of a tensor viewed around `axis`.
   std::array<mlir::Value, 3> axisView(mlir::Type tensor, int64_t axis);
 
@@ -107,6 +114,8 @@ private:
 // One per op family, each in its file.
 void populateDataMovementLowerings(LoweringTable &t); // DataMovement.cpp
 void populateLinearLowerings(LoweringTable &t);       // Linear.cpp
+void populateConvolutionLowerings(LoweringTable &t);  // Convolution.cpp
+void populatePoolingLowerings(LoweringTable &t);      // Pooling.cpp
 void populateReductionLowerings(LoweringTable &t);    // Reduction.cpp
 void populateLossLowerings(LoweringTable &t);         // Loss.cpp
 void populateElementwiseLowerings(LoweringTable &t);  // Elementwise.cpp

@@ -159,6 +159,13 @@ DTC_SAME_ABI(sgdUpdate);
 DTC_SAME_ABI(adamUpdate);
 DTC_SAME_ABI(momentumAccumulate);
 DTC_SAME_ABI(sgdApplyMomentum);
+DTC_SAME_ABI(conv2d);
+DTC_SAME_ABI(conv2dGradInput);
+DTC_SAME_ABI(conv2dGradWeight);
+DTC_SAME_ABI(maxPool2d);
+DTC_SAME_ABI(maxPool2dGrad);
+DTC_SAME_ABI(avgPool2d);
+DTC_SAME_ABI(avgPool2dGrad);
 #undef DTC_SAME_ABI
 
 //===--- GEMM ---------------------------------------------------------------===//
@@ -228,6 +235,72 @@ TEST_F(Kernels, SumToMatchesTheCpu) {
     cuda::sumTo(c(), dx.get(), int32_t(k.x.size()), k.x.data(), dy.get(), int32_t(k.y.size()),
                 k.y.data());
     expectClose(dy.host(), y, 1e-5f, 1e-4f, "sumTo");
+  }
+}
+
+//===--- convolution and pooling ----------------------------------------------===//
+
+namespace {
+// A rt::Window2d's 15 values, with Ho and Wo computed as shape inference does.
+std::vector<int64_t> window2d(int64_t C, int64_t H, int64_t W, int64_t O, int64_t kH, int64_t kW,
+                              int64_t s, int64_t p, int64_t d, int64_t groups) {
+  const int64_t Ho = (H + 2 * p - d * (kH - 1) - 1) / s + 1;
+  const int64_t Wo = (W + 2 * p - d * (kW - 1) - 1) / s + 1;
+  return {C, H, W, O, kH, kW, s, s, p, p, d, d, groups, Ho, Wo};
+}
+} // namespace
+
+TEST_F(Kernels, ConvolutionsMatchTheCpu) {
+  // Plain, padded and strided, dilated, grouped, 1x1 (the columns are x).
+  for (const std::vector<int64_t> &win :
+       {window2d(3, 9, 8, 4, 3, 3, 1, 0, 1, 1), window2d(2, 10, 11, 6, 3, 2, 2, 1, 1, 1),
+        window2d(4, 12, 12, 4, 3, 3, 1, 2, 2, 2), window2d(6, 7, 7, 3, 3, 3, 1, 1, 1, 3),
+        window2d(5, 6, 6, 7, 1, 1, 1, 0, 1, 1)}) {
+    const rt::Window2d w = rt::Window2d::from(win.data());
+    const int64_t N = 3;
+    const size_t nx = size_t(N * w.C * w.H * w.W), ny = size_t(N * w.O * w.Ho * w.Wo),
+                 nw = size_t(w.O * (w.C / w.groups) * w.kH * w.kW),
+                 ncols = size_t(w.C * w.kH * w.kW * w.Ho * w.Wo);
+    auto x = randomVec(nx, 11), wt = randomVec(nw, 12), dy = randomVec(ny, 13);
+    std::vector<float> y(ny), dx(nx), dw(nw), cols(ncols);
+    DevVec<float> dX(x), dW(wt), dDy(dy), dY(ny), dDx(nx), dDw(nw), dCols(ncols);
+    kern::conv2d(kHost, x.data(), wt.data(), y.data(), cols.data(), N, win.data());
+    kern::conv2dGradInput(kHost, dy.data(), wt.data(), dx.data(), cols.data(), N, win.data());
+    kern::conv2dGradWeight(kHost, x.data(), dy.data(), dw.data(), cols.data(), N, win.data());
+    cuda::conv2d(c(), dX.get(), dW.get(), dY.get(), dCols.get(), N, win.data());
+    cuda::conv2dGradInput(c(), dDy.get(), dW.get(), dDx.get(), dCols.get(), N, win.data());
+    cuda::conv2dGradWeight(c(), dX.get(), dDy.get(), dDw.get(), dCols.get(), N, win.data());
+    expectClose(dY.host(), y, 1e-5f, 1e-4f, "conv2d");
+    expectClose(dDx.host(), dx, 1e-5f, 1e-4f, "conv2dGradInput");
+    expectClose(dDw.host(), dw, 1e-5f, 1e-4f, "conv2dGradWeight");
+  }
+}
+
+TEST_F(Kernels, PoolingMatchesTheCpu) {
+  // Non-overlapping, overlapping with padding, strided past the edge.
+  for (const std::vector<int64_t> &win :
+       {window2d(3, 8, 8, 3, 2, 2, 2, 0, 1, 1), window2d(2, 9, 7, 2, 3, 3, 1, 1, 1, 1),
+        window2d(4, 11, 10, 4, 3, 2, 2, 1, 1, 1)}) {
+    const rt::Window2d w = rt::Window2d::from(win.data());
+    const int64_t N = 2;
+    const size_t nx = size_t(N * w.C * w.H * w.W), ny = size_t(N * w.C * w.Ho * w.Wo);
+    auto x = gridVec(nx, 14), dy = randomVec(ny, 15);
+    DevVec<float> dX(x), dDy(dy), dMax(ny), dAvg(ny), dDxMax(nx), dDxAvg(nx);
+    for (bool includePad : {true, false}) {
+      std::vector<float> mx(ny), avg(ny), dxMax(nx), dxAvg(nx);
+      kern::maxPool2d(kHost, x.data(), mx.data(), N, win.data());
+      kern::maxPool2dGrad(kHost, x.data(), dy.data(), dxMax.data(), N, win.data());
+      kern::avgPool2d(kHost, x.data(), avg.data(), N, win.data(), includePad);
+      kern::avgPool2dGrad(kHost, dy.data(), dxAvg.data(), N, win.data(), includePad);
+      cuda::maxPool2d(c(), dX.get(), dMax.get(), N, win.data());
+      cuda::maxPool2dGrad(c(), dX.get(), dDy.get(), dDxMax.get(), N, win.data());
+      cuda::avgPool2d(c(), dX.get(), dAvg.get(), N, win.data(), includePad);
+      cuda::avgPool2dGrad(c(), dDy.get(), dDxAvg.get(), N, win.data(), includePad);
+      expectClose(dMax.host(), mx, 0, 0, "maxPool2d");
+      expectClose(dDxMax.host(), dxMax, 1e-6f, 1e-5f, "maxPool2dGrad");
+      expectClose(dAvg.host(), avg, 1e-6f, 1e-5f, "avgPool2d");
+      expectClose(dDxAvg.host(), dxAvg, 1e-6f, 1e-5f, "avgPool2dGrad");
+    }
   }
 }
 

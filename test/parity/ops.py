@@ -58,6 +58,38 @@ def cases():
     c["softmax_axis0"] = ({"a": rnd((4, 6))}, "softmax(a, axis=0)", lambda p: torch.softmax(p["a"], 0))
     c["log_softmax"] = ({"a": rnd((4, 6))}, "log_softmax(a, axis=-1)", lambda p: torch.log_softmax(p["a"], -1))
     c["mse"] = ({"a": rnd((4, 3)), "b": rnd((4, 3))}, "mse(a, b)", lambda p: F.mse_loss(p["a"], p["b"]))
+    # Convolutions: `o = conv2d(...)` declares o.weight [O, C/g, kH, kW] and
+    # o.bias [O] itself (torch.nn.Conv2d's names and layout).
+    def conv(name, shape, out, k, dsl, **kw):
+        g = kw.get("groups", 1)
+        kh, kw_ = (k, k) if isinstance(k, int) else k
+        ps = {"a": rnd(shape), "o.weight": rnd((out, shape[1] // g, kh, kw_)) * 0.5}
+        bias = kw.pop("bias", True)
+        if bias:
+            ps["o.bias"] = rnd((out,))
+        c[name] = (ps, f"conv2d(a, {out}, {dsl})",
+                   lambda p, kw=kw, bias=bias: F.conv2d(p["a"], p["o.weight"], p["o.bias"] if bias else None, **kw))
+    conv("conv2d", (2, 3, 6, 5), 4, 3, "3")
+    conv("conv2d_pad_stride", (2, 2, 7, 6), 3, (3, 2), "[3, 2], stride=[2, 1], padding=[1, 2]",
+         stride=(2, 1), padding=(1, 2))
+    conv("conv2d_dilation", (1, 2, 9, 8), 2, 3, "3, dilation=[2, 3], padding=1", dilation=(2, 3), padding=1)
+    conv("conv2d_groups", (2, 4, 5, 5), 6, 3, "3, groups=2, padding=1, bias=false", groups=2, padding=1,
+         bias=False)
+    conv("conv2d_1x1", (2, 3, 4, 4), 5, 1, "1")
+    conv("conv2d_depthwise_strided", (1, 3, 8, 7), 3, 3, "3, stride=3, groups=3", stride=3, groups=3)
+    for name, dsl, tf in [
+        ("max_pool2d", "max_pool2d(a, 2)", lambda p: F.max_pool2d(p["a"], 2)),
+        ("max_pool2d_overlap_pad", "max_pool2d(a, 3, stride=[1, 2], padding=1)",
+         lambda p: F.max_pool2d(p["a"], 3, stride=(1, 2), padding=1)),
+        ("avg_pool2d", "avg_pool2d(a, [2, 3])", lambda p: F.avg_pool2d(p["a"], (2, 3))),
+        ("avg_pool2d_pad", "avg_pool2d(a, 3, stride=2, padding=1)",
+         lambda p: F.avg_pool2d(p["a"], 3, stride=2, padding=1)),
+        ("avg_pool2d_pad_exclude", "avg_pool2d(a, 3, stride=2, padding=1, count_include_pad=false)",
+         lambda p: F.avg_pool2d(p["a"], 3, stride=2, padding=1, count_include_pad=False)),
+        ("adaptive_avg_pool2d", "adaptive_avg_pool2d(a, 1)", lambda p: F.adaptive_avg_pool2d(p["a"], 1)),
+        ("flatten", "flatten(a)", lambda p: torch.flatten(p["a"], 1)),
+    ]:
+        c[name] = ({"a": rnd((2, 3, 7, 6))}, dsl, tf)
     return c
 
 def main():
@@ -72,7 +104,7 @@ def main():
         loss = (out * tp["K"]).sum()
         loss.backward()
         decls = "\n".join(f"param {k}: f32[{', '.join(map(str, v.shape)) or ''}]"
-                          for k, v in params.items())
+                          for k, v in params.items() if not k.startswith("o."))
         src = f"""input x: f32[B, 2]
 label y: f32[B, 1]
 {decls}

@@ -99,6 +99,21 @@ void accuracy(const rt::DeviceContext &c, const float *logits,
 void fill(const rt::DeviceContext &c, float *x, int64_t n, float v);
 void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
 
+// Convolution and pooling (kernels.h): im2col + cuBLAS per sample; cols is device scratch.
+void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, float *y, float *cols,
+            int64_t N, const int64_t *window);
+void conv2dGradInput(const rt::DeviceContext &c, const float *dy, const float *weight, float *dx,
+                     float *cols, int64_t N, const int64_t *window);
+void conv2dGradWeight(const rt::DeviceContext &c, const float *x, const float *dy, float *dw, float *cols,
+                      int64_t N, const int64_t *window);
+void maxPool2d(const rt::DeviceContext &c, const float *x, float *y, int64_t N, const int64_t *window);
+void maxPool2dGrad(const rt::DeviceContext &c, const float *x, const float *dy, float *dx, int64_t N,
+                   const int64_t *window);
+void avgPool2d(const rt::DeviceContext &c, const float *x, float *y, int64_t N, const int64_t *window,
+               bool countIncludePad);
+void avgPool2dGrad(const rt::DeviceContext &c, const float *dy, float *dx, int64_t N,
+                   const int64_t *window, bool countIncludePad);
+
 // Optimizer updates of one bucket: `count` parameters, each with its
 // gradient and state, in one kernel launch per 32 items (as kernels.h).
 // `items` is a host array (read before the call returns); the pointers in

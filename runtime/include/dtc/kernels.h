@@ -81,6 +81,30 @@ void accuracy(const rt::HostContext &c, const float *logits, const int32_t *labe
 void fill(const rt::HostContext &c, float *x, int64_t n, float v);
 void copy(const rt::HostContext &c, float *dst, const float *src, int64_t n);
 
+// Convolution and pooling of NCHW tensors, as torch.nn's Conv2d, MaxPool2d
+// and AvgPool2d; N samples, `window` a rt::Window2d's 15 values. cols is
+// scratch of C kH kW Ho Wo floats (one sample's im2col columns; its contents
+// on entry do not matter). The gradients write (not accumulate) dx and dw;
+// conv2dGradWeight sums over the N samples.
+void conv2d(const rt::HostContext &c, const float *x, const float *weight, float *y, float *cols,
+            int64_t N, const int64_t *window);
+void conv2dGradInput(const rt::HostContext &c, const float *dy, const float *weight, float *dx,
+                     float *cols, int64_t N, const int64_t *window);
+void conv2dGradWeight(const rt::HostContext &c, const float *x, const float *dy, float *dw, float *cols,
+                      int64_t N, const int64_t *window);
+// Max pooling (padding is -inf); the gradient routes each window's dy to its
+// first maximum in row-major order (a NaN counts as the maximum), as
+// PyTorch's CPU kernel.
+void maxPool2d(const rt::HostContext &c, const float *x, float *y, int64_t N, const int64_t *window);
+void maxPool2dGrad(const rt::HostContext &c, const float *x, const float *dy, float *dx, int64_t N,
+                   const int64_t *window);
+// Average pooling over the zero-padded input: divided by the window clipped
+// to the padded input (countIncludePad, PyTorch's default) or to the input.
+void avgPool2d(const rt::HostContext &c, const float *x, float *y, int64_t N, const int64_t *window,
+               bool countIncludePad);
+void avgPool2dGrad(const rt::HostContext &c, const float *dy, float *dx, int64_t N,
+                   const int64_t *window, bool countIncludePad);
+
 // Optimizer updates of `count` parameters (rt::UpdateItem, runtime.h), one
 // after the other, PyTorch semantics (torch.optim.SGD / Adam / AdamW).
 // SGD: g += wd*w; buf = momentum*buf + (1-dampening)*g (buf = g on step 1);

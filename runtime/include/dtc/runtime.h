@@ -71,6 +71,20 @@ struct UpdateItem {
   int64_t n;
 };
 
+// The geometry of a 2-D convolution or pooling window over NCHW tensors
+// (kern:: and cuda::conv2d..., maxPool2d, avgPool2d): the kernels receive
+// it as a host array of these 15 int64 in this order. x is [N, C, H, W],
+// the result [N, O, Ho, Wo]; a convolution's weight [O, C / groups, kH, kW];
+// pooling has O == C, groups 1 and dilation 1. Padding is (pH, pW) on each
+// side; stride (sH, sW); dilation (dH, dW).
+struct Window2d {
+  int64_t C, H, W, O, kH, kW, sH, sW, pH, pW, dH, dW, groups, Ho, Wo;
+  static Window2d from(const int64_t *v) {
+    return {v[0], v[1], v[2],  v[3],  v[4],  v[5],  v[6], v[7],
+            v[8], v[9], v[10], v[11], v[12], v[13], v[14]};
+  }
+};
+
 // SGD momentum folded into the gradient buckets (dtc.fold_momentum): the
 // factor each of worldSize ranks scales its momentum buffer by before adding
 // its gradient (momentumAccumulate): 0 on step 1, momentum / worldSize after,
