@@ -1,7 +1,14 @@
-/* OpenBLAS sgemm peak on this machine: C = A B for 2048x2048 matrices,
- * median of 5 after a warm-up; prints GFLOP/s. The threads come from
- * OPENBLAS_NUM_THREADS. usage: sgemm_peak [n=2048] */
+/* sgemm peak on this machine: C = A B for 2048x2048 matrices, median of 5
+ * after a warm-up; prints GFLOP/s. OpenBLAS's cblas_sgemm (threads from
+ * OPENBLAS_NUM_THREADS), or with ENGINE onednn oneDNN's dnnl_sgemm (built
+ * with -DWITH_ONEDNN; threads from OMP_NUM_THREADS): dtc's default engine,
+ * whose JIT kernels use more of a core with full-width AVX-512 than
+ * OpenBLAS's. usage: sgemm_peak [n=2048] [openblas|onednn] */
 #include <cblas.h>
+#include <string.h>
+#ifdef WITH_ONEDNN
+#include <dnnl.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -25,11 +32,23 @@ int main(int argc, char **argv) {
     b[i] = (float)(i % 5) * 0.1f;
   }
   double t[5];
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-  for (int r = 0; r < 5; ++r) {
+  const int onednn = argc > 2 && strcmp(argv[2], "onednn") == 0;
+#ifndef WITH_ONEDNN
+  if (onednn) {
+    fprintf(stderr, "sgemm_peak: built without oneDNN\n");
+    return 2;
+  }
+#endif
+  for (int r = -1; r < 5; ++r) {
     double s = now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-    t[r] = now() - s;
+#ifdef WITH_ONEDNN
+    if (onednn)
+      dnnl_sgemm('N', 'N', n, n, n, 1, a, n, b, n, 0, c, n);
+    else
+#endif
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+    if (r >= 0)
+      t[r] = now() - s;
   }
   qsort(t, 5, sizeof(double), cmp);
   printf("%.1f\n", 2.0 * n * n * (double)n / t[2] / 1e9);

@@ -2,8 +2,9 @@
 """The reference job: PyTorch DistributedDataParallel (gloo) training one
 epoch of Fashion-MNIST, batch 64 per rank, DistributedSampler shuffle, SGD
 lr 0.01 momentum 0.9 (the DDP example), for the seed MLP or the deeper model
-(AdamW). Timing covers the training loop only, after the data is decoded into
-memory. Prints 'epoch_seconds S'. usage: torch_ddp.py mlp|deep_mlp RANKS"""
+(AdamW), or the CNN (examples/cnn.dsl: two convolutions, SGD as the MLP's; the
+images as [64, 1, 28, 28]). Timing covers the training loop only, after the data is decoded into
+memory. Prints 'epoch_seconds S'. usage: torch_ddp.py mlp|deep_mlp|cnn RANKS"""
 import gzip, os, socket, sys, time
 import numpy as np
 import torch
@@ -16,6 +17,12 @@ F = torch.nn.functional
 
 
 def model_for(name):
+    nn = torch.nn
+    if name == "cnn":
+        m = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+        return m, lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9)
     if name == "mlp":
         m = torch.nn.Sequential(torch.nn.Linear(784, 500), torch.nn.ReLU(), torch.nn.Linear(500, 10))
         return m, lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9)
@@ -28,7 +35,8 @@ def worker(rank, world, port, name, q):
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     torch.manual_seed(1)
     root = "/usr/share/datasets/fashion-mnist"
-    x = torch.tensor(idx(f"{root}/train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255)
+    shape = (-1, 1, 28, 28) if name == "cnn" else (-1, 784)
+    x = torch.tensor(idx(f"{root}/train-images-idx3-ubyte.gz").reshape(shape).astype(np.float32) / 255)
     y = torch.tensor(idx(f"{root}/train-labels-idx1-ubyte.gz").astype(np.int64))
     model, make_opt = model_for(name)
     ddp = torch.nn.parallel.DistributedDataParallel(model)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dtc against PyTorch DDP, side by side in one run (A B A B ...): one epoch of
-# Fashion-MNIST, batch 64 per rank, at 1 and 2 ranks, for the seed MLP and
-# the deeper example. Beside each epoch's time (in the training loop) it
+# Fashion-MNIST, batch 64 per rank, at 1 and 2 ranks, for the seed MLP, the
+# deeper example and the CNN (examples/cnn.dsl). Beside each epoch's time (in the training loop) it
 # prints the wall time of the whole command (start, data loading, the epoch,
 # exit: what a user waits for; for PyTorch the interpreter and its imports;
 # dtc maps its decoded-data cache, stored once before the rounds, as every run
@@ -10,15 +10,16 @@
 # PyTorch with OMP_WAIT_POLICY=PASSIVE (busy-waiting OpenMP threads would
 # otherwise steal the cores). Prints median epoch times, images/s, the
 # dtc/PyTorch speed-up of each pair, and the floor computed on the spot:
-# the step's GEMM FLOPs (dtc --report) over the OpenBLAS sgemm peak measured
-# now (per rank: its share of the cores), plus at 2 ranks the all-reduce of
-# the gradients at the MPI_Allreduce time measured now.
-# usage: benchmarks/vs_pytorch.sh [rounds=5] [models="mlp deep_mlp"]
+# the step's GEMM and convolution FLOPs (dtc --report) over the sgemm peak
+# measured now (the better of OpenBLAS's and oneDNN's; per rank: its share of
+# the cores), plus at 2 ranks the all-reduce of the gradients at the
+# MPI_Allreduce time measured now.
+# usage: benchmarks/vs_pytorch.sh [rounds=5] [models="mlp deep_mlp cnn"]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DTC_BUILD_DIR:-$root/build}
 rounds=${1:-5}
-models=${2:-mlp deep_mlp}
+models=${2:-mlp deep_mlp cnn}
 cores=$(nproc)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -28,14 +29,23 @@ gcc -O2 -o "$work/sgemm_peak" "$root/benchmarks/sgemm_peak.c" -I/usr/include/x86
 mpicc -O2 -o "$work/allreduce_mpi" "$root/benchmarks/allreduce_mpi.c"
 peak1=$(OPENBLAS_NUM_THREADS=1 "$work/sgemm_peak")
 peakN=$(OPENBLAS_NUM_THREADS=$cores "$work/sgemm_peak")
-echo "sgemm peak (2048^3): $peak1 GFLOP/s on 1 core, $peakN on $cores"
+echo "sgemm peak (2048^3), OpenBLAS: $peak1 GFLOP/s on 1 core, $peakN on $cores"
+if [ -e /usr/include/dnnl.h ] && gcc -O2 -DWITH_ONEDNN -o "$work/sgemm_peak_dnnl" "$root/benchmarks/sgemm_peak.c" \
+     -I/usr/include/x86_64-linux-gnu/openblas-pthread -lopenblas -ldnnl 2>/dev/null; then
+  d1=$(OMP_NUM_THREADS=1 "$work/sgemm_peak_dnnl" 2048 onednn)
+  dN=$(OMP_NUM_THREADS=$cores "$work/sgemm_peak_dnnl" 2048 onednn)
+  echo "sgemm peak (2048^3), oneDNN: $d1 GFLOP/s on 1 core, $dN on $cores"
+  peak1=$(awk -v a="$peak1" -v b="$d1" 'BEGIN { print (a > b) ? a : b }')
+  peakN=$(awk -v a="$peakN" -v b="$dN" 'BEGIN { print (a > b) ? a : b }')
+fi
 
 for model in $models; do
   "$build/bin/dtc" "$root/examples/$model.dsl" -o "$work/train-$model"
   "$work/train-$model" --version | sed 's/^train:/dtc program:/'
   "$work/train-$model" --epochs 0 --eval off --quiet --data-cache "$work/cache" > /dev/null
   report=$("$build/bin/dtc" "$root/examples/$model.dsl" --report --emit=mlir-opt -o /dev/null)
-  flops=$(sed -n 's/^GEMM FLOPs per training step (batch [0-9]*): \([0-9]*\)/\1/p' <<<"$report")
+  flops=$(sed -n 's/^\(GEMM\|convolution\) FLOPs per training step (batch [0-9]*): \([0-9]*\)/\2/p' <<<"$report" |
+          awk '{ s += $1 } END { print s + 0 }')
   floats=$(sed -n 's/^all-reduce per step: \([0-9]*\) bytes.*/\1/p' <<<"$report" | awk '{print int($1/4)}')
   ar_us=$($mpirun -np 2 "$work/allreduce_mpi" "$floats" 100)
   for ranks in 1 2; do

@@ -59,6 +59,23 @@ PlanReport::PlanReport(Operation *op) {
     gemmFlops += 2.0 * size(ta ? a[1] : a[0]) * size(ta ? a[0] : a[1]) *
                  size(tb ? b[0] : b[1]);
   });
+  // A convolution and each of its gradients: 2 N O Ho Wo (C / groups) kH kW.
+  auto convFlopsOf = [&](RankedTensorType x, RankedTensorType w,
+                         RankedTensorType y) {
+    double n = ShapedType::isDynamic(x.getDimSize(0)) ? double(batch)
+                                                      : double(x.getDimSize(0));
+    convFlops += 2.0 * n *
+                 double(y.getDimSize(1) * y.getDimSize(2) * y.getDimSize(3) *
+                        w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3));
+  };
+  train.walk([&](Operation *op) {
+    if (auto c = dyn_cast<Conv2dOp>(op))
+      convFlopsOf(c.getX().getType(), c.getWeight().getType(), c.getType());
+    else if (auto c = dyn_cast<Conv2dGradInputOp>(op))
+      convFlopsOf(c.getType(), c.getWeight().getType(), c.getDy().getType());
+    else if (auto c = dyn_cast<Conv2dGradWeightOp>(op))
+      convFlopsOf(c.getX().getType(), c.getType(), c.getDy().getType());
+  });
 }
 
 int64_t PlanReport::peakArena() const {
@@ -111,6 +128,10 @@ void PlanReport::print(llvm::raw_ostream &os) const {
                        (long long)(total * 14 / 8));
   os << llvm::format("GEMM FLOPs per training step (batch %lld): %.0f\n",
                      (long long)batch, gemmFlops);
+  if (convFlops > 0)
+    os << llvm::format(
+        "convolution FLOPs per training step (batch %lld): %.0f\n",
+        (long long)batch, convFlops);
   os << llvm::format(
       "peak memory of a step: %lld bytes (arena) + %lld bytes (persistent)\n",
       (long long)peakArena(), (long long)persistentBytes);

@@ -37,6 +37,7 @@ struct PlanReport {
   llvm::SmallVector<Step> steps;
   llvm::SmallVector<Bucket> buckets; // in all-reduce order
   double gemmFlops = 0;              // of one training step at `batch`
+  double convFlops = 0;              // (convolutions and their gradients)
 
   /// The largest arena of a step, at `batch`.
   int64_t peakArena() const;

@@ -334,7 +334,8 @@ def Dtc_MaxPool2dGradOp : Dtc_Op<"max_pool2d_grad", [Pure]> {
   let summary = "Gradient of max_pool2d: dy to the first maximum of each window";
   let description = [{
     Each window's maximum found again in `x` (the first in row-major order,
-    as PyTorch's CPU kernel picks); the window's `dy` added there.
+    as PyTorch's CPU kernel picks; by `>`, so a NaN is kept only where it
+    comes first); the window's `dy` added there.
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
                        DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$stride,

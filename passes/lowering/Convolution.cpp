@@ -1,4 +1,5 @@
-//===- Convolution.cpp - conv2d and its gradients --------------------------===//
+//===- Convolution.cpp - conv2d and its gradients
+//--------------------------===//
 #include "passes/lowering/Lowering.h"
 
 using namespace mlir;

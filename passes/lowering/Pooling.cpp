@@ -1,4 +1,5 @@
-//===- Pooling.cpp - max_pool2d, avg_pool2d and their gradients ------------===//
+//===- Pooling.cpp - max_pool2d, avg_pool2d and their gradients
+//------------===//
 #include "passes/lowering/Lowering.h"
 
 using namespace mlir;
@@ -39,8 +40,8 @@ void dtc::lowering::populatePoolingLowerings(LoweringTable &t) {
     Value window =
         l.window2d(op.getType(), op.getDy().getType(), op.window(), 1);
     Value includePad = l.i1(op.getCountIncludePad());
-    dtcrt::AvgPool2dGradOp::create(l.b, l.loc, l.ptr(op.getDy()), dx, n,
-                                   window, includePad);
+    dtcrt::AvgPool2dGradOp::create(l.b, l.loc, l.ptr(op.getDy()), dx, n, window,
+                                   includePad);
     return success();
   });
 }

@@ -884,7 +884,8 @@ __global__ void col2imKernel(const float *cols, float *dx, Window2d w) {
   }
 }
 
-// As kern's argmaxOf: the first maximum of a window (a NaN wins), or -1.
+// As kern's forEachArgmax: the first maximum of a window by > (a NaN is kept
+// only where it comes first), or -1 for a window without input.
 __device__ int64_t windowArgmax(const Window2d &w, const float *x, int64_t oh, int64_t ow) {
   const int64_t h0 = oh * w.sH - w.pH, w0 = ow * w.sW - w.pW;
   float best = 0.0f;
@@ -892,11 +893,9 @@ __device__ int64_t windowArgmax(const Window2d &w, const float *x, int64_t oh, i
   for (int64_t h = h0 < 0 ? 0 : h0; h < h0 + w.kH && h < w.H; ++h)
     for (int64_t v = w0 < 0 ? 0 : w0; v < w0 + w.kW && v < w.W; ++v) {
       const float value = x[h * w.W + v];
-      if (at < 0 || value > best || isnan(value)) {
+      if (at < 0 || value > best) {
         best = value;
         at = h * w.W + v;
-        if (isnan(value))
-          return at;
       }
     }
   return at;

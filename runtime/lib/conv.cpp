@@ -5,13 +5,16 @@
 // each group g, y_g [O/g, Ho Wo] = W_g [O/g, C/g kH kW] x cols_g [C/g kH kW,
 // Ho Wo]; dx through cols = W^T dy and col2im; dW_g += dy_g cols_g^T. A 1x1
 // convolution of stride 1 without padding reads x itself as its columns.
-// The GEMMs are kern::gemm's (the program's engine, its threads). Pooling
+// The GEMMs are kern::gemm's (the program's engine, its threads). An engine
+// with convolutions of its own (oneDNN's primitives, gemm/onednn.cpp) runs
+// them instead, and the columns go unused. Pooling
 // loops over each (sample, channel) plane, the planes split over the
 // --threads cores.
 //
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"
 
+#include "gemm/engine.h"
 #include "parallel.h"
 
 #include <cmath>
@@ -109,24 +112,76 @@ template <class F> void forEachPlane(int64_t planes, int64_t perPlane, const F &
   });
 }
 
-// The first maximum of window (oh, ow) of plane x [H, W] (a NaN wins), as an
-// index into the plane; -1 when the window holds no input (never, for the
-// windows shape inference admits).
-int64_t argmaxOf(const Window2d &w, const float *x, int64_t oh, int64_t ow) {
-  const int64_t h0 = oh * w.sH - w.pH, w0 = ow * w.sW - w.pW;
-  float best = -std::numeric_limits<float>::infinity();
-  int64_t at = -1;
-  for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h0 + w.kH, w.H); ++h)
-    for (int64_t v = std::max<int64_t>(w0, 0); v < std::min(w0 + w.kW, w.W); ++v) {
-      const float value = x[h * w.W + v];
-      if (at < 0 || value > best || std::isnan(value)) {
-        best = value;
-        at = h * w.W + v;
-        if (std::isnan(value))
-          return at;
+// The first maximum (by >: a NaN is kept only where it comes first, as
+// std::max and dtc's reduceMax) of each window of a plane x [H, W], as an
+// index into the plane, to fn(output index, input index); windows are
+// clipped to the input (padding never wins; the windows shape inference
+// admits always hold an input element).
+template <class F> void forEachArgmax(const Window2d &w, const float *x, const F &fn) {
+  for (int64_t oh = 0; oh < w.Ho; ++oh) {
+    const int64_t h0 = std::max<int64_t>(oh * w.sH - w.pH, 0);
+    const int64_t h1 = std::min(oh * w.sH - w.pH + w.kH, w.H);
+    for (int64_t ow = 0; ow < w.Wo; ++ow) {
+      const int64_t v0 = std::max<int64_t>(ow * w.sW - w.pW, 0);
+      const int64_t v1 = std::min(ow * w.sW - w.pW + w.kW, w.W);
+      int64_t at = h0 * w.W + v0;
+      float best = x[at];
+      for (int64_t h = h0; h < h1; ++h) {
+        const float *row = x + h * w.W;
+        for (int64_t v = v0; v < v1; ++v)
+          if (row[v] > best) {
+            best = row[v];
+            at = h * w.W + v;
+          }
       }
+      fn(oh * w.Wo + ow, at);
     }
-  return at;
+  }
+}
+
+// 2x2 windows of stride 2 without padding, the common case, one output row
+// at a time in select form (no branches: which element wins is as good as
+// random on real activations, and a mispredicted branch per comparison made
+// the general loop 8x slower); the same first maximum as forEachArgmax.
+bool isPool2x2(const Window2d &w) {
+  return w.kH == 2 && w.kW == 2 && w.sH == 2 && w.sW == 2 && w.pH == 0 && w.pW == 0;
+}
+void maxPool2x2Row(const float *__restrict r0, const float *__restrict r1, float *__restrict y,
+                   int64_t Wo) {
+  for (int64_t ow = 0; ow < Wo; ++ow) {
+    const float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+    float m = a;
+    m = b > m ? b : m;
+    m = c > m ? c : m;
+    m = d > m ? d : m;
+    y[ow] = m;
+  }
+}
+void maxPool2x2GradRow(const float *__restrict r0, const float *__restrict r1,
+                       const float *__restrict dy, float *__restrict d0, float *__restrict d1,
+                       int64_t Wo) {
+  for (int64_t ow = 0; ow < Wo; ++ow) {
+    const float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+    // Where the forward's select chain ends, as all-ones bit masks (the
+    // vectorizer turns them into compares and ands; float selects stayed
+    // scalar branches).
+    const uint32_t gb = -uint32_t(b > a);
+    const float mab = b > a ? b : a;
+    const uint32_t gc = -uint32_t(c > mab);
+    const float mabc = c > mab ? c : mab;
+    const uint32_t gd = -uint32_t(d > mabc);
+    const uint32_t mD = gd, mC = gc & ~gd, mB = gb & ~gc & ~gd, mA = ~gb & ~gc & ~gd;
+    uint32_t g, v;
+    std::memcpy(&g, &dy[ow], 4);
+    v = g & mA;
+    std::memcpy(&d0[2 * ow], &v, 4);
+    v = g & mB;
+    std::memcpy(&d0[2 * ow + 1], &v, 4);
+    v = g & mC;
+    std::memcpy(&d1[2 * ow], &v, 4);
+    v = g & mD;
+    std::memcpy(&d1[2 * ow + 1], &v, 4);
+  }
 }
 
 } // namespace
@@ -134,6 +189,8 @@ int64_t argmaxOf(const Window2d &w, const float *x, int64_t oh, int64_t ow) {
 void conv2d(const rt::HostContext &c, const float *x, const float *weight, float *y,
             float *cols, int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
+  if (N > 0 && rt::gemm_engine::conv2d(w, N, x, weight, y))
+    return;
   const Groups g(w);
   for (int64_t n = 0; n < N; ++n) {
     const float *xn = x + n * w.C * w.H * w.W;
@@ -152,6 +209,8 @@ void conv2d(const rt::HostContext &c, const float *x, const float *weight, float
 void conv2dGradInput(const rt::HostContext &c, const float *dy, const float *weight,
                      float *dx, float *cols, int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
+  if (N > 0 && rt::gemm_engine::conv2dGradInput(w, N, dy, weight, dx))
+    return;
   const Groups g(w);
   const bool direct = columnsAreInput(w);
   for (int64_t n = 0; n < N; ++n) {
@@ -174,6 +233,8 @@ void conv2dGradWeight(const rt::HostContext &c, const float *x, const float *dy,
     fill(c, dw, w.O * g.k, 0.0f);
     return;
   }
+  if (rt::gemm_engine::conv2dGradWeight(w, N, x, dy, dw))
+    return;
   for (int64_t n = 0; n < N; ++n) {
     const float *xn = x + n * w.C * w.H * w.W;
     const float *col = xn;
@@ -194,11 +255,12 @@ void maxPool2d(const rt::HostContext &, const float *x, float *y, int64_t N,
   forEachPlane(N * w.C, w.Ho * w.Wo * w.kH * w.kW, [&](int64_t p) {
     const float *xp = x + p * w.H * w.W;
     float *yp = y + p * w.Ho * w.Wo;
-    for (int64_t oh = 0; oh < w.Ho; ++oh)
-      for (int64_t ow = 0; ow < w.Wo; ++ow) {
-        const int64_t at = argmaxOf(w, xp, oh, ow);
-        yp[oh * w.Wo + ow] = at < 0 ? -std::numeric_limits<float>::infinity() : xp[at];
-      }
+    if (isPool2x2(w)) {
+      for (int64_t oh = 0; oh < w.Ho; ++oh)
+        maxPool2x2Row(xp + 2 * oh * w.W, xp + (2 * oh + 1) * w.W, yp + oh * w.Wo, w.Wo);
+      return;
+    }
+    forEachArgmax(w, xp, [&](int64_t out, int64_t at) { yp[out] = xp[at]; });
   });
 }
 
@@ -209,11 +271,18 @@ void maxPool2dGrad(const rt::HostContext &, const float *x, const float *dy, flo
     const float *xp = x + p * w.H * w.W;
     const float *dyp = dy + p * w.Ho * w.Wo;
     float *dxp = dx + p * w.H * w.W;
+    if (isPool2x2(w)) {
+      // Every element of the first 2 Ho rows and 2 Wo columns is in one
+      // window; an odd last row or column is in none.
+      if (w.H != 2 * w.Ho || w.W != 2 * w.Wo)
+        std::memset(dxp, 0, size_t(w.H * w.W) * sizeof(float));
+      for (int64_t oh = 0; oh < w.Ho; ++oh)
+        maxPool2x2GradRow(xp + 2 * oh * w.W, xp + (2 * oh + 1) * w.W, dyp + oh * w.Wo,
+                          dxp + 2 * oh * w.W, dxp + (2 * oh + 1) * w.W, w.Wo);
+      return;
+    }
     std::memset(dxp, 0, size_t(w.H * w.W) * sizeof(float));
-    for (int64_t oh = 0; oh < w.Ho; ++oh)
-      for (int64_t ow = 0; ow < w.Wo; ++ow)
-        if (const int64_t at = argmaxOf(w, xp, oh, ow); at >= 0)
-          dxp[at] += dyp[oh * w.Wo + ow];
+    forEachArgmax(w, xp, [&](int64_t out, int64_t at) { dxp[at] += dyp[out]; });
   });
 }
 

@@ -67,8 +67,10 @@ def cases():
         bias = kw.pop("bias", True)
         if bias:
             ps["o.bias"] = rnd((out,))
-        c[name] = (ps, f"conv2d(a, {out}, {dsl})",
-                   lambda p, kw=kw, bias=bias: F.conv2d(p["a"], p["o.weight"], p["o.bias"] if bias else None, **kw))
+        tf = lambda p, kw=kw, bias=bias: F.conv2d(p["a"], p["o.weight"], p["o.bias"] if bias else None, **kw)
+        c[name] = (ps, f"conv2d(a, {out}, {dsl})", tf)
+        # The path without oneDNN's convolutions: im2col + GEMM (OpenBLAS).
+        c[name + "_openblas"] = (ps, f"conv2d(a, {out}, {dsl})", tf, ["--gemm=openblas"])
     conv("conv2d", (2, 3, 6, 5), 4, 3, "3")
     conv("conv2d_pad_stride", (2, 2, 7, 6), 3, (3, 2), "[3, 2], stride=[2, 1], padding=[1, 2]",
          stride=(2, 1), padding=(1, 2))
@@ -95,7 +97,7 @@ def cases():
 def main():
     dtc, work = sys.argv[1], sys.argv[2]
     failures = 0
-    for name, (params, expr, tf) in cases().items():
+    for name, (params, expr, tf, *extra) in cases().items():
         tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
         out = tf(tp)
         K = rnd(tuple(out.shape))
@@ -115,7 +117,7 @@ train {{
 }}
 """
         d = os.path.join(work, name)
-        exe = compile_model(dtc, src, d, name)
+        exe = compile_model(dtc, src, d, name, *extra)
         save_safetensors(os.path.join(d, "init.safetensors"), params)
         run([exe, "--init", os.path.join(d, "init.safetensors"), "--data", "synthetic:4,0",
              "--batch", "4", "--max-steps", "1", "--eval", "off", "--quiet", "--threads", "1",

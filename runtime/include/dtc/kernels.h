@@ -92,9 +92,9 @@ void conv2dGradInput(const rt::HostContext &c, const float *dy, const float *wei
                      float *cols, int64_t N, const int64_t *window);
 void conv2dGradWeight(const rt::HostContext &c, const float *x, const float *dy, float *dw, float *cols,
                       int64_t N, const int64_t *window);
-// Max pooling (padding is -inf); the gradient routes each window's dy to its
-// first maximum in row-major order (a NaN counts as the maximum), as
-// PyTorch's CPU kernel.
+// Max pooling (padding never wins); the gradient routes each window's dy to
+// its first maximum in row-major order, as PyTorch's CPU kernel (by >, as
+// reduceMax: a NaN is kept only where it comes first).
 void maxPool2d(const rt::HostContext &c, const float *x, float *y, int64_t N, const int64_t *window);
 void maxPool2dGrad(const rt::HostContext &c, const float *x, const float *dy, float *dx, int64_t N,
                    const int64_t *window);

@@ -14,6 +14,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "dtc/runtime.h"
+
 #include <cstdint>
 
 namespace dtc::rt::gemm_engine {
@@ -31,5 +33,14 @@ void setThreads(int threads);
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
           const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
           int64_t ldc);
+
+// Convolutions of N NCHW samples (kern::conv2d and its gradients,
+// kernels.h): true when the engine computed it, false when it has no
+// convolution of its own (OpenBLAS), and the caller runs im2col + gemm.
+bool conv2d(const Window2d &w, int64_t N, const float *x, const float *weight, float *y);
+bool conv2dGradInput(const Window2d &w, int64_t N, const float *dy, const float *weight,
+                     float *dx);
+bool conv2dGradWeight(const Window2d &w, int64_t N, const float *x, const float *dy,
+                      float *dw);
 
 } // namespace dtc::rt::gemm_engine
