@@ -72,4 +72,16 @@ void DeriveStepsPass::runOnOperation() {
   dialect->getTracedAttrHelper().removeAttr(grad);
   exportGradients(grad, module);
   forward.setSymName(steps::kEval);
+  // The evaluation mode: ops that compute otherwise there (dropout, batch
+  // normalization) in their evaluation form.
+  SmallVector<ModeOpInterface> modal;
+  forward.walk([&](ModeOpInterface op) { modal.push_back(op); });
+  for (ModeOpInterface op : modal) {
+    OpBuilder at(op);
+    SmallVector<Value> results;
+    if (failed(op.buildEvalForm(at, results)))
+      return signalPassFailure();
+    op->replaceAllUsesWith(results);
+    op->erase();
+  }
 }

@@ -57,6 +57,23 @@ def Dtc_ScratchOpInterface : OpInterface<"ScratchOpInterface"> {
   ];
 }
 
+def Dtc_ModeOpInterface : OpInterface<"ModeOpInterface"> {
+  let cppNamespace = "::dtc";
+  let description = [{
+    An op that computes otherwise when the model is evaluated (dropout: the
+    identity; batch normalization: the running statistics). @forward and
+    @train_step hold its training form; dtc-derive-steps replaces it in
+    @eval_step by what `buildEvalForm` builds at its place.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "Builds the evaluation form of the op; appends its results.",
+      "::llvm::LogicalResult", "buildEvalForm",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$results)>
+  ];
+}
+
 // Ops computed one element at a time (with numpy broadcasting of operands):
 // `dtc-fuse-elementwise` may put them inside one `dtc.fused` loop nest, and
 // each code generator knows the scalar expression of each of them.

@@ -381,6 +381,36 @@ def Dtc_AvgPool2dGradOp : Dtc_Op<"avg_pool2d_grad", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Random ops (training only)
+//===----------------------------------------------------------------------===//
+
+def Dtc_DropoutOp : Dtc_Op<"dropout", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Dtc_ModeOpInterface>]> {
+  let summary = "Inverted dropout, as torch.nn.Dropout in training mode";
+  let description = [{
+    Each element is kept with probability 1 - p and scaled by 1 / (1 - p),
+    else zeroed. The mask is a function of the step's random seed (which
+    mixes the run's seed, the optimizer step and the rank: different on
+    every rank and step, reproducible), `salt` (distinct per dropout op of
+    a model) and the element's index, so the gradient recomputes it rather
+    than storing it. The identity in @eval_step.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, F64Attr:$p, I64Attr:$salt);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Dtc_DropoutGradOp : Dtc_Op<"dropout_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gradient of dropout: dy through the same mask and scale";
+  let arguments = (ins Dtc_F32Tensor:$dy, F64Attr:$p, I64Attr:$salt);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$dy attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//
 

@@ -271,3 +271,12 @@ DTC_GRAD(AvgPool2dOp) {
       getPadding(), getCountIncludePad()));
   return success();
 }
+
+// Random ops ----------------------------------------------------------------
+
+DTC_GRAD(DropoutOp) {
+  DTC_G;
+  operandGrads.push_back(DropoutGradOp::create(builder, getLoc(), getType(), dy,
+                                               getPAttr(), getSaltAttr()));
+  return success();
+}

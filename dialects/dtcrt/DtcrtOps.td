@@ -110,6 +110,16 @@ def Dtcrt_StepScalarOp : Dtcrt_Op<"step_scalar", [Pure]> {
   let assemblyFormat = "$scalar attr-dict";
 }
 
+def Dtcrt_StepSeedOp : Dtcrt_Op<"step_seed", [Pure]> {
+  let summary = "The seed of this step's random numbers (dtc::rt::StepArgs::rngSeed)";
+  let description = [{
+    Mixes the run's seed, the optimizer step and the rank: the same in a
+    step's forward and backward, different on every rank and step.
+  }];
+  let results = (outs I64:$seed);
+  let assemblyFormat = "attr-dict";
+}
+
 def Dtcrt_HyperOp : Dtcrt_Op<"hyper", [Pure]> {
   let summary = "The optimizer's hyper-parameters of this step";
   let results = (outs Dtcrt_HyperType:$hyper);
@@ -203,6 +213,11 @@ def Dtcrt_AvgPool2dOp : Dtcrt_Call<"avg_pool2d", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32
 def Dtcrt_AvgPool2dGradOp : Dtcrt_Call<"avg_pool2d_grad", (ins Dtcrt_F32Ptr:$dy,
     Dtcrt_F32Ptr:$dx, I64:$n, Dtcrt_I64Array:$window, I1:$count_include_pad),
     "the gradient of average pooling">;
+def Dtcrt_DropoutOp : Dtcrt_Call<"dropout", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$y, I64:$n,
+    F32:$p, I64:$seed, I64:$salt),
+    "inverted dropout of n elements (dtc::rt::dropoutKeeps decides each)">;
+def Dtcrt_DropoutGradOp : Dtcrt_Call<"dropout_grad", (ins Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$dx,
+    I64:$n, F32:$p, I64:$seed, I64:$salt), "the gradient of dropout (the same mask)">;
 def Dtcrt_FillOp : Dtcrt_Call<"fill", (ins Dtcrt_F32Ptr:$x, I64:$n, F32:$value),
     "x[0..n) = value">;
 def Dtcrt_CopyOp : Dtcrt_Call<"copy", (ins Dtcrt_F32Ptr:$dst, Dtcrt_F32Ptr:$src, I64:$n),

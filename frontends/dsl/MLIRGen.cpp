@@ -69,6 +69,7 @@ private:
   Value genPool2d(const Expr &e);
   Value genAdaptiveAvgPool2d(const Expr &e);
   Value genFlatten(const Expr &e);
+  Value genDropout(const Expr &e);
   Value activation(const Expr &call, Value y);
   Value requireF32(const Expr &e, llvm::StringRef what);
   Value requireLabels(const Expr &e);
@@ -117,6 +118,7 @@ private:
   Loc batchLoc;
   bool hadError = false;
   std::optional<double> lrOverride;
+  int64_t dropouts = 0; // the salt of the next dropout (its own mask)
 };
 
 } // namespace
@@ -800,6 +802,32 @@ Value Gen::genFlatten(const Expr &e) {
       RankedTensorType::get({xt.getDimSize(0), rest}, b.getF32Type()), x);
 }
 
+/// dropout(x, p=0.5): inverted dropout in training, the identity in
+/// evaluation (torch.nn.functional.dropout).
+Value Gen::genDropout(const Expr &e) {
+  if (!checkArgs(e, 2, {"x", "p"}))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true);
+  Value x = xe ? requireF32(*xe, "the input of dropout()") : Value();
+  if (!x)
+    return {};
+  double p = 0.5;
+  if (const Expr *pe = arg(e, 1, "p", false)) {
+    auto v = number(*pe, "the dropout probability p");
+    if (!v)
+      return {};
+    if (!(*v >= 0 && *v <= 1)) {
+      error(pe->loc) << "dropout probability has to be between 0 and 1, but "
+                        "got "
+                     << *v;
+      return {};
+    }
+    p = *v;
+  }
+  return DropoutOp::create(b, loc(e.loc), x.getType(), x, b.getF64FloatAttr(p),
+                           b.getI64IntegerAttr(dropouts++));
+}
+
 /// sum/mean/max(x, axis=k, keepdims=false); no axis: over all axes.
 Value Gen::genReduce(const Expr &e, llvm::StringRef kind) {
   if (!checkArgs(e, 2, {"x", "axis", "keepdims"}))
@@ -900,6 +928,8 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     return genAdaptiveAvgPool2d(e);
   if (f == "flatten")
     return genFlatten(e);
+  if (f == "dropout")
+    return genDropout(e);
   if (f == "softmax" || f == "log_softmax") {
     if (!checkArgs(e, 2, {"x", "axis"}))
       return {};

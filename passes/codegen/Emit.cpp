@@ -306,6 +306,10 @@ LogicalResult Printer::printOp(Operation *op) {
         }
         return success();
       })
+      .Case([&](dtcrt::StepSeedOp s) {
+        exprs[s] = "a.rngSeed";
+        return success();
+      })
       .Case([&](dtcrt::HyperOp h) {
         exprs[h] = "*a.hyper";
         return success();

@@ -277,6 +277,7 @@ struct LowerToRuntimePass
     populateLinearLowerings(table);
     populateConvolutionLowerings(table);
     populatePoolingLowerings(table);
+    populateRandomLowerings(table);
     populateReductionLowerings(table);
     populateLossLowerings(table);
     populateElementwiseLowerings(table);

@@ -116,6 +116,7 @@ void populateDataMovementLowerings(LoweringTable &t); // DataMovement.cpp
 void populateLinearLowerings(LoweringTable &t);       // Linear.cpp
 void populateConvolutionLowerings(LoweringTable &t);  // Convolution.cpp
 void populatePoolingLowerings(LoweringTable &t);      // Pooling.cpp
+void populateRandomLowerings(LoweringTable &t);       // Random.cpp
 void populateReductionLowerings(LoweringTable &t);    // Reduction.cpp
 void populateLossLowerings(LoweringTable &t);         // Loss.cpp
 void populateElementwiseLowerings(LoweringTable &t);  // Elementwise.cpp

@@ -299,6 +299,7 @@ private:
     args_.yValue = classLabels_ ? nullptr : static_cast<const float *>(sl.y);
     args_.outputs = outputs_ + outSlot * numOutputs_;
     args_.gradSeed = gradSeed;
+    args_.rngSeed = s_.args.rngSeed; // the training loop's, for this step
     args_.paramGrads = paramGrads;
     step(args_);
     args_.paramGrads = nullptr;

@@ -1095,4 +1095,31 @@ void avgPool2dGrad(const rt::DeviceContext &c, const float *dy, float *dx, int64
   checkLaunch("avgPool2dGrad");
 }
 
+//===--- dropout ------------------------------------------------------------===//
+
+namespace {
+__global__ void maskedScaleKernel(const float *in, float *out, int64_t n, float p, uint64_t seed,
+                                  int64_t salt) {
+  const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    out[i] = rt::dropoutKeeps(seed, salt, i, p) ? in[i] * scale : 0.0f;
+}
+} // namespace
+
+void dropout(const rt::DeviceContext &c, const float *x, float *y, int64_t n, float p,
+             uint64_t seed, int64_t salt) {
+  if (n <= 0)
+    return;
+  maskedScaleKernel<<<gridFor(n), kThreads, 0, c.stream>>>(x, y, n, p, seed, salt);
+  checkLaunch("dropout");
+}
+
+void dropoutGrad(const rt::DeviceContext &c, const float *dy, float *dx, int64_t n, float p,
+                 uint64_t seed, int64_t salt) {
+  if (n <= 0)
+    return;
+  maskedScaleKernel<<<gridFor(n), kThreads, 0, c.stream>>>(dy, dx, n, p, seed, salt);
+  checkLaunch("dropoutGrad");
+}
+
 } // namespace dtc::cuda

@@ -45,9 +45,12 @@ bool runGradcheck(Session &s, Executor &exec) {
   s.hyper.step = 1;
   exec.grad(staged, grads.data());
 
+  // The loss of the gradient step: the training mode (dropout's masks of
+  // this step, batch statistics), which the evaluation step is not.
   std::vector<float> outputs(static_cast<size_t>(spec.numOutputs));
+  std::vector<float> ignored(grads.size());
   auto loss = [&] {
-    exec.eval(staged, 0);
+    exec.grad(staged, ignored.data());
     exec.readOutputs(1, outputs.data());
     return double(outputs[0]);
   };

@@ -564,4 +564,26 @@ void sgdApplyMomentum(const rt::HostContext &, const rt::UpdateItem *items, int3
       sgdOne({items[i].w, items[i].g, nullptr, nullptr, items[i].n}, plain);
 }
 
+//===--- dropout ------------------------------------------------------------===//
+
+namespace {
+void maskedScale(const float *in, float *out, int64_t n, float p, uint64_t seed, int64_t salt) {
+  const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  rt::parallelFor(n, 1 << 15, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = rt::dropoutKeeps(seed, salt, i, p) ? in[i] * scale : 0.0f;
+  });
+}
+} // namespace
+
+void dropout(const rt::HostContext &, const float *x, float *y, int64_t n, float p,
+             uint64_t seed, int64_t salt) {
+  maskedScale(x, y, n, p, seed, salt);
+}
+
+void dropoutGrad(const rt::HostContext &, const float *dy, float *dx, int64_t n, float p,
+                 uint64_t seed, int64_t salt) {
+  maskedScale(dy, dx, n, p, seed, salt);
+}
+
 } // namespace dtc::kern

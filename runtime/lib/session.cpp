@@ -62,6 +62,9 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
   args.paramGrads = nullptr;
   args.comm = &comm;
   args.gradSeed = 1.0f;
+  // Before any step (--gradcheck's steps): the seed of step 0, the same in
+  // every evaluation of the loss.
+  args.rngSeed = stepRngSeed(opts.seed, 0, comm.rank());
   args.trace = nullptr;
   args.device = nullptr;
 }

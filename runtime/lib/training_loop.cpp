@@ -97,6 +97,7 @@ bool TrainingLoop::runEpoch(int64_t epoch, int64_t startPosition) {
     int64_t n;
     sampler_.batch(b, &n);
     const int64_t step = s_.hyper.step = ++step_;
+    s_.args.rngSeed = stepRngSeed(s_.opts.seed, step, s_.comm.rank());
     emit(&TrainingSink::beforeStep, step);
     exec_.train(staged, int64_t(pending_.size()), sampler_.gradSeed(b));
     emit(&TrainingSink::afterStep, step);

@@ -166,6 +166,8 @@ DTC_SAME_ABI(maxPool2d);
 DTC_SAME_ABI(maxPool2dGrad);
 DTC_SAME_ABI(avgPool2d);
 DTC_SAME_ABI(avgPool2dGrad);
+DTC_SAME_ABI(dropout);
+DTC_SAME_ABI(dropoutGrad);
 #undef DTC_SAME_ABI
 
 //===--- GEMM ---------------------------------------------------------------===//
@@ -301,6 +303,22 @@ TEST_F(Kernels, PoolingMatchesTheCpu) {
       expectClose(dAvg.host(), avg, 1e-6f, 1e-5f, "avgPool2d");
       expectClose(dDxAvg.host(), dxAvg, 1e-6f, 1e-5f, "avgPool2dGrad");
     }
+  }
+}
+
+TEST_F(Kernels, DropoutDrawsTheCpuMasks) {
+  const int64_t n = 100003;
+  auto x = randomVec(size_t(n), 16);
+  DevVec<float> dX(x), dY(static_cast<size_t>(n)), dDx(static_cast<size_t>(n));
+  for (float p : {0.0f, 0.3f, 1.0f}) {
+    const uint64_t seed = rt::stepRngSeed(3, 2, 1);
+    std::vector<float> y(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
+    kern::dropout(kHost, x.data(), y.data(), n, p, seed, 4);
+    kern::dropoutGrad(kHost, x.data(), dx.data(), n, p, seed, 4);
+    cuda::dropout(c(), dX.get(), dY.get(), n, p, seed, 4);
+    cuda::dropoutGrad(c(), dX.get(), dDx.get(), n, p, seed, 4);
+    expectClose(dY.host(), y, 0, 0, "dropout");
+    expectClose(dDx.host(), dx, 0, 0, "dropoutGrad");
   }
 }
 

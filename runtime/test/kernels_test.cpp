@@ -688,3 +688,49 @@ TEST(Kernels, SgdApplyMomentumIsPlainSgdOnTheBuffer) {
 }
 
 } // namespace
+
+//===--- dropout ------------------------------------------------------------===//
+
+TEST(Dropout, KeepsAboutOneMinusPScaledAndTheGradientUsesTheSameMask) {
+  const int64_t n = 200000;
+  std::vector<float> x(static_cast<size_t>(n), 2.0f), y(x.size()), dy(x.size(), 3.0f),
+      dx(x.size());
+  for (float p : {0.0f, 0.1f, 0.5f, 0.9f}) {
+    const uint64_t seed = rt::stepRngSeed(7, 3, 0);
+    kern::dropout(kHost, x.data(), y.data(), n, p, seed, 1);
+    kern::dropoutGrad(kHost, dy.data(), dx.data(), n, p, seed, 1);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool keep = rt::dropoutKeeps(seed, 1, i, p);
+      const float scale = 1.0f / (1.0f - p); // the kernel's: x * (1 / (1 - p))
+      ASSERT_EQ(y[size_t(i)], keep ? 2.0f * scale : 0.0f) << i;
+      ASSERT_EQ(dx[size_t(i)], keep ? 3.0f * scale : 0.0f) << i;
+      kept += keep;
+    }
+    // Within 5 standard deviations of n (1 - p).
+    const double expect = double(n) * (1 - p), sd = std::sqrt(double(n) * p * (1 - p));
+    EXPECT_NEAR(double(kept), expect, 5 * sd + 1e-9) << "p " << p;
+  }
+  kern::dropout(kHost, x.data(), y.data(), n, 1.0f, 5, 0);
+  EXPECT_EQ(*std::max_element(y.begin(), y.end()), 0.0f) << "p = 1 drops everything";
+}
+
+TEST(Dropout, MasksDifferBySaltStepAndRankAndRepeatForTheSameStep) {
+  auto mask = [](uint64_t seed, int64_t salt) {
+    std::vector<bool> m(4096);
+    for (size_t i = 0; i < m.size(); ++i)
+      m[i] = rt::dropoutKeeps(seed, salt, int64_t(i), 0.5f);
+    return m;
+  };
+  const auto base = mask(rt::stepRngSeed(1, 10, 0), 0);
+  EXPECT_EQ(base, mask(rt::stepRngSeed(1, 10, 0), 0)); // a resumed run draws it again
+  for (const auto &other : {mask(rt::stepRngSeed(1, 10, 0), 1), mask(rt::stepRngSeed(1, 11, 0), 0),
+                            mask(rt::stepRngSeed(1, 10, 1), 0), mask(rt::stepRngSeed(2, 10, 0), 0)}) {
+    size_t same = 0;
+    for (size_t i = 0; i < base.size(); ++i)
+      same += base[i] == other[i];
+    // Independent masks agree on about half the elements.
+    EXPECT_GT(same, base.size() * 4 / 10);
+    EXPECT_LT(same, base.size() * 6 / 10);
+  }
+}

@@ -18,6 +18,7 @@ import os, sys
 import numpy as np
 import torch
 from common import save_safetensors, load_safetensors, compile_model, run, read_losses
+from dropout_mask import keep_mask, step_seed
 
 rng = np.random.default_rng(7)
 F = torch.nn.functional
@@ -92,6 +93,16 @@ def cases():
         ("flatten", "flatten(a)", lambda p: torch.flatten(p["a"], 1)),
     ]:
         c[name] = ({"a": rnd((2, 3, 7, 6))}, dsl, tf)
+    # Dropout: the masks of step 1 at seed 0 on rank 0 (the run below),
+    # rebuilt from dtc's hash (dropout_mask.py); the second dropout has salt 1.
+    seed1 = step_seed(0, 1, 0)
+    def dropped(t, salt, p):
+        m = torch.tensor(keep_mask(seed1, salt, t.numel(), p).reshape(tuple(t.shape)))
+        return t * m / (1 - p) if p < 1 else t * 0
+    c["dropout"] = ({"a": rnd((4, 6))}, "dropout(a, 0.3)", lambda p: dropped(p["a"], 0, 0.3))
+    c["dropout_twice"] = ({"a": rnd((5, 7))}, "dropout(dropout(a), p=0.25)",
+                          lambda p: dropped(dropped(p["a"], 0, 0.5), 1, 0.25))
+    c["dropout_all"] = ({"a": rnd((3, 3))}, "dropout(a, 1)", lambda p: dropped(p["a"], 0, 1.0))
     return c
 
 def main():

@@ -99,6 +99,12 @@ void accuracy(const rt::DeviceContext &c, const float *logits,
 void fill(const rt::DeviceContext &c, float *x, int64_t n, float v);
 void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
 
+// Dropout (kernels.h; the same masks).
+void dropout(const rt::DeviceContext &c, const float *x, float *y, int64_t n, float p, uint64_t seed,
+             int64_t salt);
+void dropoutGrad(const rt::DeviceContext &c, const float *dy, float *dx, int64_t n, float p, uint64_t seed,
+                 int64_t salt);
+
 // Convolution and pooling (kernels.h): im2col + cuBLAS per sample; cols is device scratch.
 void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, float *y, float *cols,
             int64_t N, const int64_t *window);

@@ -81,6 +81,14 @@ void accuracy(const rt::HostContext &c, const float *logits, const int32_t *labe
 void fill(const rt::HostContext &c, float *x, int64_t n, float v);
 void copy(const rt::HostContext &c, float *dst, const float *src, int64_t n);
 
+// Inverted dropout of n elements: y = x / (1 - p) where
+// rt::dropoutKeeps(seed, salt, i, p), else 0 (all 0 when p == 1); the
+// gradient sends dy through the same mask and scale.
+void dropout(const rt::HostContext &c, const float *x, float *y, int64_t n, float p, uint64_t seed,
+             int64_t salt);
+void dropoutGrad(const rt::HostContext &c, const float *dy, float *dx, int64_t n, float p, uint64_t seed,
+                 int64_t salt);
+
 // Convolution and pooling of NCHW tensors, as torch.nn's Conv2d, MaxPool2d
 // and AvgPool2d; N samples, `window` a rt::Window2d's 15 values. cols is
 // scratch of C kH kW Ho Wo floats (one sample's im2col columns; its contents

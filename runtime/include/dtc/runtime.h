@@ -85,6 +85,41 @@ struct Window2d {
   }
 };
 
+#if defined(__CUDACC__)
+#define DTC_HOST_DEVICE __host__ __device__
+#else
+#define DTC_HOST_DEVICE
+#endif
+
+// Dropout's mask (kern:: and cuda::dropout, dropoutGrad): whether element i
+// of the dropout numbered `salt` is kept with probability 1 - p in the step
+// of random seed `seed` (StepArgs::rngSeed): a SplitMix64 hash of the three
+// to 24 uniform bits, u in [0, 1) exactly representable, kept when u >= p.
+// Pure integer arithmetic: the CPU and CUDA steps draw the same masks (and a
+// test can rebuild them: test/parity/dropout_mask.py).
+DTC_HOST_DEVICE inline bool dropoutKeeps(uint64_t seed, int64_t salt, int64_t i, float p) {
+  uint64_t z = seed ^ (uint64_t(salt) * 0xd1b54a32d192ed03ULL);
+  z += 0x9e3779b97f4a7c15ULL * (uint64_t(i) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  const float u = float(z >> 40) * (1.0f / 16777216.0f);
+  return u >= p;
+}
+
+// The random seed of a training step: the run's seed, the 1-based optimizer
+// step and the rank mixed (SplitMix64 as rng.h's mixSeed), so that a resumed
+// run draws the same masks and every rank its own.
+inline uint64_t stepRngSeed(uint64_t seed, int64_t step, int rank) {
+  auto mix = [](uint64_t a, uint64_t b) {
+    uint64_t z = a + 0x9e3779b97f4a7c15ULL * (b + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return mix(mix(seed ^ 0x64726f706f7574ULL, uint64_t(step)), uint64_t(rank));
+}
+
 // SGD momentum folded into the gradient buckets (dtc.fold_momentum): the
 // factor each of worldSize ranks scales its momentum buffer by before adding
 // its gradient (momentumAccumulate): 0 on step 1, momentum / worldSize after,
@@ -136,6 +171,8 @@ struct StepArgs {
                             // (1 / ranks unless the ranks' batches differ in
                             // size, in the last step of an epoch), so that the
                             // all-reduced sum of gradients is their average
+  uint64_t rngSeed;         // this step's random numbers (dropout masks):
+                            // rt::stepRngSeed(--seed, optimizer step, rank)
   Tracer *trace;            // null unless --trace records this step
   const DeviceContext *device; // CUDA steps only (dtc/cuda.h); null for CPU steps
 };
