@@ -12,7 +12,7 @@ if ! command -v "$fmt" >/dev/null; then
   exit 77
 fi
 cd "$root"
-mapfile -t files < <(git ls-files -- 'dialects/*.cpp' 'dialects/*.h' 'passes/*.cpp' 'passes/*.h' \
+mapfile -t files < <(git ls-files --cached --others --exclude-standard -- 'dialects/*.cpp' 'dialects/*.h' 'passes/*.cpp' 'passes/*.h' \
   'frontends/*.cpp' 'frontends/*.h' 'tools/*.cpp' 'tools/*.h')
 if [ "${1:-}" = "--check" ]; then
   bad=()

@@ -132,7 +132,10 @@ LogicalResult RecipeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  DataKind data, StringRef dir, StringRef train,
                                  StringRef test, int64_t trainSize,
                                  int64_t testSize, int64_t batch,
-                                 int64_t epochs, int64_t seed) {
+                                 int64_t epochs, int64_t seed, F64 validation) {
+  if (!(validation >= 0.0 && validation < 1.0))
+    return emitError() << "validation is a fraction in [0, 1), got "
+                       << double(validation);
   if (batch < 1)
     return emitError() << "the batch must be >= 1, got " << batch;
   if (epochs < 0)

@@ -122,8 +122,9 @@ def Dtc_RecipeAttr : Dtc_Attr<"Recipe", "recipe"> {
   let description = [{
     The data set (`idx` in `dir`, `csv` from `train` and `test`, `synthetic`
     with `train_size` and `test_size` samples, or `none`: given at run time),
-    the per-rank batch, the epochs and the seed. `train` options override
-    each at run time.
+    the per-rank batch, the epochs, the seed, and the fraction of the
+    training set held out for validation (its last samples). `train`
+    options override each at run time.
 
     ```mlir
     #dtc.recipe<data = idx, dir = "/usr/share/datasets/fashion-mnist", batch = 64, epochs = 1, seed = 0>
@@ -138,7 +139,8 @@ def Dtc_RecipeAttr : Dtc_Attr<"Recipe", "recipe"> {
     Dtc_I64Default<"0", "synthetic test samples">:$test_size,
     Dtc_I64Default<"64", "samples per rank and step">:$batch,
     Dtc_I64Default<"1", "epochs">:$epochs,
-    Dtc_I64Default<"0", "seed of initialization and shuffling">:$seed
+    Dtc_I64Default<"0", "seed of initialization and shuffling">:$seed,
+    Dtc_F64Default<"0.0", "the fraction of the training set held out for validation">:$validation
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

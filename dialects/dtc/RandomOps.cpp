@@ -18,7 +18,8 @@ LogicalResult DropoutGradOp::verify() {
 }
 
 // In evaluation, dropout passes its input through.
-LogicalResult DropoutOp::buildEvalForm(OpBuilder &, SmallVectorImpl<Value> &results) {
+LogicalResult DropoutOp::buildEvalForm(OpBuilder &,
+                                       SmallVectorImpl<Value> &results) {
   results.push_back(getX());
   return success();
 }

@@ -1179,6 +1179,7 @@ void Gen::genData(const Expr &e, Data &data) {
 void Gen::genRecipe(const Program &p) {
   Data data;
   int64_t batch = 64, epochs = 1, seed = 0;
+  double validation = 0;
   OptimizerAttr opt;
   llvm::StringMap<Loc> seen;
   for (const Setting &s : p.train) {
@@ -1203,6 +1204,14 @@ void Gen::genRecipe(const Program &p) {
     } else if (s.key == "seed") {
       if (auto n = integer(v, "the seed", 0))
         seed = *n;
+    } else if (s.key == "validation") {
+      auto x = number(v, "the validation fraction");
+      if (x && !(*x >= 0 && *x < 1))
+        error(v.loc) << "validation is the fraction of the training set held "
+                        "out, in [0, 1), got "
+                     << *x;
+      else if (x)
+        validation = *x;
     } else if (s.key == "optimizer") {
       opt = genOptimizer(v);
     } else if (s.key == "lr") {
@@ -1213,7 +1222,8 @@ void Gen::genRecipe(const Program &p) {
         lrOverride = *x;
     } else {
       error(s.loc) << "unknown train setting '" << s.key
-                   << "' (expected data, batch, epochs, optimizer, lr, seed)";
+                   << "' (expected data, batch, epochs, optimizer, lr, seed, "
+                      "validation)";
     }
   }
   if (hadError)
@@ -1233,7 +1243,7 @@ void Gen::genRecipe(const Program &p) {
       llvm::function_ref<InFlightDiagnostic()>(at), ctx, data.kind,
       llvm::StringRef(data.dir), llvm::StringRef(data.train),
       llvm::StringRef(data.test), data.trainSize, data.testSize, batch, epochs,
-      seed);
+      seed, F64(validation));
   if (!opt || !recipe)
     return;
   DtcDialect *dialect = ctx->getLoadedDialect<DtcDialect>();

@@ -58,6 +58,16 @@ std::string floatLiteral(double v) {
   return s + "f";
 }
 
+/// A double that reads back exactly (a recipe's fraction).
+std::string doubleLiteral(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
 /// A dimension of a lowered shape (-1 is the batch).
 std::string dim(int64_t d) {
   return d < 0 ? std::string("B") : std::to_string(d);
@@ -647,6 +657,8 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
      << "  s.recipe.batch = " << recipe.getBatch() << ";\n"
      << "  s.recipe.epochs = " << recipe.getEpochs() << ";\n"
      << "  s.recipe.seed = " << recipe.getSeed() << "ULL;\n"
+     << "  s.recipe.validation = " << doubleLiteral(recipe.getValidation())
+     << ";\n"
      << "  s.recipe.optimizer = dtc::rt::OptimizerKind::"
      << (optKind == OptimizerKind::Adam    ? "Adam"
          : optKind == OptimizerKind::AdamW ? "AdamW"

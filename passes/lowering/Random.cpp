@@ -1,4 +1,5 @@
-//===- Random.cpp - dropout and its gradient -------------------------------===//
+//===- Random.cpp - dropout and its gradient
+//-------------------------------===//
 #include "passes/lowering/Lowering.h"
 
 using namespace mlir;

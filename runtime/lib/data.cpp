@@ -480,7 +480,45 @@ DataSplits loadData(const DataSource &src, const ModelSpec &spec) {
   checkDataset(d.train, spec);
   if (d.test.size > 0)
     checkDataset(d.test, spec);
+  if (src.validation > 0) {
+    // The training set's last samples, as Keras' validation_split takes
+    // them: the same whatever the seed, so a resumed run holds out the same.
+    const int64_t count = int64_t(std::floor(src.validation * double(d.train.size)));
+    if (count < 1 || count >= d.train.size)
+      throw Error(fmt::format("validation {} of the {} training samples of '{}' holds out {} "
+                              "of them; it must leave at least one for each of training "
+                              "and validation",
+                              src.validation, d.train.size, d.train.source, count));
+    d.validation = splitOffTail(
+        d.train, count, fmt::format("the last {} samples of {}", count, d.train.source));
+  }
   return d;
+}
+
+Dataset splitOffTail(Dataset &ds, int64_t count, const std::string &source) {
+  Dataset v;
+  v.source = source;
+  v.labelKind = ds.labelKind;
+  v.labelWidth = ds.labelWidth;
+  v.features = ds.features;
+  v.size = count;
+  const int64_t keep = ds.size - count;
+  v.x = ds.x.slice(size_t(keep * ds.features), size_t(ds.size * ds.features));
+  ds.x.truncate(size_t(keep * ds.features));
+  if (!ds.yClass.empty()) {
+    v.yClass.assign(ds.yClass.begin() + keep, ds.yClass.end());
+    ds.yClass.resize(size_t(keep));
+  }
+  if (!ds.yValue.empty()) {
+    v.yValue.assign(ds.yValue.begin() + keep * ds.labelWidth, ds.yValue.end());
+    ds.yValue.resize(size_t(keep * ds.labelWidth));
+  }
+  if (size_t(ds.size) == ds.lines.size()) {
+    v.lines.assign(ds.lines.begin() + keep, ds.lines.end());
+    ds.lines.resize(size_t(keep));
+  }
+  ds.size = keep;
+  return v;
 }
 
 namespace {

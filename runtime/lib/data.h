@@ -52,6 +52,30 @@ public:
     return *this;
   }
 
+  // Elements [begin, end) as Features of their own, sharing the storage
+  // (an owned vector moves to shared ownership first).
+  Features slice(size_t begin, size_t end) {
+    if (!keep_) {
+      auto owned = std::make_shared<Vector>(std::move(owned_));
+      owned_ = Vector();
+      const float *p = owned->data();
+      const size_t n = owned->size();
+      mapView(std::shared_ptr<const void>(owned, p), p, n);
+    }
+    Features f;
+    f.keep_ = keep_;
+    f.view_ = view_ + begin;
+    f.viewSize_ = end - begin;
+    return f;
+  }
+  // The first n elements only (after slice: the rest belongs to the slice).
+  void truncate(size_t n) {
+    if (keep_)
+      viewSize_ = std::min(viewSize_, n);
+    else
+      owned_.resize(std::min(owned_.size(), n));
+  }
+
   // The storage a reader fills (a view is dropped first).
   Vector &build() {
     view_ = nullptr;
@@ -106,11 +130,13 @@ struct DataSource {
   int64_t trainSize = 0, testSize = 0; // Synthetic
   uint64_t seed = 0;                   // Synthetic: seeds the teacher and samples
   std::string cacheDir;                // IDX: the decoded-data cache ("": off; data_cache.h)
+  double validation = 0;               // the fraction of the training set held out (its end)
   std::string describe() const;        // for the header line
 };
 
 struct DataSplits {
   Dataset train, test; // test.size == 0 when there is no test split
+  Dataset validation;  // the training set's last samples (DataSource::validation); size 0: none
   std::vector<std::string> notes; // for the user: what the data cache could not do
 };
 
@@ -136,7 +162,11 @@ Dataset makeSynthetic(const ModelSpec &spec, int64_t size, uint64_t seed,
 // class range); throws Error naming ds.source otherwise.
 void checkDataset(const Dataset &ds, const ModelSpec &spec);
 
-// Loads and checks both splits.
+// The last `count` samples of ds as a data set of their own, removed from
+// ds (features shared, not copied; labels and line numbers copied).
+Dataset splitOffTail(Dataset &ds, int64_t count, const std::string &source);
+
+// Loads and checks both splits, then holds out the validation samples.
 DataSplits loadData(const DataSource &src, const ModelSpec &spec);
 
 // The size and an FNV-1a digest of up to 64 evenly spaced samples (features

@@ -53,11 +53,13 @@ void printHeader(const Session &s, const Executor &exec, const DeviceChoice &dev
   if (hasCudaSteps(s.spec) || device.cuda)
     where = fmt::format(" device {}{}", exec.describe(),
                         device.note.empty() ? "" : " (" + device.note + ")");
-  fmt::print("model {} params {} batch {} epochs {} optimizer {} data {} ({} train, {} test "
+  const std::string validation =
+      s.data.validation.size > 0 ? fmt::format("{} validation, ", s.data.validation.size) : "";
+  fmt::print("model {} params {} batch {} epochs {} optimizer {} data {} ({} train, {}{} test "
              "samples) ranks {} backend {}{}\n",
              s.spec.name, countParams(s.spec), o.batch, o.epochs,
              optimizerDescription(s.spec, o.lr), o.data.describe(), s.data.train.size,
-             s.data.test.size, s.comm.size(), s.comm.backend(), where);
+             validation, s.data.test.size, s.comm.size(), s.comm.backend(), where);
   std::fflush(stdout);
 }
 

@@ -159,6 +159,7 @@ Options defaultOptions(const ModelSpec &spec) {
   o.data.testSize = r.data.testSize;
   o.data.seed = r.seed; // synthetic data stays fixed when --seed changes
   o.data.cacheDir = defaultDataCacheDir();
+  o.data.validation = r.validation;
   o.epochs = r.epochs > 0 ? r.epochs : 1;
   o.batch = r.batch > 0 ? r.batch : 1;
   o.lr = r.hyper.lr;
@@ -200,6 +201,16 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("DIR|off")
       ->check(nonEmpty())
       ->default_str(out.data.cacheDir.empty() ? "off" : out.data.cacheDir);
+  app.add_option("--validation", out.data.validation,
+                 "Hold out this fraction of the training set (its last samples) and evaluate "
+                 "it after each epoch (val_loss, val_<metric>); the test set is then evaluated "
+                 "once, after training")
+      ->type_name("F")
+      ->capture_default_str()
+      ->check(inRange<double>(0, 0.999999, "a fraction from 0 to below 1"));
+  bool evalOnly = false;
+  app.add_flag("--eval-only", evalOnly,
+               "Only evaluate the parameters (from --init) on the test set: --epochs 0");
   app.add_option("--epochs", out.epochs, "Number of epochs (0: only evaluate)")
       ->type_name("N")
       ->capture_default_str()
@@ -380,6 +391,14 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   if (out.checkpointPath.empty() && app.count("--checkpoint-every") + app.count("--checkpoint-keep")) {
     std::cerr << "train: error: --checkpoint-every and --checkpoint-keep need --checkpoint FILE\n";
     return 2;
+  }
+  if (evalOnly) {
+    if (app.count("--epochs") && out.epochs != 0) {
+      std::cerr << "train: error: --eval-only trains no epoch; drop --epochs " << out.epochs
+                << "\n";
+      return 2;
+    }
+    out.epochs = 0;
   }
   if (!data.empty())
     applyDataOption(data, out.data);

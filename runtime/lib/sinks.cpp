@@ -26,10 +26,11 @@ ConsoleSink::ConsoleSink(const ModelSpec &spec, const Options &o, int ranks)
     : spec_(spec), epochs_(o.epochs), checkpointPath_(o.checkpointPath),
       progress_(o.quiet ? ProgressMode::Off : o.progress, o.epochs, ranks > 1) {}
 
-std::string ConsoleSink::testResults(const std::vector<double> &results) const {
+std::string ConsoleSink::testResults(const std::vector<double> &results,
+                                     const char *split) const {
   std::string line;
   for (int32_t i = 0; i < spec_.numOutputs; ++i)
-    line += fmt::format(" test_{} {:.4f}", spec_.outputNames[i], results[size_t(i)]);
+    line += fmt::format(" {}_{} {:.4f}", split, spec_.outputNames[i], results[size_t(i)]);
   return line;
 }
 
@@ -49,7 +50,7 @@ void ConsoleSink::onEpochTrained(int64_t) { progress_.endEpoch(); }
 void ConsoleSink::onEpochEnd(const EpochSummary &e, const std::vector<double> &results) {
   std::string line = fmt::format("epoch {}/{} train_loss {:.4f}", e.epoch, epochs_, e.trainLoss);
   if (!results.empty())
-    line += testResults(results);
+    line += testResults(results, e.validation ? "val" : "test");
   line +=
       fmt::format(" images/s {:.0f} time {:.2f}s", double(e.samples) / e.trainSeconds, e.seconds);
   fmt::print("{}\n", line);

@@ -48,7 +48,8 @@ public:
 
 private:
   // " test_loss 0.4567 test_accuracy 0.8312"
-  std::string testResults(const std::vector<double> &results) const;
+  std::string testResults(const std::vector<double> &results,
+                          const char *split = "test") const;
 
   const ModelSpec &spec_;
   const int64_t epochs_;

@@ -34,7 +34,8 @@ LoopConfig loopConfig(const Options &o) {
 TrainingLoop::TrainingLoop(Session &s, Executor &exec, const LoopConfig &config,
                            std::vector<TrainingSink *> sinks)
     : s_(s), exec_(exec), config_(config), sinks_(std::move(sinks)),
-      evaluate_(config.evaluate && s.data.test.size > 0), numOutputs_(size_t(s.spec.numOutputs)),
+      evaluate_(config.evaluate && s.data.test.size > 0),
+      validate_(config.evaluate && s.data.validation.size > 0), numOutputs_(size_t(s.spec.numOutputs)),
       slots_(exec.outputSlots()), sampler_(s.data.train.size, s.opts.batch, s.opts.seed,
                                            s.opts.shuffle, s.comm.rank(), s.comm.size()),
       outs_(size_t(slots_) * numOutputs_), stepSums_(size_t(slots_) * (numOutputs_ + 1)),
@@ -62,12 +63,21 @@ RunEnd TrainingLoop::run(const RunStart &begin) {
   start_ = Clock::now();
 
   if (config_.epochs == 0 && evaluate_) { // --epochs 0: evaluate the parameters only
-    const std::vector<double> results = evaluate();
+    const std::vector<double> results = evaluate(s_.data.test);
     emit(&TrainingSink::onEvaluation, results);
   }
-  for (int64_t epoch = begin.epoch; epoch <= config_.epochs && !stop_; ++epoch)
+  bool trained = false;
+  for (int64_t epoch = begin.epoch; epoch <= config_.epochs && !stop_; ++epoch) {
+    trained = true;
     if (!runEpoch(epoch, epoch == begin.epoch ? begin.epochSamples : 0))
       break;
+  }
+  // With a validation set the epochs were judged on it; the test set once,
+  // after training.
+  if (validate_ && evaluate_ && trained && signal_ == 0) {
+    const std::vector<double> results = evaluate(s_.data.test);
+    emit(&TrainingSink::onEvaluation, results);
+  }
 
   const RunEnd end{step_, signal_};
   emit(&TrainingSink::onRunEnd, end);
@@ -138,9 +148,12 @@ bool TrainingLoop::runEpoch(int64_t epoch, int64_t startPosition) {
   s_.comm.allreduceSum(totals, 2);
   const double trainSeconds = secondsSince(e.start);
   emit(&TrainingSink::onEpochTrained, epoch);
-  const std::vector<double> results = evaluate_ ? evaluate() : std::vector<double>();
-  const EpochSummary summary{epoch, totals[0] / std::max(totals[1], 1.0), int64_t(totals[1]),
-                             trainSeconds, secondsSince(e.start)};
+  const std::vector<double> results = validate_   ? evaluate(s_.data.validation)
+                                      : evaluate_ ? evaluate(s_.data.test)
+                                                  : std::vector<double>();
+  const EpochSummary summary{epoch,        totals[0] / std::max(totals[1], 1.0),
+                             int64_t(totals[1]), trainSeconds,
+                             secondsSince(e.start), validate_};
   emit(&TrainingSink::onEpochEnd, summary, results);
   // The epoch's end, or --max-steps inside it.
   if (lastB + 1 == steps)
@@ -225,12 +238,11 @@ void TrainingLoop::checkpoint(int64_t epoch, int64_t position) {
   emit(&TrainingSink::onCheckpoint, at);
 }
 
-// Runs the eval step over the test set in file order, each rank on its
+// Runs the eval step over a data set (test or validation) in file order, each rank on its
 // contiguous part (rank r: samples [r*N/W, (r+1)*N/W)), staging each batch
 // while the step before it runs; returns the sample-weighted mean of each
 // output over the whole set (one allreduceSum).
-std::vector<double> TrainingLoop::evaluate() {
-  const Dataset &ds = s_.data.test;
+std::vector<double> TrainingLoop::evaluate(const Dataset &ds) {
   const size_t numOutputs = numOutputs_;
   const int64_t slots = slots_, batch = s_.opts.batch;
   // sums[i]: output i weighted by batch sizes; sums.back(): samples.

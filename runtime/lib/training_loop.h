@@ -25,8 +25,12 @@
 //       onCheckpoint          (every LoopConfig::checkpointEvery steps but
 //                              the epoch's or the run's last: see below)
 //     onEpochTrained          (the epoch's steps are done and read)
-//     onEpochEnd              (after the epoch's evaluation)
+//     onEpochEnd              (after the epoch's evaluation: of the
+//                              validation set when one is held out, else
+//                              of the test set)
 //     onCheckpoint            (the epoch's end, or --max-steps in it)
+//   onEvaluation              (with a validation set: the test set's, after
+//                              training, unless a preemption stopped it)
 //   onRunEnd
 //
 // A preemption signal (LoopConfig::checkpoints) stops the run at a step
@@ -89,6 +93,7 @@ struct EpochSummary {
   int64_t samples;     // trained on, over every rank
   double trainSeconds; // the epoch's steps
   double seconds;      // steps and evaluation
+  bool validation;     // the results are the validation set's (else the test set's)
 };
 
 // Where the training state is when a checkpoint is due: after `step`, at
@@ -138,7 +143,9 @@ public:
 struct LoopConfig {
   int64_t epochs = 1;   // 0: evaluate only
   int64_t maxSteps = 0; // 0: no limit
-  bool evaluate = true; // at each epoch's end (if there is a test set)
+  bool evaluate = true; // at each epoch's end (the validation set, else the
+                        // test set) and, with a validation set, the test
+                        // set after training
   // Checkpoints due (onCheckpoint) at each epoch's end, at --max-steps,
   // every checkpointEvery steps (0: never) and on a preemption signal,
   // which the loop catches only with checkpoints on.
@@ -180,7 +187,7 @@ private:
   void readOutputs(EpochState &e);
   int agreeOnSignal(bool boundary);
   void checkpoint(int64_t epoch, int64_t position);
-  std::vector<double> evaluate();
+  std::vector<double> evaluate(const Dataset &ds);
   // Calls hook(args...) on every sink, in order.
   template <class... Params, class... Args>
   void emit(void (TrainingSink::*hook)(Params...), const Args &...args) {
@@ -192,7 +199,7 @@ private:
   Executor &exec_;
   const LoopConfig config_;
   const std::vector<TrainingSink *> sinks_;
-  const bool evaluate_;
+  const bool evaluate_, validate_;
   const size_t numOutputs_;
   const int64_t slots_;
   Sampler sampler_;

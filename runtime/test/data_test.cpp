@@ -500,3 +500,41 @@ TEST(Batch, GathersRowsAndLabels) {
 }
 
 } // namespace
+
+TEST(Validation, TheLastSamplesAreHeldOutWithTheirFeaturesShared) {
+  Dataset ds;
+  ds.source = "d";
+  ds.size = 5;
+  ds.features = 2;
+  ds.x = {0, 1, 10, 11, 20, 21, 30, 31, 40, 41};
+  ds.yClass = {0, 1, 2, 3, 4};
+  Dataset v = splitOffTail(ds, 2, "held out");
+  EXPECT_EQ(ds.size, 3);
+  EXPECT_EQ(v.size, 2);
+  EXPECT_EQ(std::vector<float>(ds.x.begin(), ds.x.end()), std::vector<float>({0, 1, 10, 11, 20, 21}));
+  EXPECT_EQ(std::vector<float>(v.x.begin(), v.x.end()), std::vector<float>({30, 31, 40, 41}));
+  EXPECT_EQ(ds.yClass, std::vector<int32_t>({0, 1, 2}));
+  EXPECT_EQ(v.yClass, std::vector<int32_t>({3, 4}));
+  EXPECT_EQ(v.source, "held out");
+  // The slice shares the storage: it outlives the set it came from.
+  ds = Dataset();
+  EXPECT_EQ(v.x[3], 41.0f);
+}
+
+TEST(Validation, LoadDataHoldsOutTheFractionAndRefusesEmptySplits) {
+  ModelSpec spec = specFor(1, LabelKind::Class, 10);
+  spec.labelNumel = 1;
+  TempDir dir;
+  dtc::test::writeFile(dir.file("t.csv"), "1,0.5\n2,1.5\n3,2.5\n4,3.5\n");
+  DataSource src;
+  src.kind = DatasetKind::CSV;
+  src.trainPath = dir.file("t.csv");
+  src.validation = 0.5;
+  DataSplits d = loadData(src, spec);
+  EXPECT_EQ(d.train.size, 2);
+  EXPECT_EQ(d.validation.size, 2);
+  EXPECT_EQ(d.validation.yClass, std::vector<int32_t>({3, 4}));
+  EXPECT_EQ(d.validation.where(0), "line 3"); // its CSV lines go with it
+  src.validation = 0.1; // 0.4 of a sample
+  expectError([&] { loadData(src, spec); }, {"validation 0.1", "holds out 0"});
+}

@@ -115,9 +115,11 @@ private:
 
 // SoftmaxReg on 64 training and 16 test samples, batch 16: 4 steps per epoch.
 struct Fixture {
-  explicit Fixture(int64_t epochs = 2, int64_t slots = 1) : spec(SoftmaxReg::spec()) {
+  explicit Fixture(int64_t epochs = 2, int64_t slots = 1, double validation = 0)
+      : spec(SoftmaxReg::spec()) {
     Options o = defaultOptions(spec);
-    o.data.trainSize = 64;
+    o.data.validation = validation;
+    o.data.trainSize = validation > 0 ? 80 : 64;
     o.data.testSize = 16;
     o.batch = 16;
     o.epochs = epochs;
@@ -404,4 +406,25 @@ TEST(TrainingLoop, LoopConfigFromTheCommandLine) {
   c = loopConfig(o);
   EXPECT_TRUE(c.checkpoints);
   EXPECT_TRUE(c.globalStepMeans);
+}
+
+TEST(TrainingLoop, AValidationSetJudgesEachEpochAndTheTestSetComesAfterTraining) {
+  // 80 samples, 0.2 held out: 64 to train on (4 steps), the last 16 to validate.
+  Fixture f(2, 1, 0.2);
+  ASSERT_EQ(f.session->data.train.size, 64);
+  ASSERT_EQ(f.session->data.validation.size, 16);
+  f.run();
+  Events want;
+  want << "run start after step 0: epoch 1 at 0"
+       << "epoch 1 start: 4 steps";
+  want.steps(1, 4, 1, 0) << "epoch 1 trained"
+                         << "epoch 1 end: 64 samples, 2 results"
+                         << "epoch 2 start: 4 steps";
+  want.steps(5, 8, 2, 0) << "epoch 2 trained"
+                         << "epoch 2 end: 64 samples, 2 results"
+                         << "evaluation: 2 results"
+                         << "run end after step 8: signal 0";
+  EXPECT_EQ(joined(f.recorder.events), joined(want.lines));
+  for (const EpochSummary &e : f.recorder.epochs)
+    EXPECT_TRUE(e.validation);
 }

@@ -4,10 +4,10 @@
 
 // CHECK: module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.1, weight_decay = 0.0, momentum = 0.9, nesterov = true>,
 // CHECK-SAME: dtc.persistent = #dtc.persistent<param_bytes = 64, bytes = 128>,
-// CHECK-SAME: dtc.recipe = #dtc.recipe<data = idx, dir = "/data", batch = 32, seed = 3>}
+// CHECK-SAME: dtc.recipe = #dtc.recipe<data = idx, dir = "/data", batch = 32, seed = 3, validation = 0.1>}
 module attributes {
     dtc.optimizer = #dtc.optimizer<sgd, lr = 0.1, weight_decay = 0.0, momentum = 0.9, nesterov = true>,
-    dtc.recipe = #dtc.recipe<data = idx, dir = "/data", batch = 32, seed = 3>,
+    dtc.recipe = #dtc.recipe<data = idx, dir = "/data", batch = 32, seed = 3, validation = 0.1>,
     dtc.persistent = #dtc.persistent<param_bytes = 64, bytes = 128>} {
   // CHECK: dtc.param @w : tensor<4xf32> {dtc.placement = #dtc.placement<offset = 0, state_offset = 64>, init = #dtc.init<he_normal>}
   dtc.param @w : tensor<4xf32> {init = #dtc.init<he_normal>, dtc.placement = #dtc.placement<offset = 0, state_offset = 64>}

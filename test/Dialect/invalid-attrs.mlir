@@ -122,3 +122,8 @@ func.func @f(%x: tensor<f32>) -> tensor<f32> attributes {dtc.outputs = ["loss", 
 func.func @f(%x: tensor<f32> {dtc.label = "x"}) -> tensor<f32> {
   return %x : tensor<f32>
 }
+
+// -----
+
+// expected-error @+1 {{validation is a fraction in [0, 1), got 1.0}}
+module attributes {dtc.recipe = #dtc.recipe<validation = 1.0>} {}

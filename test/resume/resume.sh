@@ -9,6 +9,8 @@
 # Controls: the same resume with one piece of state dropped from the
 # checkpoint (the optimizer state, the step count, the position in the
 # epoch, the epoch) must end differently.
+# A CNN with dropout resumes exactly too (its masks follow the step), and
+# changing the step count alone changes the run.
 # usage: resume.sh DTC WORKDIR
 set -euo pipefail
 dtc=$1 work=$2
@@ -27,15 +29,27 @@ declare -A opts=(
   [decay]="sgd(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01)"
   [adam]="adam(lr=0.01)"
   [adamw]="adamw(lr=0.01, weight_decay=0.05)"
+  [cnn]="sgd(lr=0.05)"
 )
 
+# The MLP, or (name cnn) a small CNN with dropout: a convolution, pooling,
+# and dropout whose masks come from the step (their state is the step count).
+body_mlp='input x: f32[B, 32]
+h = linear(x, 24, act=tanh)
+out = linear(h, 10)'
+body_cnn='input x: f32[B, 2, 4, 4]
+c = conv2d(x, 6, 3, padding=1, act=relu)
+p = max_pool2d(c, 2)
+d = dropout(flatten(p), 0.3)
+out = linear(d, 10)'
+
 compile() { # name optimizer
+  local body=$body_mlp
+  [ "$1" = cnn ] && body=$body_cnn
   cat > "$work/$1.dsl" <<DSL
 model resume_$1
-input x: f32[B, 32]
+$body
 label y: i32[B]
-h = linear(x, 24, act=tanh)
-out = linear(h, 10)
 loss = cross_entropy(out, y)
 metric accuracy = accuracy(out, y)
 train {
@@ -78,7 +92,7 @@ stop_resume() {
     "$name, $ranks rank(s), stopped after step $k${k2:+ and $k2}"
 }
 
-for name in sgd momentum nesterov decay adam adamw; do
+for name in sgd momentum nesterov decay adam adamw cnn; do
   compile "$name" "${opts[$name]}"
   for ranks in 1 2; do
     run "$ranks" "$work/$name" "${common[@]}" --save "$work/$name.r$ranks.full.st"
@@ -117,4 +131,7 @@ control adam 1 "step count reset (bias correction)" --set dtc.step=0
 control adamw 2 "step count reset (bias correction)" --set dtc.step=1
 control sgd 1 "position in the epoch reset" --set dtc.epoch_samples=0
 control sgd 2 "epoch changed (another shuffle order)" --set dtc.epoch=1
+# Plain SGD: the step count is dropout's random state alone.
+control cnn 1 "step count changed (other dropout masks)" --set dtc.step=5
+control cnn 2 "step count changed (other dropout masks)" --set dtc.step=5
 echo PASS

@@ -147,6 +147,7 @@ struct RecipeSpec {
   int64_t batch;
   int64_t epochs;
   uint64_t seed;
+  double validation; // the fraction of the training set held out (its last samples)
   OptimizerKind optimizer;
   Hyper hyper;
 };
