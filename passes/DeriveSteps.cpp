@@ -72,6 +72,23 @@ void DeriveStepsPass::runOnOperation() {
   dialect->getTracedAttrHelper().removeAttr(grad);
   exportGradients(grad, module);
   forward.setSymName(steps::kEval);
+  // What `train --predict` reads: the logits of the first cross_entropy (or
+  // the prediction of the first mse) over a batch [B, k].
+  Value prediction;
+  forward.walk([&](Operation *op) {
+    if (prediction)
+      return;
+    if (auto ce = dyn_cast<CrossEntropyOp>(op))
+      prediction = ce.getLogits();
+    else if (auto mse = dyn_cast<MseOp>(op))
+      prediction = mse.getPrediction();
+  });
+  auto pt = prediction ? cast<RankedTensorType>(prediction.getType())
+                       : RankedTensorType();
+  if (pt && pt.getRank() == 2 && ShapedType::isDynamic(pt.getDimSize(0))) {
+    OpBuilder at(forward.front().getTerminator());
+    ExportPredictionOp::create(at, forward.getLoc(), prediction);
+  }
   // The evaluation mode: ops that compute otherwise there (dropout, batch
   // normalization) in their evaluation form.
   SmallVector<ModeOpInterface> modal;

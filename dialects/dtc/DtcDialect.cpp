@@ -520,3 +520,11 @@ SmallVector<StringRef> dtc::updatedParams(Operation *collective) {
   }
   return params;
 }
+
+LogicalResult ExportPredictionOp::verify() {
+  RankedTensorType t = getPrediction().getType();
+  if (t.getRank() != 2 || !ShapedType::isDynamic(t.getDimSize(0)) ||
+      ShapedType::isDynamic(t.getDimSize(1)))
+    return emitOpError("exports a prediction [B, k], got ") << shape::str(t);
+  return success();
+}

@@ -561,6 +561,20 @@ def Dtc_ExportGradientOp : Dtc_Op<"export_gradient", [
   let assemblyFormat = "$param `,` $grad `at` $offset attr-dict `:` type($grad)";
 }
 
+def Dtc_ExportPredictionOp : Dtc_Op<"export_prediction"> {
+  let summary = "Hands the model's prediction out of the evaluation step";
+  let description = [{
+    Added to @eval_step by dtc-derive-steps: the logits of the model's
+    first `cross_entropy` (from which `train --predict` writes the class
+    and the softmax probabilities) or the prediction of its first `mse`
+    (the values), `[B, k]`, copied to the runtime's prediction rows when it
+    asks for them (StepArgs::predictions; null while training).
+  }];
+  let arguments = (ins Dtc_F32Tensor:$prediction);
+  let assemblyFormat = "$prediction attr-dict `:` type($prediction)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Data parallelism: gradient all-reduce
 //===----------------------------------------------------------------------===//

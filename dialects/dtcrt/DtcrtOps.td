@@ -56,7 +56,8 @@ def Dtcrt_StepArg : I32EnumAttr<"StepArg", "a pointer the runtime hands the step
     I32EnumAttrCase<"ClassLabels", 1, "class_labels">,
     I32EnumAttrCase<"ValueLabels", 2, "value_labels">,
     I32EnumAttrCase<"Outputs", 3, "outputs">,
-    I32EnumAttrCase<"ParamGrads", 4, "param_grads">]> {
+    I32EnumAttrCase<"ParamGrads", 4, "param_grads">,
+    I32EnumAttrCase<"Predictions", 5, "predictions">]> {
   let cppNamespace = "::dtcrt";
 }
 
@@ -218,6 +219,8 @@ def Dtcrt_DropoutOp : Dtcrt_Call<"dropout", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$
     "inverted dropout of n elements (dtc::rt::dropoutKeeps decides each)">;
 def Dtcrt_DropoutGradOp : Dtcrt_Call<"dropout_grad", (ins Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$dx,
     I64:$n, F32:$p, I64:$seed, I64:$salt), "the gradient of dropout (the same mask)">;
+def Dtcrt_ExportPredictionOp : Dtcrt_Call<"export_prediction", (ins Dtcrt_F32Ptr:$dst,
+    Dtcrt_F32Ptr:$src, I64:$n), "dst[0..n) = src[0..n) unless dst is null">;
 def Dtcrt_FillOp : Dtcrt_Call<"fill", (ins Dtcrt_F32Ptr:$x, I64:$n, F32:$value),
     "x[0..n) = value">;
 def Dtcrt_CopyOp : Dtcrt_Call<"copy", (ins Dtcrt_F32Ptr:$dst, Dtcrt_F32Ptr:$src, I64:$n),

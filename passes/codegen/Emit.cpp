@@ -278,6 +278,9 @@ LogicalResult Printer::printOp(Operation *op) {
         case dtcrt::StepArg::ParamGrads:
           exprs[s] = "a.paramGrads";
           break;
+        case dtcrt::StepArg::Predictions:
+          exprs[s] = "a.predictions";
+          break;
         }
         return success();
       })
@@ -589,6 +592,12 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
   os << "};\n\n";
 
   ArrayAttr outputs = dtc->getOutputsAttrHelper().getAttr(eval);
+  // What --predict reads: the rows @eval_step exports (0: none).
+  int64_t predictWidth = 0;
+  eval.walk([&](dtcrt::ExportPredictionOp e) {
+    if (auto n = e.getN().getDefiningOp<dtcrt::SizeOp>())
+      predictWidth = n.getElements();
+  });
   os << "static const char *const kOutputNames[] = {";
   for (auto [i, n] : llvm::enumerate(outputs))
     os << (i ? ", " : "") << cppStringLiteral(cast<StringAttr>(n).getValue());
@@ -642,6 +651,7 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
      << "  s.arenaFixed = " << fixed + 64
      << "; // + alignment of the fixed region\n"
      << "  s.numOutputs = " << outputs.size() << ";\n"
+     << "  s.predictWidth = " << predictWidth << ";\n"
      << "  s.outputNames = kOutputNames;\n"
      << "  s.trainStep = trainStep;\n"
      << "  s.evalStep = evalStep;\n"

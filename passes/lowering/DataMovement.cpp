@@ -50,4 +50,14 @@ void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
     dtcrt::PermuteOp::create(l.b, l.loc, l.ptr(op.getX()), out, rank, shape, p);
     return success();
   });
+  // The prediction rows of `train --predict` (a null pointer otherwise).
+  t.add<ExportPredictionOp>([](ExportPredictionOp op, Lowering &l) {
+    auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
+    Value rows = dtcrt::StepArgOp::create(l.b, l.loc, f32Ptr,
+                                          dtcrt::StepArg::Predictions);
+    Value n = l.size(op.getPrediction().getType());
+    dtcrt::ExportPredictionOp::create(l.b, l.loc, rows,
+                                      l.ptr(op.getPrediction()), n);
+    return success();
+  });
 }

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -231,26 +232,31 @@ Dataset readIdx(const std::string &imagesPath, const std::string &labelsPath) {
   if (ds.features == 0)
     throw Error(fmt::format("dataset file '{}' has samples of no pixels", imagesPath));
 
-  GzReader labels(labelsPath);
-  std::vector<int64_t> ldims = readIdxHeader(labels, labelsPath);
-  if (ldims.size() != 1)
-    throw Error(fmt::format("dataset file '{}' is not an IDX label file (rank {}, expected 1)",
-                            labelsPath, ldims.size()));
-  if (ldims[0] != ds.size)
-    throw Error(fmt::format("dataset files '{}' and '{}' disagree: {} images but {} labels",
-                            imagesPath, labelsPath, ds.size, ldims[0]));
+  std::optional<GzReader> labels;
+  if (!labelsPath.empty()) {
+    labels.emplace(labelsPath);
+    std::vector<int64_t> ldims = readIdxHeader(*labels, labelsPath);
+    if (ldims.size() != 1)
+      throw Error(fmt::format("dataset file '{}' is not an IDX label file (rank {}, expected 1)",
+                              labelsPath, ldims.size()));
+    if (ldims[0] != ds.size)
+      throw Error(fmt::format("dataset files '{}' and '{}' disagree: {} images but {} labels",
+                              imagesPath, labelsPath, ds.size, ldims[0]));
+  }
 
   // The whole file is in memory: a header that claims more than it holds
   // fails here, before anything of the claimed size is allocated.
   const size_t pixels = static_cast<size_t>(total);
   const unsigned char *src = images.view(pixels, "the pixels");
-  const unsigned char *lab = labels.view(static_cast<size_t>(ds.size), "the labels");
+  const unsigned char *lab =
+      labels ? labels->view(static_cast<size_t>(ds.size), "the labels") : nullptr;
   Features::Vector &x = ds.x.build();
   x.resize(pixels);
   float *dst = x.data();
   for (size_t i = 0; i < pixels; ++i)
     dst[i] = float(src[i]) * (1.0f / 255.0f);
-  ds.yClass.assign(lab, lab + ds.size);
+  if (lab)
+    ds.yClass.assign(lab, lab + ds.size);
   return ds;
 }
 

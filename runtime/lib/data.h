@@ -141,7 +141,8 @@ struct DataSplits {
 };
 
 // IDX (MNIST family): an images file [n, d1, ...] of ubyte scaled by 1/255 and
-// a labels file [n] of ubyte class labels. gzip or raw.
+// a labels file [n] of ubyte class labels (labelsPath "": none, yClass
+// empty). gzip or raw.
 Dataset readIdx(const std::string &imagesPath, const std::string &labelsPath);
 // Picks dir/<name>.gz, else dir/<name>; returns the .gz name if neither exists.
 std::string idxFile(const std::string &dir, const std::string &name);

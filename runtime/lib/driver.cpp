@@ -21,6 +21,7 @@
 #include "gradcheck.h"
 #include "parallel.h"
 #include "params.h"
+#include "predict.h"
 #include "preempt.h"
 #include "session.h"
 #include "sinks.h"
@@ -329,6 +330,27 @@ std::optional<LoadedTrainingState> loadResume(CommBase &comm, const ModelSpec &s
 
 // The training loop with the sinks the options ask for (sinks.h gives
 // their order), then --save. Returns the exit status: 0, or kExitPreempted.
+// train --predict (predict.h): one process, the CPU steps, the parameters of
+// --init, the inputs in file order.
+int predict(const ModelSpec &spec, const Options &opts, CommBase &comm) {
+  if (comm.size() > 1)
+    throw CollectiveError(fmt::format("--predict runs in one process, but {} ranks were "
+                                      "started; run it without a launcher",
+                                      comm.size()));
+  checkWritable(opts.outputPath, "the predictions");
+  DataSplits data;
+  data.train = readPredictInputs(opts.predictPath, spec);
+  const int64_t samples = data.train.size;
+  checkStepMemory(spec, opts.batch, /*hostSteps=*/true);
+  Session session(spec, opts, std::move(data), comm, /*hostSteps=*/true, nullptr);
+  std::unique_ptr<Executor> exec = makeCpuExecutor(session);
+  runPredict(session, *exec, opts.outputPath);
+  if (!opts.quiet)
+    fmt::print("wrote the predictions of {} samples of {} to {}\n", samples, opts.predictPath,
+               opts.outputPath);
+  return 0;
+}
+
 int train(Session &s, Executor &exec, const RunStart &begin) {
   const Options &o = s.opts;
   const bool root = s.comm.rank() == 0;
@@ -439,6 +461,8 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     if (!device.cuda) // on a device the steps' GEMMs are cuBLAS's
       gemm_engine::setThreads(threads);
     checkOutputs(*comm, opts);
+    if (!opts.predictPath.empty())
+      return predict(spec, opts, *comm);
     checkStepMemory(spec, opts.batch, /*hostSteps=*/!device.cuda);
     DataSplits data = loadData(opts.data, spec);
     if (!opts.quiet && comm->rank() == 0)

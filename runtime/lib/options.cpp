@@ -208,6 +208,15 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("F")
       ->capture_default_str()
       ->check(inRange<double>(0, 0.999999, "a fraction from 0 to below 1"));
+  app.add_option("--predict", out.predictPath,
+                 "Run the model (its evaluation step) on the samples of FILE (IDX images, .npy, "
+                 "or CSV of features) with the parameters of --init, and write one CSV row per "
+                 "sample to --output: the class and the class probabilities, or the outputs")
+      ->type_name("FILE")
+      ->check(nonEmpty());
+  app.add_option("--output", out.outputPath, "Where --predict writes its CSV")
+      ->type_name("FILE")
+      ->check(nonEmpty());
   bool evalOnly = false;
   app.add_flag("--eval-only", evalOnly,
                "Only evaluate the parameters (from --init) on the test set: --epochs 0");
@@ -390,6 +399,15 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   }
   if (out.checkpointPath.empty() && app.count("--checkpoint-every") + app.count("--checkpoint-keep")) {
     std::cerr << "train: error: --checkpoint-every and --checkpoint-keep need --checkpoint FILE\n";
+    return 2;
+  }
+  if (!out.predictPath.empty() && (out.outputPath.empty() || out.initPath.empty())) {
+    std::cerr << "train: error: --predict needs --init CKPT (the trained parameters) and "
+                 "--output FILE (where the predictions go)\n";
+    return 2;
+  }
+  if (out.predictPath.empty() && !out.outputPath.empty()) {
+    std::cerr << "train: error: --output is where --predict writes; give --predict INPUTS\n";
     return 2;
   }
   if (evalOnly) {

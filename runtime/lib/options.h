@@ -24,6 +24,8 @@ struct Options {
   uint64_t seed = 0;
   bool shuffle = true;
   std::string savePath, initPath, metricsPath;
+  // --predict INPUTS --output FILE (predict.h): run the model on new inputs.
+  std::string predictPath, outputPath;
   // Training-state checkpoints (checkpoint.h): written to checkpointPath
   // every checkpointEvery steps (0: never), at each epoch's end and on a
   // preemption signal; checkpointKeep > 1 also keeps the latest K as

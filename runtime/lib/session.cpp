@@ -60,6 +60,7 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
   args.hyper = &hyper;
   args.outputs = outputs.data();
   args.paramGrads = nullptr;
+  args.predictions = nullptr;
   args.comm = &comm;
   args.gradSeed = 1.0f;
   // Before any step (--gradcheck's steps): the seed of step 0, the same in

@@ -168,6 +168,7 @@ DTC_SAME_ABI(avgPool2d);
 DTC_SAME_ABI(avgPool2dGrad);
 DTC_SAME_ABI(dropout);
 DTC_SAME_ABI(dropoutGrad);
+DTC_SAME_ABI(exportPrediction);
 #undef DTC_SAME_ABI
 
 //===--- GEMM ---------------------------------------------------------------===//

@@ -99,6 +99,9 @@ void accuracy(const rt::DeviceContext &c, const float *logits,
 void fill(const rt::DeviceContext &c, float *x, int64_t n, float v);
 void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
 
+// The prediction rows (kernels.h; dst a device pointer or null).
+void exportPrediction(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
+
 // Dropout (kernels.h; the same masks).
 void dropout(const rt::DeviceContext &c, const float *x, float *y, int64_t n, float p, uint64_t seed,
              int64_t salt);

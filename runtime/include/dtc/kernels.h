@@ -76,6 +76,9 @@ void mseGrad(const rt::HostContext &c, const float *p, const float *t, int64_t n
 void accuracy(const rt::HostContext &c, const float *logits, const int32_t *labels,
               int64_t B, int64_t C, float *out);
 
+// Copies n floats from src to dst unless dst is null (the prediction rows
+// of the evaluation step, asked for by train --predict only).
+void exportPrediction(const rt::HostContext &c, float *dst, const float *src, int64_t n);
 // Fills n floats with v; copies n floats (dst and src do not overlap, or
 // are equal).
 void fill(const rt::HostContext &c, float *x, int64_t n, float v);

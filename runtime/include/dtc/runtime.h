@@ -164,6 +164,8 @@ struct StepArgs {
   // outputs
   float *outputs;           // [numOutputs]: loss first, then metrics (means over the batch)
   float *paramGrads;        // gradStep only: all parameter gradients, packed in parameter order
+  float *predictions;       // evalStep: [batch, ModelSpec::predictWidth] rows of
+                            // the model's prediction when not null (train --predict)
   // data parallelism (trainStep)
   Communicator *comm;       // never null: a single-rank communicator without MPI
   float gradSeed;           // the loss gradient backward starts from
@@ -217,6 +219,10 @@ struct ModelSpec {
   // outputs: names[0] is "loss"
   int32_t numOutputs;
   const char *const *outputNames;
+  // The prediction evalStep exports to StepArgs::predictions (0: none): the
+  // logits of the model's cross_entropy (Class labels) or the prediction of
+  // its mse (Value labels), predictWidth floats per sample.
+  int64_t predictWidth;
   // compiled functions
   StepFn trainStep;   // forward + backward + optimizer update
   StepFn evalStep;    // forward only
