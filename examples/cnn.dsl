@@ -20,7 +20,7 @@ metric accuracy = accuracy(fc2, y)
 train {
   data = fashion_mnist("/usr/share/datasets/fashion-mnist")
   batch = 64
-  epochs = 5
+  epochs = 10
   optimizer = sgd(lr=0.01, momentum=0.9)
   seed = 1
 }

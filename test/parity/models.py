@@ -7,6 +7,9 @@ final parameters must match.
   deep      examples/deep_mlp.dsl on Fashion-MNIST, AdamW lr 1e-3 wd 0.01
   mse       examples/regression.dsl on a CSV regression data set, SGD
             nesterov + weight decay
+  cnn       two convolutions (padded, strided, grouped), max and average
+            pooling, dropout with dtc's masks applied on PyTorch's side,
+            on Fashion-MNIST as [B, 1, 28, 28], SGD momentum
 Tolerances (fp32, different summation orders, errors compounding over the
 steps): every step's loss within 2e-5 x (1 + |loss|), final parameters
 within 2e-4 x (1 + max |w|) per tensor (measured: at most 2.4e-6 and 1.5e-5,
@@ -82,6 +85,52 @@ def mse_case(rng, lr, work):
     return ("regression.dsl", params, fwd, opt, torch.tensor(x), torch.tensor(t), F.mse_loss,
             ["--lr", str(lr), "--data", csv])
 
+CNN_DSL = """model parity_cnn
+input x: f32[B, 1, 28, 28]
+label y: i32[B]
+c1 = conv2d(x, 8, 3, padding=1, act=relu)
+p1 = max_pool2d(c1, 2)
+c2 = conv2d(p1, 16, [3, 2], stride=[1, 2], padding=[1, 0], groups=2, act=relu)
+p2 = avg_pool2d(c2, 2)
+fc1 = linear(flatten(p2), 32, act=relu)
+d = dropout(fc1, 0.3)
+fc2 = linear(d, 10)
+loss = cross_entropy(fc2, y)
+train {
+  data = fashion_mnist("/usr/share/datasets/fashion-mnist")
+  optimizer = sgd(lr=0.02, momentum=0.9)
+  seed = 5
+}
+"""
+
+def conv_init(rng, out, inp, kh, kw, prefix):
+    b = 1 / np.sqrt(inp * kh * kw)
+    return {f"{prefix}.weight": rng.uniform(-b, b, (out, inp, kh, kw)).astype(np.float32),
+            f"{prefix}.bias": rng.uniform(-b, b, (out,)).astype(np.float32)}
+
+def cnn_case(rng, lr, work):
+    """Convolutions (padded, strided, grouped), max and average pooling and
+    dropout, whose masks PyTorch applies as dtc draws them (dropout_mask.py:
+    the seed of each step, rank 0, salt 0)."""
+    from dropout_mask import keep_mask, step_seed
+    params = {**conv_init(rng, 8, 1, 3, 3, "c1"), **conv_init(rng, 16, 4, 3, 2, "c2"),
+              **linear_init(rng, 32, 16 * 7 * 3, "fc1"), **linear_init(rng, 10, 32, "fc2")}
+    step = [0]
+    def fwd(p, x):
+        h = F.max_pool2d(F.relu(F.conv2d(x, p["c1.weight"], p["c1.bias"], padding=1)), 2)
+        h = F.relu(F.conv2d(h, p["c2.weight"], p["c2.bias"], stride=(1, 2), padding=(1, 0), groups=2))
+        h = F.avg_pool2d(h, 2)
+        h = F.relu(F.linear(torch.flatten(h, 1), p["fc1.weight"], p["fc1.bias"]))
+        step[0] += 1
+        m = torch.tensor(keep_mask(step_seed(5, step[0], 0), 0, h.numel(), 0.3).reshape(tuple(h.shape)))
+        return F.linear(h * m / 0.7, p["fc2.weight"], p["fc2.bias"])
+    opt = lambda ps: torch.optim.SGD(ps, lr=lr, momentum=0.9)
+    x, y = fashion(STEPS * BATCH)
+    dsl = os.path.join(work, "parity_cnn.dsl")
+    with open(dsl, "w") as f:
+        f.write(CNN_DSL)
+    return dsl, params, fwd, opt, x.reshape(-1, 1, 28, 28), y, F.cross_entropy, ["--lr", str(lr)]
+
 def check(name, dtc, examples, work, case, control):
     dsl, params, fwd, opt, x, y, loss_fn, extra = case
     d = os.path.join(work, name)
@@ -110,8 +159,9 @@ def main():
     os.makedirs(work, exist_ok=True)
     rng = np.random.default_rng(3)
     cases = {"mlp": lambda lr: mlp_case(rng, lr), "deep_adamw": lambda lr: deep_case(rng, lr),
-             "mse_nesterov": lambda lr: mse_case(rng, lr, work)}
-    lrs = {"mlp": 0.01, "deep_adamw": 0.001, "mse_nesterov": 0.05}
+             "mse_nesterov": lambda lr: mse_case(rng, lr, work),
+             "cnn_dropout": lambda lr: cnn_case(rng, lr, work)}
+    lrs = {"mlp": 0.01, "deep_adamw": 0.001, "mse_nesterov": 0.05, "cnn_dropout": 0.02}
     failed = 0
     for name, make in cases.items():
         case = make(lrs[name])
