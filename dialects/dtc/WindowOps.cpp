@@ -24,13 +24,15 @@ bool pair(Operation *op, StringRef name, ArrayRef<int64_t> values,
   return true;
 }
 
+/// A pair attribute's values ({0, 0} if not a pair: the verifier says so).
+std::array<int64_t, 2> two(ArrayRef<int64_t> v) {
+  return v.size() == 2 ? std::array<int64_t, 2>{v[0], v[1]}
+                       : std::array<int64_t, 2>{0, 0};
+}
+
 template <typename ConvLike> shape::Window convWindow(ConvLike op) {
   shape::Window w{};
   w.kernel = {1, 1}; // the weight's
-  auto two = [](ArrayRef<int64_t> v) {
-    return v.size() == 2 ? std::array<int64_t, 2>{v[0], v[1]}
-                         : std::array<int64_t, 2>{0, 0};
-  };
   w.stride = two(op.getStride());
   w.padding = two(op.getPadding());
   w.dilation = two(op.getDilation());
@@ -38,10 +40,6 @@ template <typename ConvLike> shape::Window convWindow(ConvLike op) {
 }
 
 template <typename PoolLike> shape::Window poolWindow(PoolLike op) {
-  auto two = [](ArrayRef<int64_t> v) {
-    return v.size() == 2 ? std::array<int64_t, 2>{v[0], v[1]}
-                         : std::array<int64_t, 2>{0, 0};
-  };
   shape::Window w{};
   w.kernel = two(op.getKernel());
   w.stride = two(op.getStride());

@@ -527,14 +527,12 @@ Dataset splitOffTail(Dataset &ds, int64_t count, const std::string &source) {
   return v;
 }
 
-namespace {
-uint64_t fnv1a(const void *data, size_t n, uint64_t h = 0xcbf29ce484222325ULL) {
+uint64_t fnv1a(const void *data, size_t n, uint64_t h) {
   const unsigned char *p = static_cast<const unsigned char *>(data);
   for (size_t i = 0; i < n; ++i)
     h = (h ^ p[i]) * 0x100000001b3ULL;
   return h;
 }
-} // namespace
 
 uint64_t datasetDigest(const Dataset &ds) {
   uint64_t h = fnv1a(&ds.size, sizeof ds.size);

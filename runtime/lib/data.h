@@ -170,6 +170,9 @@ Dataset splitOffTail(Dataset &ds, int64_t count, const std::string &source);
 // Loads and checks both splits, then holds out the validation samples.
 DataSplits loadData(const DataSource &src, const ModelSpec &spec);
 
+// FNV-1a over n bytes, continuing from h (the digests and names of data).
+uint64_t fnv1a(const void *data, size_t n, uint64_t h = 0xcbf29ce484222325ULL);
+
 // The size and an FNV-1a digest of up to 64 evenly spaced samples (features
 // and labels): what the ranks compare at startup and what a training state
 // records of its training set (TrainingState::trainDigest).

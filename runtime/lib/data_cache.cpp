@@ -26,13 +26,6 @@ constexpr size_t kPage = 4096;
 
 size_t roundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-uint64_t fnv1a(const std::string &s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s)
-    h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 uint32_t crc32(uint32_t crc, const void *data, size_t n) {
   return n ? libdeflate_crc32(crc, data, n) : crc;
 }
@@ -216,7 +209,10 @@ Dataset readIdxCached(const std::string &imagesPath, const std::string &labelsPa
                                            "{}\n{}{}",
                                            byteOrder(), *images, *labels);
   const std::string path =
-      fmt::format("{}/idx-{:016x}.dtcdata", cacheDir, fnv1a(realImages + '\0' + realLabels));
+      fmt::format("{}/idx-{:016x}.dtcdata", cacheDir, [&] {
+        const std::string key = realImages + '\0' + realLabels;
+        return fnv1a(key.data(), key.size());
+      }());
   std::string why;
   if (std::optional<Dataset> hit = load(path, expected, imagesPath, &why)) {
     result = CacheOutcome::Hit;

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace dtc::rt {
 namespace {
@@ -75,13 +77,12 @@ Dataset readNpy(const std::string &path, int64_t features) {
   if (fortran.find("False") == std::string::npos)
     throw bad("Fortran order (save it with np.ascontiguousarray)");
   int elem = 0; // bytes per element
-  bool isFloat = true;
   if (descr == "'<f4'")
     elem = 4;
   else if (descr == "'<f8'")
     elem = 8;
   else if (descr == "'|u1'" || descr == "'u1'")
-    elem = 1, isFloat = false;
+    elem = 1;
   else
     throw bad(fmt::format("element type {} (float32, float64 or uint8)", descr));
   std::vector<int64_t> dims;
@@ -130,20 +131,20 @@ Dataset readNpy(const std::string &path, int64_t features) {
       x[size_t(i)] = float((unsigned char)src[i]) * (1.0f / 255.0f);
     }
   }
-  (void)isFloat;
   return ds;
 }
 
+// An IDX file of unsigned bytes (its magic 00 00 08 rank), or gzipped.
 bool isIdx(const std::string &path) {
   if (endsWith(path, ".gz"))
     return true;
-  std::string head;
-  try {
-    head = readWholeFile(path, "input file").substr(0, 4);
-  } catch (const Error &) {
-    return false; // readCsv reports it
-  }
-  return head.size() == 4 && head[0] == 0 && head[1] == 0 && head[2] == 8;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false; // the reader names the problem
+  unsigned char head[4] = {1, 1, 1, 1};
+  const bool read4 = ::read(fd, head, 4) == 4;
+  ::close(fd);
+  return read4 && head[0] == 0 && head[1] == 0 && head[2] == 8;
 }
 
 } // namespace

@@ -7,19 +7,15 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "dtc/runtime.h"
+
 #include <cmath>
 #include <cstdint>
 #include <random>
 
 namespace dtc::rt {
 
-// SplitMix64 finalizer: decorrelates structured seeds such as (seed, index).
-inline uint64_t mixSeed(uint64_t a, uint64_t b) {
-  uint64_t z = a + 0x9e3779b97f4a7c15ULL * (b + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+// mixSeed (SplitMix64 over (seed, index)) is dtc/runtime.h's.
 
 class Rng {
 public:

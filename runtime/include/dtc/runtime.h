@@ -91,6 +91,17 @@ struct Window2d {
 #define DTC_HOST_DEVICE
 #endif
 
+// SplitMix64 (its finalizer, and the seed mix built on it): decorrelates
+// structured seeds such as (seed, index). Host and device code alike.
+DTC_HOST_DEVICE inline uint64_t splitMix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+DTC_HOST_DEVICE inline uint64_t mixSeed(uint64_t a, uint64_t b) {
+  return splitMix64(a + 0x9e3779b97f4a7c15ULL * (b + 1));
+}
+
 // Dropout's mask (kern:: and cuda::dropout, dropoutGrad): whether element i
 // of the dropout numbered `salt` is kept with probability 1 - p in the step
 // of random seed `seed` (StepArgs::rngSeed): a SplitMix64 hash of the three
@@ -98,26 +109,17 @@ struct Window2d {
 // Pure integer arithmetic: the CPU and CUDA steps draw the same masks (and a
 // test can rebuild them: test/parity/dropout_mask.py).
 DTC_HOST_DEVICE inline bool dropoutKeeps(uint64_t seed, int64_t salt, int64_t i, float p) {
-  uint64_t z = seed ^ (uint64_t(salt) * 0xd1b54a32d192ed03ULL);
-  z += 0x9e3779b97f4a7c15ULL * (uint64_t(i) + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  z ^= z >> 31;
+  const uint64_t z = splitMix64((seed ^ (uint64_t(salt) * 0xd1b54a32d192ed03ULL)) +
+                                0x9e3779b97f4a7c15ULL * (uint64_t(i) + 1));
   const float u = float(z >> 40) * (1.0f / 16777216.0f);
   return u >= p;
 }
 
 // The random seed of a training step: the run's seed, the 1-based optimizer
-// step and the rank mixed (SplitMix64 as rng.h's mixSeed), so that a resumed
-// run draws the same masks and every rank its own.
+// step and the rank mixed, so that a resumed run draws the same masks and
+// every rank its own.
 inline uint64_t stepRngSeed(uint64_t seed, int64_t step, int rank) {
-  auto mix = [](uint64_t a, uint64_t b) {
-    uint64_t z = a + 0x9e3779b97f4a7c15ULL * (b + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  return mix(mix(seed ^ 0x64726f706f7574ULL, uint64_t(step)), uint64_t(rank));
+  return mixSeed(mixSeed(seed ^ 0x64726f706f7574ULL, uint64_t(step)), uint64_t(rank));
 }
 
 // SGD momentum folded into the gradient buckets (dtc.fold_momentum): the

@@ -103,6 +103,7 @@ struct Plan {
   std::vector<Operand> operands;
   memory scratchpad;
   std::vector<unsigned char> scratch;
+  std::unordered_map<int, memory> args; // the primitive's, made once
 };
 
 struct Key {
@@ -205,6 +206,9 @@ std::unique_ptr<Plan> makePlan(const Key &key, ThreadState &ts) {
   }
   plan->scratch.resize(scratch.get_size() + 64);
   plan->scratchpad = memory(scratch, e, plan->scratch.data());
+  plan->args[DNNL_ARG_SCRATCHPAD] = plan->scratchpad;
+  for (const Operand &o : plan->operands)
+    plan->args[o.arg] = o.chosen; // the same handle as plain when not reordered
   return plan;
 }
 
@@ -229,15 +233,13 @@ bool runShare(Kind kind, const Window2d &w, int64_t n, const float *in0, const f
   if (!plan)
     return false;
   const void *ptrs[3] = {in0, in1, out};
-  std::unordered_map<int, memory> args{{DNNL_ARG_SCRATCHPAD, plan->scratchpad}};
   for (size_t i = 0; i < plan->operands.size(); ++i) {
     Operand &o = plan->operands[i];
     o.plain.set_data_handle(const_cast<void *>(ptrs[i]));
     if (o.reorder && i + 1 < plan->operands.size())
       o.in.execute(ts.stream, o.plain, o.chosen);
-    args[o.arg] = o.chosen;
   }
-  plan->primitive.execute(ts.stream, args);
+  plan->primitive.execute(ts.stream, plan->args);
   Operand &result = plan->operands.back();
   if (result.reorder)
     result.out.execute(ts.stream, result.chosen, result.plain);
@@ -335,11 +337,13 @@ bool conv2dGradWeight(const Window2d &w, int64_t N, const float *x, const float 
   const int64_t nw = w.O * (w.C / w.groups) * w.kH * w.kW;
   // Share s > 0 writes its weight gradient apart; the shares are summed in
   // order after (the same sums for the same --threads, run after run).
+  // Kept between calls (only the step's thread calls): no allocation per step.
   static std::vector<std::vector<float>> partial;
-  const int64_t maxShares = N / 16 + 2;
-  if (int64_t(partial.size()) < maxShares)
-    partial.resize(size_t(maxShares));
-  std::vector<int64_t> begins(size_t(maxShares), -1);
+  static std::vector<int64_t> begins;
+  const size_t maxShares = size_t(N / 16 + 2);
+  if (partial.size() < maxShares)
+    partial.resize(maxShares);
+  begins.assign(maxShares, -1);
   const bool ok = conv::overShares(N, [&](int64_t b, int64_t e) {
     const size_t slot = size_t(b / 16);
     float *out = dw;
