@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The reference for examples/cnn.dsl: the same network in PyTorch (torch.nn
-modules: their default initialization), the same recipe (SGD lr 0.01
-momentum 0.9, batch 64, the training set shuffled each epoch, EPOCHS
-epochs), on Fashion-MNIST as [B, 1, 28, 28]. Prints one line per epoch:
+modules: their default initialization; BatchNorm2d and Dropout in training
+mode, evaluated in eval mode), the same recipe (SGD lr 0.01 momentum 0.9,
+batch 64, the training set shuffled each epoch, EPOCHS epochs), on
+Fashion-MNIST as [B, 1, 28, 28]. Prints one line per epoch:
 'epoch E train_loss L test_loss T test_accuracy A seconds S'.
 usage: torch_cnn.py [EPOCHS=10] [SEED=1]"""
 import os, sys, time
@@ -14,6 +15,13 @@ from idx import idx  # noqa: E402
 F = torch.nn.functional
 nn = torch.nn
 
+def cnn_model():
+    """examples/cnn.dsl as torch.nn modules (also benchmarks/torch_ddp.py's)."""
+    return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.3),
+                         nn.Linear(128, 10))
+
 def main():
     epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     torch.manual_seed(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
@@ -22,9 +30,7 @@ def main():
     x, xt = load("train"), load("t10k")
     y = torch.tensor(idx(f"{root}/train-labels-idx1-ubyte.gz").astype(np.int64))
     yt = torch.tensor(idx(f"{root}/t10k-labels-idx1-ubyte.gz").astype(np.int64))
-    model = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                          nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+    model = cnn_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     for epoch in range(1, epochs + 1):
         start = time.perf_counter()

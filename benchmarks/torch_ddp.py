@@ -19,10 +19,8 @@ F = torch.nn.functional
 def model_for(name):
     nn = torch.nn
     if name == "cnn":
-        m = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                          nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
-        return m, lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9)
+        from torch_cnn import cnn_model
+        return cnn_model(), lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9)
     if name == "mlp":
         m = torch.nn.Sequential(torch.nn.Linear(784, 500), torch.nn.ReLU(), torch.nn.Linear(500, 10))
         return m, lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9)

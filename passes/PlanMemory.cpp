@@ -314,6 +314,15 @@ void dtc::layoutPersistent(ModuleOp module, int64_t alignment,
     offset = alignTo(offset + bytesOf(p.getType()), alignment);
   }
   const int64_t paramBytes = offset;
+  // Then the buffers (model state the optimizer does not touch), so that
+  // parameters and buffers, what rank 0 broadcasts at the start, are one
+  // range.
+  for (BufferOp buf : module.getOps<BufferOp>()) {
+    dialect->getPlacementAttrHelper().setAttr(
+        buf, PlacementAttr::get(ctx, offset, std::nullopt));
+    offset = alignTo(offset + bytesOf(buf.getType()), alignment);
+  }
+  const int64_t bufferBytes = offset - paramBytes;
   // Then the optimizer state: the momentum regions that mirror buckets, then
   // each other parameter's state buffers.
   llvm::StringMap<int64_t> stateOffset;
@@ -339,5 +348,5 @@ void dtc::layoutPersistent(ModuleOp module, int64_t alignment,
         p, PlacementAttr::get(ctx, paramOffset[p.getSymName()], state));
   }
   dialect->getPersistentAttrHelper().setAttr(
-      module, PersistentAttr::get(ctx, paramBytes, offset));
+      module, PersistentAttr::get(ctx, paramBytes, bufferBytes, offset));
 }

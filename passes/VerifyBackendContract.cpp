@@ -69,12 +69,32 @@ struct Checker {
       if (at.getOffset() + bytes > persistent.getParamBytes())
         violation(p) << "parameter '" << p.getSymName()
                      << "' lies outside the parameters of the persistent block";
-      if (at.getStateOffset() < persistent.getParamBytes() && states)
+      if (!at.getStateOffset()) {
+        violation(p) << "parameter '" << p.getSymName()
+                     << "' has no optimizer state offset";
+        continue;
+      }
+      const int64_t model =
+          persistent.getParamBytes() + persistent.getBufferBytes();
+      if (*at.getStateOffset() < model && states)
         violation(p) << "the optimizer state of '" << p.getSymName()
-                     << "' overlaps the parameters";
-      if (at.getStateOffset() + states * bytes > persistent.getBytes())
+                     << "' overlaps the parameters or buffers";
+      if (*at.getStateOffset() + states * bytes > persistent.getBytes())
         violation(p) << "the optimizer state of '" << p.getSymName()
                      << "' lies outside the persistent block";
+    }
+    for (BufferOp buf : module.getOps<BufferOp>()) {
+      PlacementAttr at = dialect->getPlacementAttrHelper().getAttr(buf);
+      if (!at) {
+        violation(buf) << "buffer '" << buf.getSymName()
+                       << "' has no dtc.placement";
+        continue;
+      }
+      if (at.getOffset() < persistent.getParamBytes() ||
+          at.getOffset() + bytesOf(buf.getType()) >
+              persistent.getParamBytes() + persistent.getBufferBytes())
+        violation(buf) << "buffer '" << buf.getSymName()
+                       << "' lies outside the buffers of the persistent block";
     }
   }
 

@@ -181,21 +181,28 @@ LogicalResult ArenaAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                      int64_t offset, int64_t stateOffset) {
-  return nonNegative(emitError, "placement",
-                     {{"offset", offset}, {"state_offset", stateOffset}});
+                      int64_t offset, std::optional<int64_t> stateOffset) {
+  return nonNegative(
+      emitError, "placement",
+      {{"offset", offset}, {"state_offset", stateOffset.value_or(0)}});
 }
 
 LogicalResult
 PersistentAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       int64_t paramBytes, int64_t bytes) {
+                       int64_t paramBytes, int64_t bufferBytes, int64_t bytes) {
   if (failed(nonNegative(emitError, "persistent",
-                         {{"param_bytes", paramBytes}, {"bytes", bytes}})))
+                         {{"param_bytes", paramBytes},
+                          {"buffer_bytes", bufferBytes},
+                          {"bytes", bytes}})))
     return failure();
   if (bytes < paramBytes)
     return emitError() << "#dtc.persistent: the block (" << bytes
                        << " bytes) is smaller than its parameters ("
                        << paramBytes << ")";
+  if (bytes < paramBytes + bufferBytes)
+    return emitError() << "#dtc.persistent: the block (" << bytes
+                       << " bytes) is smaller than its parameters and buffers ("
+                       << paramBytes + bufferBytes << ")";
   return success();
 }
 
@@ -291,8 +298,8 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == getPlacementAttrHelper().getName())
-    return expect(isa<PlacementAttr>(value), isa<ParamOp>(op), "#dtc.placement",
-                  "a dtc.param");
+    return expect(isa<PlacementAttr>(value), isa<ParamOp, BufferOp>(op),
+                  "#dtc.placement", "a dtc.param or dtc.buffer");
   if (name == getBucketPlanAttrHelper().getName())
     return expect(isa<BucketPlanAttr>(value),
                   isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(op),

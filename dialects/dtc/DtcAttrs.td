@@ -166,21 +166,23 @@ def Dtc_ArenaAttr : Dtc_Attr<"Arena", "arena"> {
 }
 
 def Dtc_PlacementAttr : Dtc_Attr<"Placement", "placement"> {
-  let summary = "Where a parameter and its optimizer state live";
+  let summary = "Where a parameter (and its optimizer state) or a buffer lives";
   let description = [{
     On each `dtc.param`: the byte offsets of its value and of its first
     optimizer state buffer (the others follow it, each of the parameter's
-    size) in the persistent block.
+    size) in the persistent block. On each `dtc.buffer`: its offset only.
   }];
   let parameters = (ins Dtc_I64Param<"byte offset of the value">:$offset,
-                        Dtc_I64Param<"byte offset of the optimizer state">:$state_offset);
+                        OptionalParameter<"std::optional<int64_t>",
+                                          "byte offset of the optimizer state (none on a dtc.buffer)">:$state_offset);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 
 def Dtc_PersistentAttr : Dtc_Attr<"Persistent", "persistent"> {
-  let summary = "The persistent block: parameters, then optimizer state";
+  let summary = "The persistent block: parameters, buffers, then optimizer state";
   let parameters = (ins Dtc_I64Param<"bytes of the parameters">:$param_bytes,
+                        Dtc_I64Default<"0", "bytes of the buffers (after the parameters)">:$buffer_bytes,
                         Dtc_I64Param<"bytes of the whole block">:$bytes);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -50,24 +50,34 @@ static std::optional<double> splatValue(Value v) {
 // Parameters and constants
 //===----------------------------------------------------------------------===//
 
+/// A checkpoint key: not the metadata's, not under the optimizer state's
+/// prefix, no control characters.
+static LogicalResult checkKey(Operation *op, StringRef what, StringRef name) {
+  if (name.empty() || name == "__metadata__" || name.contains('/'))
+    return op->emitOpError()
+           << what << " name '" << name
+           << "' cannot be a checkpoint key (empty, '__metadata__' or with "
+              "'/')";
+  for (char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return op->emitOpError() << what << " name has a control character";
+  return success();
+}
+
 LogicalResult ParamOp::verify() {
   auto t = cast<RankedTensorType>(getType());
   if (!t.hasStaticShape())
     return emitOpError("parameter shape must be static, got ") << shape::str(t);
   if (getInit() == InitKind::Normal && getB().convertToDouble() < 0)
     return emitOpError("normal initializer needs std >= 0");
-  // The name is a safetensors key: not the metadata's, not under the
-  // optimizer state's prefix, no control characters.
-  StringRef name = getSymName();
-  if (name.empty() || name == "__metadata__" || name.contains('/'))
-    return emitOpError("parameter name '")
-           << name
-           << "' cannot be a checkpoint key (empty, '__metadata__' or with "
-              "'/')";
-  for (char c : name)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      return emitOpError("parameter name has a control character");
-  return success();
+  return checkKey(*this, "parameter", getSymName());
+}
+
+LogicalResult BufferOp::verify() {
+  auto t = cast<RankedTensorType>(getType());
+  if (!t.hasStaticShape())
+    return emitOpError("buffer shape must be static, got ") << shape::str(t);
+  return checkKey(*this, "buffer", getSymName());
 }
 
 static LogicalResult verifyParamSymbol(Operation *op, StringAttr name,
@@ -84,6 +94,15 @@ static LogicalResult verifyParamSymbol(Operation *op, StringAttr name,
 }
 
 LogicalResult ParamRefOp::verifySymbolUses(SymbolTableCollection &tables) {
+  // A buffer is read as a parameter is (it has no gradient: nothing
+  // updates it by name but dtc.update_running_stats).
+  if (auto buffer = tables.lookupNearestSymbolFrom<BufferOp>(
+          *this, getParamAttr().getAttr())) {
+    if (buffer.getType() != getType())
+      return emitOpError("type ")
+             << getType() << " does not match buffer type " << buffer.getType();
+    return success();
+  }
   return verifyParamSymbol(*this, getParamAttr().getAttr(), getType(), tables);
 }
 

@@ -51,9 +51,34 @@ def Dtc_ParamOp : Dtc_Op<"param", [Symbol]> {
   let hasVerifier = 1;
 }
 
+def Dtc_BufferOp : Dtc_Op<"buffer", [Symbol]> {
+  let summary = "A non-trainable tensor of the model's state (a torch.nn buffer)";
+  let description = [{
+    Declares state that the training step updates but the optimizer does
+    not (batch normalization's `running_mean`, `running_var` and
+    `num_batches_tracked`): no gradient, no optimizer state, never
+    all-reduced. It lives in the persistent block after the parameters
+    (`#dtc.placement` without a state offset), is saved in checkpoints
+    under its name, and is broadcast from rank 0 with the parameters at
+    the start, as DDP broadcasts a module's buffers. `f32` or `i64`
+    (torch's `num_batches_tracked` is int64); every element starts at
+    `value`. `dtc.param_ref` reads an `f32` buffer.
+
+    ```mlir
+    dtc.buffer @"bn1.running_var" : tensor<32xf32> {value = 1.0 : f64}
+    dtc.buffer @"bn1.num_batches_tracked" : tensor<i64>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<RankedTensorOf<[F32, I64]>>:$type,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
+}
+
 def Dtc_ParamRefOp : Dtc_Op<"param_ref", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
-  let summary = "Reads the current value of a parameter";
+  let summary = "Reads the current value of a parameter or of an f32 buffer";
   let arguments = (ins FlatSymbolRefAttr:$param);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat = "$param attr-dict `:` type($result)";
@@ -460,6 +485,109 @@ def Dtc_SoftmaxGradOp : Dtc_SoftmaxGradLikeOp<"softmax_grad",
     "Gradient of softmax from its result: y * (dy - sum(dy * y))">;
 def Dtc_LogSoftmaxGradOp : Dtc_SoftmaxGradLikeOp<"log_softmax_grad",
     "Gradient of log_softmax from its result: dy - exp(y) * sum(dy)">;
+
+//===----------------------------------------------------------------------===//
+// Batch normalization (as torch.nn.BatchNorm1d / 2d)
+//===----------------------------------------------------------------------===//
+
+def Dtc_BatchNormOp : Dtc_Op<"batch_norm", [Pure,
+    AllTypesMatch<["x", "result"]>,
+    AllTypesMatch<["weight", "bias", "running_mean", "running_var", "mean", "var"]>,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Dtc_ModeOpInterface>]> {
+  let summary = "Batch normalization in training: the batch's statistics";
+  let description = [{
+    `x` is `[N, C, ...]` (channels second, as torch.nn.BatchNorm1d on
+    `[N, C]` or `[N, C, L]` and BatchNorm2d on `[N, C, H, W]`); the
+    statistics of each channel are taken over the batch and every other
+    dimension: `y = (x - mean) / sqrt(var + eps) * weight + bias`, where
+    `var` is the biased variance. Also returns the batch's `mean` and
+    `var` (`[C]`), which the gradient reads and `dtc.update_running_stats`
+    folds into the running statistics. `running_mean` and `running_var`
+    are not read in training: they are what the evaluation form
+    (`dtc.batch_norm_inference`, built in @eval_step) normalizes with.
+
+    ```mlir
+    %y, %mean, %var = dtc.batch_norm %x, %w, %b, %rm, %rv {eps = 1.0e-05 : f64}
+        : tensor<?x32x28x28xf32>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight,
+                       Dtc_F32Tensor:$bias, Dtc_F32Tensor:$running_mean,
+                       Dtc_F32Tensor:$running_var, F64Attr:$eps);
+  let results = (outs Dtc_F32Tensor:$result, Dtc_F32Tensor:$mean,
+                      Dtc_F32Tensor:$var);
+  let assemblyFormat = [{
+    $x `,` $weight `,` $bias `,` $running_mean `,` $running_var attr-dict
+    `:` type($x) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dtc_BatchNormGradOp : Dtc_Op<"batch_norm_grad", [Pure,
+    AllTypesMatch<["x", "dy", "dx"]>,
+    AllTypesMatch<["mean", "var", "weight", "dweight", "dbias"]>]> {
+  let summary = "Gradient of batch normalization in training";
+  let description = [{
+    From the input `x`, the gradient `dy` of the result, the batch's
+    statistics and the weight of a `dtc.batch_norm` of the same `eps`: the
+    gradients of its input (through the statistics too), weight and bias.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
+                       Dtc_F32Tensor:$mean, Dtc_F32Tensor:$var,
+                       Dtc_F32Tensor:$weight, F64Attr:$eps);
+  let results = (outs Dtc_F32Tensor:$dx, Dtc_F32Tensor:$dweight,
+                      Dtc_F32Tensor:$dbias);
+  let assemblyFormat = [{
+    $x `,` $dy `,` $mean `,` $var `,` $weight attr-dict `:` type($x) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dtc_BatchNormInferenceOp : Dtc_Op<"batch_norm_inference", [Pure,
+    AllTypesMatch<["x", "result"]>,
+    AllTypesMatch<["weight", "bias", "mean", "var"]>]> {
+  let summary = "Batch normalization with given statistics (evaluation)";
+  let description = [{
+    `y = (x - mean) / sqrt(var + eps) * weight + bias` per channel: the
+    evaluation form of `dtc.batch_norm`, with the running statistics.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight,
+                       Dtc_F32Tensor:$bias, Dtc_F32Tensor:$mean,
+                       Dtc_F32Tensor:$var, F64Attr:$eps);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = [{
+    $x `,` $weight `,` $bias `,` $mean `,` $var attr-dict `:` type($x) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dtc_UpdateRunningStatsOp : Dtc_Op<"update_running_stats", [
+    AllTypesMatch<["mean", "var"]>, MemoryEffects<[MemWrite]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<Dtc_ModeOpInterface>]> {
+  let summary = "Folds a batch's statistics into batch normalization's buffers";
+  let description = [{
+    As torch.nn.BatchNorm in training: `running_mean = (1 - momentum)
+    running_mean + momentum mean`, `running_var = (1 - momentum)
+    running_var + momentum var n / (n - 1)` (the unbiased variance, `n`
+    the elements per channel of `x`, the input the statistics are of) and
+    `num_batches_tracked += 1`, on the buffers named. This rank's
+    statistics (DDP's default: no synchronization across ranks). Absent
+    from @eval_step.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$mean,
+                       Dtc_F32Tensor:$var,
+                       FlatSymbolRefAttr:$running_mean,
+                       FlatSymbolRefAttr:$running_var,
+                       FlatSymbolRefAttr:$num_batches_tracked,
+                       F64Attr:$momentum);
+  let assemblyFormat = [{
+    $running_mean `,` $running_var `,` $num_batches_tracked `(` $x `,` $mean `,` $var `)`
+    attr-dict `:` type($x) `,` type($mean)
+  }];
+  let hasVerifier = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // Losses and metrics

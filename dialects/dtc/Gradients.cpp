@@ -280,3 +280,20 @@ DTC_GRAD(DropoutOp) {
                                                getPAttr(), getSaltAttr()));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Batch normalization
+//===----------------------------------------------------------------------===//
+
+// The statistics' own gradients are zero (they feed only the running
+// statistics); the running statistics take none.
+DTC_GRAD(BatchNormOp) {
+  Value dy = resultGrads[0];
+  auto g = BatchNormGradOp::create(
+      builder, getLoc(),
+      TypeRange{getX().getType(), getWeight().getType(), getWeight().getType()},
+      getX(), dy, getMean(), getVar(), getWeight(), getEpsAttr());
+  operandGrads.append(
+      {g.getDx(), g.getDweight(), g.getDbias(), Value(), Value()});
+  return success();
+}

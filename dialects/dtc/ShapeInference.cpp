@@ -226,6 +226,20 @@ FailureOr<RankedTensorType> pool2d(Loc loc, llvm::StringRef what, Type x,
   return f32({xs[0], xs[1], *h, *wo}, x);
 }
 
+FailureOr<RankedTensorType> batchNorm(Loc loc, Type x) {
+  auto xs = cast<RankedTensorType>(x).getShape();
+  if (xs.size() < 2 || xs.size() > 4)
+    return emitOptionalError(loc,
+                             "batch_norm needs an input [N, C], [N, C, L] or "
+                             "[N, C, H, W], got ",
+                             str(x));
+  for (size_t i = 1; i < xs.size(); ++i)
+    if (ShapedType::isDynamic(xs[i]))
+      return emitOptionalError(
+          loc, "batch_norm: only the input's first dimension may be the batch");
+  return RankedTensorType::get({xs[1]}, Float32Type::get(x.getContext()));
+}
+
 FailureOr<RankedTensorType> mse(Loc loc, Type prediction, Type target) {
   if (prediction != target)
     return emitOptionalError(loc,

@@ -53,6 +53,9 @@ FailureOr<RankedTensorType> conv2d(Loc loc, Type x, Type weight,
 FailureOr<RankedTensorType> pool2d(Loc loc, llvm::StringRef what, Type x,
                                    const Window &w);
 FailureOr<RankedTensorType> mse(Loc loc, Type prediction, Type target);
+/// batch_norm of x [N, C, ...] (rank 2 to 4, as BatchNorm1d / 2d): the type
+/// of its per-channel tensors (weight, bias, statistics), [C].
+FailureOr<RankedTensorType> batchNorm(Loc loc, Type x);
 
 /// Limits of every tensor: its rank, and its elements (per sample when it is
 /// batched). The runtime's fixed-size shape arrays hold kMaxRank dims.

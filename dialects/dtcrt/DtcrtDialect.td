@@ -26,7 +26,7 @@ class Dtcrt_Op<string mnemonic, list<Trait> traits = []>
 
 def Dtcrt_PtrType : TypeDef<Dtcrt_Dialect, "Ptr"> {
   let mnemonic = "ptr";
-  let summary = "A pointer to elements of a buffer (float * or int32_t *)";
+  let summary = "A pointer to elements of a buffer (float *, int32_t * or int64_t *)";
   let parameters = (ins "::mlir::Type":$element);
   let assemblyFormat = "`<` $element `>`";
 }
@@ -55,6 +55,9 @@ def Dtcrt_F32Ptr : Type<And<[CPred<"::llvm::isa<::dtcrt::PtrType>($_self)">,
 def Dtcrt_I32Ptr : Type<And<[CPred<"::llvm::isa<::dtcrt::PtrType>($_self)">,
     CPred<"::llvm::cast<::dtcrt::PtrType>($_self).getElement().isInteger(32)">]>,
     "pointer to i32", "::dtcrt::PtrType">;
+def Dtcrt_I64Ptr : Type<And<[CPred<"::llvm::isa<::dtcrt::PtrType>($_self)">,
+    CPred<"::llvm::cast<::dtcrt::PtrType>($_self).getElement().isInteger(64)">]>,
+    "pointer to i64", "::dtcrt::PtrType">;
 def Dtcrt_I64Array : Type<And<[CPred<"::llvm::isa<::dtcrt::ArrayType>($_self)">,
     CPred<"::llvm::cast<::dtcrt::ArrayType>($_self).getElement().isInteger(64)">]>,
     "array of i64", "::dtcrt::ArrayType">;

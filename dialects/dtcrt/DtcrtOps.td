@@ -47,7 +47,7 @@ def Dtcrt_BufferOp : Dtcrt_Op<"buffer", [Pure]> {
     offset is in bytes per sample: the buffer starts at offset * B).
   }];
   let arguments = (ins Dtcrt_Space:$space, I64Attr:$offset);
-  let results = (outs Dtcrt_F32Ptr:$ptr);
+  let results = (outs AnyTypeOf<[Dtcrt_F32Ptr, Dtcrt_I64Ptr]>:$ptr);
   let assemblyFormat = "$space `[` $offset `]` attr-dict `:` type($ptr)";
 }
 
@@ -219,6 +219,22 @@ def Dtcrt_DropoutOp : Dtcrt_Call<"dropout", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$
     "inverted dropout of n elements (dtc::rt::dropoutKeeps decides each)">;
 def Dtcrt_DropoutGradOp : Dtcrt_Call<"dropout_grad", (ins Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$dx,
     I64:$n, F32:$p, I64:$seed, I64:$salt), "the gradient of dropout (the same mask)">;
+def Dtcrt_BatchNormOp : Dtcrt_Call<"batch_norm", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$weight,
+    Dtcrt_F32Ptr:$bias, Dtcrt_F32Ptr:$y, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var, I64:$n,
+    I64:$channels, I64:$inner, F32:$eps),
+    "batch normalization of x [n, channels, inner] with the batch's statistics">;
+def Dtcrt_BatchNormGradOp : Dtcrt_Call<"batch_norm_grad", (ins Dtcrt_F32Ptr:$x,
+    Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var, Dtcrt_F32Ptr:$weight,
+    Dtcrt_F32Ptr:$dx, Dtcrt_F32Ptr:$dweight, Dtcrt_F32Ptr:$dbias, I64:$n, I64:$channels,
+    I64:$inner, F32:$eps), "the gradient of batch normalization in training">;
+def Dtcrt_BatchNormInferenceOp : Dtcrt_Call<"batch_norm_inference", (ins Dtcrt_F32Ptr:$x,
+    Dtcrt_F32Ptr:$weight, Dtcrt_F32Ptr:$bias, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var,
+    Dtcrt_F32Ptr:$y, I64:$n, I64:$channels, I64:$inner, F32:$eps),
+    "batch normalization with given statistics">;
+def Dtcrt_UpdateRunningStatsOp : Dtcrt_Call<"update_running_stats", (ins Dtcrt_F32Ptr:$mean,
+    Dtcrt_F32Ptr:$var, Dtcrt_F32Ptr:$running_mean, Dtcrt_F32Ptr:$running_var,
+    Dtcrt_I64Ptr:$num_batches_tracked, I64:$channels, I64:$count, F32:$momentum),
+    "the running statistics' update from a batch of count elements per channel">;
 def Dtcrt_ExportPredictionOp : Dtcrt_Call<"export_prediction", (ins Dtcrt_F32Ptr:$dst,
     Dtcrt_F32Ptr:$src, I64:$n), "dst[0..n) = src[0..n) unless dst is null">;
 def Dtcrt_FillOp : Dtcrt_Call<"fill", (ins Dtcrt_F32Ptr:$x, I64:$n, F32:$value),

@@ -18,6 +18,7 @@
 #include "llvm/Support/Path.h"
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 using namespace mlir;
@@ -57,6 +58,12 @@ private:
   bool declare(const std::string &name, Loc l, Value v);
   Value declareParam(const std::string &name, Loc l, RankedTensorType type,
                      InitKind init, double a, double bb);
+  /// A non-trainable buffer (dtc.buffer) filled with `value`; its f32 value
+  /// read where the function is being built (null for an i64 buffer).
+  Value declareBuffer(const std::string &name, Loc l, RankedTensorType type,
+                      double value);
+  /// Claims `name` for a parameter or buffer; false after an error.
+  bool claimStateName(const std::string &name, Loc l);
   Value paramFromDecl(const Stmt &s);
 
   // Expressions ---------------------------------------------------------------
@@ -70,6 +77,7 @@ private:
   Value genAdaptiveAvgPool2d(const Expr &e);
   Value genFlatten(const Expr &e);
   Value genDropout(const Expr &e);
+  Value genBatchNorm(const Expr &e, llvm::StringRef assignedName);
   Value activation(const Expr &call, Value y);
   Value requireF32(const Expr &e, llvm::StringRef what);
   Value requireLabels(const Expr &e);
@@ -174,18 +182,39 @@ bool Gen::declare(const std::string &name, Loc l, Value v) {
   return true;
 }
 
-Value Gen::declareParam(const std::string &name, Loc l, RankedTensorType type,
-                        InitKind init, double a, double bb) {
+bool Gen::claimStateName(const std::string &name, Loc l) {
   if (!paramNames.insert(name).second) {
     error(l) << "parameter '" << name << "' is defined twice";
-    return {};
+    return false;
   }
   if (name == "__metadata__") {
     error(l) << "'__metadata__' cannot name a parameter: checkpoints "
                 "(safetensors) keep "
                 "their metadata under that key";
-    return {};
+    return false;
   }
+  return true;
+}
+
+Value Gen::declareBuffer(const std::string &name, Loc l, RankedTensorType type,
+                         double value) {
+  if (!claimStateName(name, l))
+    return {};
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(body->getParentOp());
+  BufferOp::create(b, loc(l), b.getStringAttr(name), TypeAttr::get(type),
+                   b.getF64FloatAttr(value));
+  if (!type.getElementType().isF32())
+    return {};
+  OpBuilder::InsertionGuard g2(b);
+  b.setInsertionPointToEnd(body);
+  return ParamRefOp::create(b, loc(l), type, FlatSymbolRefAttr::get(ctx, name));
+}
+
+Value Gen::declareParam(const std::string &name, Loc l, RankedTensorType type,
+                        InitKind init, double a, double bb) {
+  if (!claimStateName(name, l))
+    return {};
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
   // Parameters go before the function so that the module reads top-down.
@@ -802,6 +831,81 @@ Value Gen::genFlatten(const Expr &e) {
       RankedTensorType::get({xt.getDimSize(0), rest}, b.getF32Type()), x);
 }
 
+/// A number as a user wrote it (1.5, 1e-05), not as a diagnostic prints a
+/// double (1.500000e+00).
+static std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+/// batch_norm(x, momentum=0.1, eps=1e-5, act=none): torch.nn.BatchNorm1d
+/// on [N, C] or [N, C, L], BatchNorm2d on [N, C, H, W]. Declares the
+/// parameters `name.weight` (ones) and `name.bias` (zeros) and the buffers
+/// `name.running_mean` (zeros), `name.running_var` (ones) and
+/// `name.num_batches_tracked` (int64), as the torch module has them.
+Value Gen::genBatchNorm(const Expr &e, llvm::StringRef assignedName) {
+  if (assignedName.empty()) {
+    error(e.loc) << "batch_norm() must be assigned to a name (the name of its "
+                    "parameters and buffers), as in 'n1 = batch_norm(c1)'";
+    return {};
+  }
+  if (!checkArgs(e, 3, {"x", "momentum", "eps", "act"}))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true);
+  Value x = xe ? requireF32(*xe, "the input of batch_norm()") : Value();
+  if (!x)
+    return {};
+  double momentum = 0.1, eps = 1e-5;
+  if (const Expr *me = arg(e, 1, "momentum", false)) {
+    auto v = number(*me, "the momentum of batch_norm()");
+    if (!v)
+      return {};
+    if (!(*v >= 0 && *v <= 1)) {
+      error(me->loc) << "batch_norm() momentum must be in [0, 1], got "
+                     << shortNumber(*v);
+      return {};
+    }
+    momentum = *v;
+  }
+  if (const Expr *ee = arg(e, 2, "eps", false)) {
+    auto v = number(*ee, "the eps of batch_norm()");
+    if (!v)
+      return {};
+    if (!(*v > 0)) {
+      error(ee->loc) << "batch_norm() eps must be > 0, got " << shortNumber(*v);
+      return {};
+    }
+    eps = *v;
+  }
+  Location at = loc(e.loc);
+  auto ct = shape::batchNorm(loc(xe->loc), x.getType());
+  if (failed(ct))
+    return hadError = true, Value();
+  std::string n = assignedName.str();
+  Value w = declareParam(n + ".weight", e.loc, *ct, InitKind::Constant, 1, 0);
+  Value bias = w ? declareParam(n + ".bias", e.loc, *ct, InitKind::Zeros, 0, 0)
+                 : Value();
+  Value rm = bias ? declareBuffer(n + ".running_mean", e.loc, *ct, 0) : Value();
+  Value rv = rm ? declareBuffer(n + ".running_var", e.loc, *ct, 1) : Value();
+  if (!rv)
+    return {};
+  auto counter = RankedTensorType::get({}, b.getI64Type());
+  declareBuffer(n + ".num_batches_tracked", e.loc, counter, 0);
+  if (hadError)
+    return {};
+  auto bn = BatchNormOp::create(b, at, x.getType(), *ct, *ct, x, w, bias, rm,
+                                rv, b.getF64FloatAttr(eps));
+  auto sym = [&](const char *suffix) {
+    return FlatSymbolRefAttr::get(ctx, n + suffix);
+  };
+  UpdateRunningStatsOp::create(b, at, x, bn.getMean(), bn.getVar(),
+                               sym(".running_mean"), sym(".running_var"),
+                               sym(".num_batches_tracked"),
+                               b.getF64FloatAttr(momentum));
+  return activation(e, bn.getResult());
+}
+
 /// dropout(x, p=0.5): inverted dropout in training, the identity in
 /// evaluation (torch.nn.functional.dropout).
 Value Gen::genDropout(const Expr &e) {
@@ -819,7 +923,7 @@ Value Gen::genDropout(const Expr &e) {
     if (!(*v >= 0 && *v <= 1)) {
       error(pe->loc) << "dropout probability has to be between 0 and 1, but "
                         "got "
-                     << *v;
+                     << shortNumber(*v);
       return {};
     }
     p = *v;
@@ -930,6 +1034,8 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     return genFlatten(e);
   if (f == "dropout")
     return genDropout(e);
+  if (f == "batch_norm")
+    return genBatchNorm(e, assignedName);
   if (f == "softmax" || f == "log_softmax") {
     if (!checkArgs(e, 2, {"x", "axis"}))
       return {};

@@ -252,7 +252,12 @@ LogicalResult Printer::printOp(Operation *op) {
         std::string n = fresh("v");
         exprs[b] = n;
         int64_t off = b.getOffset();
-        os << "  float *" << n << " = reinterpret_cast<float *>("
+        const char *type =
+            cast<dtcrt::PtrType>(b.getType()).getElement().isInteger(64)
+                ? "int64_t"
+                : "float";
+        os << "  " << type << " *" << n << " = reinterpret_cast<" << type
+           << " *>("
            << (b.getSpace() == dtcrt::Space::Persistent
                    ? "P + " + std::to_string(off)
                : b.getSpace() == dtcrt::Space::Fixed
@@ -562,11 +567,32 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
        << ", dtc::rt::InitKind::" << init(p.getInit()) << ", "
        << llvm::format("%.17g", p.getA().convertToDouble()) << ", "
        << llvm::format("%.17g", p.getB().convertToDouble()) << ", " << fanIn
-       << ", " << fanOut << ", " << at.getStateOffset() << "},\n";
+       << ", " << fanOut << ", " << at.getStateOffset().value_or(0) << "},\n";
   }
   if (params.empty())
     os << "    {\"\", 0, {0, 0, 0, 0, 0, 0}, 0, 0, dtc::rt::InitKind::Zeros, "
           "0, 0, 0, 0, 0},\n";
+  os << "};\n\n";
+
+  // The buffers (non-trainable state), after the parameters.
+  SmallVector<BufferOp> buffers(module.getOps<BufferOp>());
+  os << "static const dtc::rt::BufferSpec kBuffers[] = {\n";
+  for (BufferOp buf : buffers) {
+    auto t = cast<RankedTensorType>(buf.getType());
+    auto s = t.getShape();
+    os << "    {" << cppStringLiteral(buf.getSymName())
+       << ", dtc::rt::ElementType::"
+       << (t.getElementType().isInteger(64) ? "I64" : "F32") << ", " << s.size()
+       << ", {";
+    for (size_t i = 0; i < 6; ++i)
+      os << (i ? ", " : "") << (i < s.size() ? s[i] : 0);
+    os << "}, " << t.getNumElements() << ", "
+       << dtc->getPlacementAttrHelper().getAttr(buf).getOffset() << ", "
+       << llvm::format("%.17g", buf.getValue().convertToDouble()) << "},\n";
+  }
+  if (buffers.empty())
+    os << "    {\"\", dtc::rt::ElementType::F32, 0, {0, 0, 0, 0, 0, 0}, 0, 0, "
+          "0},\n";
   os << "};\n\n";
 
   // The bucket plan, in the order the buckets' all-reduces start.
@@ -646,6 +672,9 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
      << "  s.params = kParams;\n"
      << "  s.persistentBytes = " << persistent.getBytes() << ";\n"
      << "  s.paramBytes = " << persistent.getParamBytes() << ";\n"
+     << "  s.numBuffers = " << buffers.size() << ";\n"
+     << "  s.buffers = kBuffers;\n"
+     << "  s.bufferBytes = " << persistent.getBufferBytes() << ";\n"
      << "  s.numStates = " << opt.numStateBuffers() << ";\n"
      << "  s.arenaPerSample = " << perSample << ";\n"
      << "  s.arenaFixed = " << fixed + 64

@@ -36,6 +36,9 @@ Lowering::Lowering(ModuleOp module, func::FuncOp step, OpBuilder &b)
   for (ParamOp p : module.getOps<ParamOp>())
     params[p.getSymName()] = {dtc->getPlacementAttrHelper().getAttr(p),
                               index++};
+  // Buffers are placed as parameters are; they have no parameter index.
+  for (BufferOp p : module.getOps<BufferOp>())
+    params[p.getSymName()] = {dtc->getPlacementAttrHelper().getAttr(p), -1};
 }
 
 Value Lowering::resultBuffer(Operation *op, unsigned i) {
@@ -180,7 +183,7 @@ void findFoldedGradients(Lowering &l) {
     if (!plan || !plan.getMomentumOffset())
       return;
     for (auto [grad, param] : llvm::zip(op->getOperands(), updatedParams(op)))
-      l.momentumOf[grad] = l.placement(param).getStateOffset();
+      l.momentumOf[grad] = l.placement(param).getStateOffset().value_or(0);
   });
 }
 
@@ -278,6 +281,7 @@ struct LowerToRuntimePass
     populateConvolutionLowerings(table);
     populatePoolingLowerings(table);
     populateRandomLowerings(table);
+    populateNormalizationLowerings(table);
     populateReductionLowerings(table);
     populateLossLowerings(table);
     populateElementwiseLowerings(table);

@@ -112,15 +112,16 @@ private:
 };
 
 // One per op family, each in its file.
-void populateDataMovementLowerings(LoweringTable &t); // DataMovement.cpp
-void populateLinearLowerings(LoweringTable &t);       // Linear.cpp
-void populateConvolutionLowerings(LoweringTable &t);  // Convolution.cpp
-void populatePoolingLowerings(LoweringTable &t);      // Pooling.cpp
-void populateRandomLowerings(LoweringTable &t);       // Random.cpp
-void populateReductionLowerings(LoweringTable &t);    // Reduction.cpp
-void populateLossLowerings(LoweringTable &t);         // Loss.cpp
-void populateElementwiseLowerings(LoweringTable &t);  // Elementwise.cpp
-void populateOptimizerLowerings(LoweringTable &t);    // Optimizer.cpp
-void populateCollectiveLowerings(LoweringTable &t);   // Collective.cpp
+void populateDataMovementLowerings(LoweringTable &t);  // DataMovement.cpp
+void populateLinearLowerings(LoweringTable &t);        // Linear.cpp
+void populateConvolutionLowerings(LoweringTable &t);   // Convolution.cpp
+void populatePoolingLowerings(LoweringTable &t);       // Pooling.cpp
+void populateRandomLowerings(LoweringTable &t);        // Random.cpp
+void populateNormalizationLowerings(LoweringTable &t); // Normalization.cpp
+void populateReductionLowerings(LoweringTable &t);     // Reduction.cpp
+void populateLossLowerings(LoweringTable &t);          // Loss.cpp
+void populateElementwiseLowerings(LoweringTable &t);   // Elementwise.cpp
+void populateOptimizerLowerings(LoweringTable &t);     // Optimizer.cpp
+void populateCollectiveLowerings(LoweringTable &t);    // Collective.cpp
 
 } // namespace dtc::lowering

@@ -15,13 +15,14 @@ void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
     SmallVector<Value> weights, grads, stateBufs, sizes;
     for (auto [param, grad] : llvm::zip(op.getParams(), op.getGrads())) {
       PlacementAttr at = l.placement(cast<FlatSymbolRefAttr>(param).getValue());
+      const int64_t state = at.getStateOffset().value_or(0);
       int64_t bytes =
           cast<RankedTensorType>(grad.getType()).getNumElements() * 4;
       weights.push_back(l.persistent(at.getOffset()));
       // Folded: the summed momentum buffer is the gradient.
-      grads.push_back(folded ? l.persistent(at.getStateOffset()) : l.ptr(grad));
+      grads.push_back(folded ? l.persistent(state) : l.ptr(grad));
       for (int s = 0; s < states; ++s)
-        stateBufs.push_back(l.persistent(at.getStateOffset() + s * bytes));
+        stateBufs.push_back(l.persistent(state + s * bytes));
       sizes.push_back(l.size(grad.getType()));
     }
     Value items = dtcrt::UpdateItemsOp::create(

@@ -278,6 +278,20 @@ public:
               "copying the parameters and optimizer state to the host");
   }
 
+  void shareBuffers() override {
+    const int64_t at = s_.spec.paramBytes, bytes = s_.spec.bufferBytes;
+    if (s_.comm.size() < 2 || bytes == 0)
+      return;
+    cudaCheck(cudaEventRecord(sync_, compute_), "cudaEventRecord");
+    hostWait(sync_, "the steps");
+    char *host = s_.persistent.data() + at;
+    cudaCheck(cudaMemcpy(host, persistent_ + at, size_t(bytes), cudaMemcpyDeviceToHost),
+              "copying the buffers to the host");
+    s_.comm.broadcast(host, bytes, 0);
+    cudaCheck(cudaMemcpy(persistent_ + at, host, size_t(bytes), cudaMemcpyHostToDevice),
+              "copying the buffers to the device");
+  }
+
   void setTracer(Tracer *t) override { args_.trace = t; }
 
 private:

@@ -1122,6 +1122,144 @@ void dropoutGrad(const rt::DeviceContext &c, const float *dy, float *dx, int64_t
   checkLaunch("dropoutGrad");
 }
 
+//===--- batch normalization ------------------------------------------------===//
+
+namespace {
+// Element j of channel c of x [n, channels, inner].
+__device__ inline int64_t channelAt(int64_t j, int64_t c, int64_t channels, int64_t inner) {
+  return ((j / inner) * channels + c) * inner + j % inner;
+}
+
+// The sum over the block of each thread's v, in double, for every thread.
+__device__ double blockSumAll(float v, double *sm) {
+  const double total = blockSumOfWarps(warpSum(double(v)), sm);
+  __syncthreads();
+  if (threadIdx.x == 0)
+    sm[0] = total;
+  __syncthreads();
+  const double r = sm[0];
+  __syncthreads(); // sm is reused
+  return r;
+}
+
+// One block per channel (blockIdx.x).
+__global__ void batchNormKernel(const float *x, const float *weight, const float *bias, float *y,
+                                float *mean, float *var, int64_t n, int64_t channels,
+                                int64_t inner, float eps) {
+  __shared__ double sm[32];
+  const int64_t c = blockIdx.x, count = n * inner;
+  float s = 0;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x)
+    s += x[channelAt(j, c, channels, inner)];
+  const float m = float(blockSumAll(s, sm) / double(count > 0 ? count : 1));
+  float q = 0;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const float d = x[channelAt(j, c, channels, inner)] - m;
+    q += d * d;
+  }
+  const float v = float(blockSumAll(q, sm) / double(count > 0 ? count : 1));
+  if (threadIdx.x == 0) {
+    mean[c] = m;
+    var[c] = v;
+  }
+  const float scale = weight[c] / sqrtf(v + eps), shift = bias[c] - m * scale;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const int64_t at = channelAt(j, c, channels, inner);
+    y[at] = x[at] * scale + shift;
+  }
+}
+
+__global__ void batchNormGradKernel(const float *x, const float *dy, const float *mean,
+                                    const float *var, const float *weight, float *dx,
+                                    float *dweight, float *dbias, int64_t n, int64_t channels,
+                                    int64_t inner, float eps) {
+  __shared__ double sm[32];
+  const int64_t c = blockIdx.x, count = n * inner;
+  const float m = mean[c], invstd = 1.0f / sqrtf(var[c] + eps);
+  float a = 0, b = 0;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const int64_t at = channelAt(j, c, channels, inner);
+    a += dy[at];
+    b += dy[at] * (x[at] - m);
+  }
+  const double sdy = blockSumAll(a, sm), sdyx = blockSumAll(b, sm);
+  if (threadIdx.x == 0) {
+    dbias[c] = float(sdy);
+    dweight[c] = float(sdyx * invstd);
+  }
+  const double total = double(count > 0 ? count : 1);
+  const float scale = weight[c] * invstd, meanDy = float(sdy / total),
+              k2 = float(sdyx / total) * invstd * invstd;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const int64_t at = channelAt(j, c, channels, inner);
+    dx[at] = scale * (dy[at] - meanDy - (x[at] - m) * k2);
+  }
+}
+
+__global__ void batchNormInferenceKernel(const float *x, const float *weight, const float *bias,
+                                         const float *mean, const float *var, float *y,
+                                         int64_t total, int64_t channels, int64_t inner,
+                                         float eps) {
+  for (int64_t i = globalThread(); i < total; i += gridThreads()) {
+    const int64_t c = (i / inner) % channels;
+    const float scale = weight[c] / sqrtf(var[c] + eps);
+    y[i] = x[i] * scale + (bias[c] - mean[c] * scale);
+  }
+}
+
+__global__ void updateRunningStatsKernel(const float *mean, const float *var, float *runningMean,
+                                         float *runningVar, int64_t *numBatchesTracked,
+                                         int64_t channels, float unbias, float momentum) {
+  for (int64_t c = globalThread(); c < channels; c += gridThreads()) {
+    runningMean[c] = (1.0f - momentum) * runningMean[c] + momentum * mean[c];
+    runningVar[c] = (1.0f - momentum) * runningVar[c] + momentum * (var[c] * unbias);
+  }
+  if (globalThread() == 0)
+    ++*numBatchesTracked;
+}
+} // namespace
+
+void batchNorm(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
+               float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
+               float eps) {
+  if (channels <= 0)
+    return;
+  batchNormKernel<<<unsigned(channels), kThreads, 0, c.stream>>>(x, weight, bias, y, mean, var,
+                                                                 n, channels, inner, eps);
+  checkLaunch("batchNorm");
+}
+
+void batchNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, const float *mean,
+                   const float *var, const float *weight, float *dx, float *dweight, float *dbias,
+                   int64_t n, int64_t channels, int64_t inner, float eps) {
+  if (channels <= 0)
+    return;
+  batchNormGradKernel<<<unsigned(channels), kThreads, 0, c.stream>>>(
+      x, dy, mean, var, weight, dx, dweight, dbias, n, channels, inner, eps);
+  checkLaunch("batchNormGrad");
+}
+
+void batchNormInference(const rt::DeviceContext &c, const float *x, const float *weight,
+                        const float *bias, const float *mean, const float *var, float *y,
+                        int64_t n, int64_t channels, int64_t inner, float eps) {
+  const int64_t total = n * channels * inner;
+  if (total <= 0)
+    return;
+  batchNormInferenceKernel<<<gridFor(total), kThreads, 0, c.stream>>>(x, weight, bias, mean, var,
+                                                                      y, total, channels, inner,
+                                                                      eps);
+  checkLaunch("batchNormInference");
+}
+
+void updateRunningStats(const rt::DeviceContext &c, const float *mean, const float *var,
+                        float *runningMean, float *runningVar, int64_t *numBatchesTracked,
+                        int64_t channels, int64_t count, float momentum) {
+  const float unbias = count > 1 ? float(double(count) / double(count - 1)) : 1.0f;
+  updateRunningStatsKernel<<<gridFor(channels), kThreads, 0, c.stream>>>(
+      mean, var, runningMean, runningVar, numBatchesTracked, channels, unbias, momentum);
+  checkLaunch("updateRunningStats");
+}
+
 void exportPrediction(const rt::DeviceContext &c, float *dst, const float *src, int64_t n) {
   if (dst)
     copy(c, dst, src, n);

@@ -46,13 +46,38 @@ uint32_t crc32Of(uint32_t crc, const char *data, size_t n) {
   return n ? libdeflate_crc32(crc, data, n) : crc; // zlib's CRC-32
 }
 
-// One tensor to write: name, shape, bytes.
+// One tensor to write: name, shape, bytes, safetensors dtype.
 struct OutTensor {
   std::string name;
   std::vector<int64_t> shape;
   const char *data;
   size_t bytes;
+  const char *dtype = "F32";
 };
+
+// A tensor of the model in the persistent block: a parameter (F32) or a
+// buffer (F32 or I64), in that order.
+struct ModelTensor {
+  const char *name;
+  const char *dtype;
+  std::vector<int64_t> shape;
+  int64_t numel, offset, elementBytes;
+};
+std::vector<ModelTensor> modelTensors(const ModelSpec &spec) {
+  std::vector<ModelTensor> out;
+  for (int32_t i = 0; i < spec.numParams; ++i) {
+    const ParamSpec &p = spec.params[i];
+    out.push_back({p.name, "F32", shapeOf(p), p.numel, p.offset, 4});
+  }
+  for (int32_t i = 0; i < spec.numBuffers; ++i) {
+    const BufferSpec &b = spec.buffers[i];
+    const bool i64 = b.type == ElementType::I64;
+    out.push_back({b.name, i64 ? "I64" : "F32",
+                   std::vector<int64_t>(b.shape, b.shape + b.rank), b.numel, b.offset,
+                   elementBytes(b.type)});
+  }
+  return out;
+}
 
 void writeSafetensors(const std::string &path, const char *what,
                       const std::vector<OutTensor> &tensors,
@@ -67,7 +92,7 @@ void writeSafetensors(const std::string &path, const char *what,
                               t.name));
     const int64_t bytes = static_cast<int64_t>(t.bytes);
     header[t.name] = {
-        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     if (withCrc)
       crc = crc32Of(crc, t.data, t.bytes);
@@ -94,13 +119,12 @@ void writeSafetensors(const std::string &path, const char *what,
   out.commit(alsoLinkAs);
 }
 
+// The parameters and buffers, as torch's state_dict has them.
 std::vector<OutTensor> parameterTensors(const ModelSpec &spec, const char *persistent) {
   std::vector<OutTensor> out;
-  for (int32_t i = 0; i < spec.numParams; ++i) {
-    const ParamSpec &p = spec.params[i];
-    out.push_back({p.name, shapeOf(p), persistent + p.offset,
-                   static_cast<size_t>(p.numel) * sizeof(float)});
-  }
+  for (const ModelTensor &t : modelTensors(spec))
+    out.push_back({t.name, t.shape, persistent + t.offset,
+                   static_cast<size_t>(t.numel * t.elementBytes), t.dtype});
   return out;
 }
 
@@ -174,47 +198,57 @@ Safetensors readSafetensors(const std::string &path) {
   return st;
 }
 
-// Checks that t is F32 of the given shape with matching data; the message
-// names the tensor and says what differs.
+// Checks that t is of dtype `dtype` (F32 unless said) and the given shape
+// with matching data; the message names the tensor and says what differs.
 void checkTensor(const std::string &path, const std::string &name, const Tensor &t,
-                 const std::vector<int64_t> &shape, int64_t numel) {
-  if (t.dtype != "F32")
-    throw Error(fmt::format("checkpoint '{}': tensor '{}' has dtype {}, expected F32", path,
-                            name, t.dtype));
+                 const std::vector<int64_t> &shape, int64_t numel,
+                 const std::string &dtype = "F32") {
+  if (t.dtype != dtype)
+    throw Error(fmt::format("checkpoint '{}': tensor '{}' has dtype {}, expected {}", path,
+                            name, t.dtype, dtype));
+  const int64_t elementBytes = dtype == "I64" ? 8 : 4;
   if (t.shape != shape)
     throw Error(fmt::format("checkpoint '{}': tensor '{}' has shape [{}], expected [{}]", path,
                             name, fmt::join(t.shape, ", "), fmt::join(shape, ", ")));
-  if (t.bytes != static_cast<uint64_t>(numel) * sizeof(float))
+  if (t.bytes != static_cast<uint64_t>(numel * elementBytes))
     throw Error(fmt::format("checkpoint '{}' is not a valid safetensors file: data_offsets "
-                            "[{}, {}] of tensor '{}' hold {} bytes, but {} floats need {}",
-                            path, t.begin, t.begin + t.bytes, name, t.bytes, numel,
-                            numel * 4));
+                            "[{}, {}] of tensor '{}' hold {} bytes, but {} {} values need {}",
+                            path, t.begin, t.begin + t.bytes, name, t.bytes, numel, dtype,
+                            numel * elementBytes));
 }
 
-// Every tensor of st is a parameter of spec (or, with allowState, an
-// optimizer state tensor) and every parameter is there: else an Error
-// naming the first difference.
+// Every tensor of st is a parameter or buffer of spec (or, with
+// allowState, an optimizer state tensor) and every parameter and buffer is
+// there (as torch's strict load_state_dict): else an Error naming the first
+// difference.
 void checkParameters(const std::string &path, const Safetensors &st, const ModelSpec &spec,
                      bool allowState) {
+  const std::vector<ModelTensor> model = modelTensors(spec);
   // In the model's order, so that the message names its first difference.
-  for (int32_t i = 0; i < spec.numParams; ++i) {
-    const ParamSpec &p = spec.params[i];
-    const Tensor *t = st.find(p.name);
+  for (const ModelTensor &m : model) {
+    const Tensor *t = st.find(m.name);
     if (!t)
-      throw Error(fmt::format("checkpoint '{}' has no tensor '{}'", path, p.name));
-    checkTensor(path, p.name, *t, shapeOf(p), p.numel);
+      throw Error(fmt::format("checkpoint '{}' has no tensor '{}'", path, m.name));
+    checkTensor(path, m.name, *t, m.shape, m.numel, m.dtype);
   }
-  std::unordered_map<std::string, int32_t> byName;
-  for (int32_t i = 0; i < spec.numParams; ++i)
-    byName.emplace(spec.params[i].name, i);
+  std::unordered_map<std::string, size_t> byName;
+  for (size_t i = 0; i < model.size(); ++i)
+    byName.emplace(model[i].name, i);
   for (const auto &[name, t] : st.tensors) {
     if (allowState && name.rfind(kStatePrefix, 0) == 0)
       continue;
     if (!byName.count(name))
       throw Error(fmt::format("checkpoint '{}' has tensor '{}', which is not a parameter "
-                              "of model '{}'",
+                              "or buffer of model '{}'",
                               path, name, spec.name));
   }
+}
+
+// Copies the parameters and buffers of a checked file into persistent.
+void copyModelTensors(const Safetensors &st, const ModelSpec &spec, char *persistent) {
+  for (const ModelTensor &m : modelTensors(spec))
+    std::memcpy(persistent + m.offset, st.find(m.name)->data,
+                static_cast<size_t>(m.numel * m.elementBytes));
 }
 
 //===--- metadata ------------------------------------------------------------===//
@@ -311,11 +345,7 @@ void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persis
   const bool trainingState = kind != st.metadata.end() && kind->second == kTrainingStateKind;
   // Validate everything first, then copy: all or nothing.
   checkParameters(path, st, spec, trainingState);
-  for (int32_t i = 0; i < spec.numParams; ++i) {
-    const ParamSpec &p = spec.params[i];
-    std::memcpy(persistent + p.offset, st.find(p.name)->data,
-                static_cast<size_t>(p.numel) * sizeof(float));
-  }
+  copyModelTensors(st, spec, persistent);
 }
 
 std::vector<std::string> stateTensorNames(const ModelSpec &spec, const ParamSpec &p) {
@@ -422,10 +452,10 @@ LoadedTrainingState loadTrainingState(const std::string &path, const ModelSpec &
   LoadedTrainingState out;
   out.state = stateFromMetadata(st.metadata, where.c_str());
   out.persistent.assign(static_cast<size_t>(spec.persistentBytes), 0);
+  copyModelTensors(st, spec, out.persistent.data());
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec &p = spec.params[i];
     const size_t bytes = static_cast<size_t>(p.numel) * sizeof(float);
-    std::memcpy(out.persistent.data() + p.offset, st.find(p.name)->data, bytes);
     std::vector<std::string> names = stateTensorNames(spec, p);
     for (size_t k = 0; k < names.size(); ++k)
       std::memcpy(out.persistent.data() + p.stateOffset + k * bytes, st.find(names[k])->data,

@@ -7,7 +7,9 @@
 //
 // Two kinds of file, both loadable by PyTorch (safetensors.torch.load_file):
 //  - parameters (train --save): one tensor per ParamSpec, under its DSL name
-//    ("fc1.weight"); metadata format=pt, dtc.kind=parameters, dtc.model.
+//    ("fc1.weight"), then one per BufferSpec ("bn1.running_mean" F32,
+//    "bn1.num_batches_tracked" I64), as torch's state_dict; metadata
+//    format=pt, dtc.kind=parameters, dtc.model.
 //  - training state (train --checkpoint): the parameters as above, then the
 //    optimizer state of each parameter as "optimizer/<name>/<buffer>"
 //    (<buffer>: momentum_buffer for SGD with momentum; exp_avg, exp_avg_sq
@@ -34,10 +36,10 @@ namespace dtc::rt {
 void saveCheckpoint(const std::string &path, const ModelSpec &spec,
                     const char *persistent);
 
-// Replaces the parameters with the tensors of a parameters or training-state
-// file (--init; the optimizer state of the latter is not used). Every
-// parameter must be present as F32 with the exact shape, and no other tensor
-// may be, but optimizer state; on any error nothing is modified and an Error
+// Replaces the parameters and buffers with the tensors of a parameters or
+// training-state file (--init; the optimizer state of the latter is not
+// used). Every parameter and buffer must be present with its dtype and exact
+// shape, and no other tensor may be, but optimizer state; on any error nothing is modified and an Error
 // naming the file is thrown.
 void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persistent);
 

@@ -46,6 +46,10 @@ public:
     std::memcpy(s_.persistent.data() + offset, &value, sizeof value);
   }
   void persistentToHost() override {}
+  void shareBuffers() override {
+    if (s_.comm.size() > 1 && s_.spec.bufferBytes > 0)
+      s_.comm.broadcast(s_.persistent.data() + s_.spec.paramBytes, s_.spec.bufferBytes, 0);
+  }
   void setTracer(Tracer *t) override { s_.args.trace = t; }
 
 private:

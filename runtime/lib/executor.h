@@ -59,6 +59,12 @@ public:
   // Makes Session::persistent (parameters and optimizer state) that of the
   // steps (--save, --checkpoint). Waits for the steps queued so far.
   virtual void persistentToHost() = 0;
+  // Makes every rank's buffers (batch normalization's running statistics,
+  // which each rank updates from its own batches) rank 0's, as DDP's
+  // broadcast_buffers does: before an evaluation, so that every rank's part
+  // of it uses the statistics the checkpoint holds. Waits for the steps
+  // queued so far.
+  virtual void shareBuffers() = 0;
   // Records the ops of the next steps into t (null: stop).
   virtual void setTracer(Tracer *t) = 0;
 };

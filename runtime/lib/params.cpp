@@ -54,21 +54,38 @@ void validateSpec(const ModelSpec &spec) {
   if (spec.paramBytes > spec.persistentBytes || spec.paramBytes < 0 ||
       spec.arenaPerSample < 0 || spec.arenaFixed < 0)
     throw bad("inconsistent memory sizes");
+  // The elements of a shape (of rank <= 6: checked before it is used).
+  auto numelOf = [](int32_t rank, const int64_t *shape) {
+    int64_t numel = 1;
+    for (int32_t d = 0; d < rank && d < 6; ++d)
+      numel *= shape[d];
+    return numel;
+  };
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec &p = spec.params[i];
-    int64_t numel = 1;
-    for (int32_t d = 0; d < p.rank; ++d)
-      numel *= p.shape[d];
+    const int64_t numel = numelOf(p.rank, p.shape);
     if (!p.name || p.rank < 0 || p.rank > 6 || numel != p.numel || p.offset < 0 ||
         p.offset % 4 != 0 || p.offset + p.numel * 4 > spec.paramBytes)
       throw bad(fmt::format("parameter {} ('{}') has an inconsistent shape or offset", i,
                             p.name ? p.name : "?"));
     if (spec.numStates > 0 &&
-        (p.stateOffset < spec.paramBytes || p.stateOffset % 4 != 0 ||
+        (p.stateOffset < spec.paramBytes + spec.bufferBytes || p.stateOffset % 4 != 0 ||
          p.stateOffset + spec.numStates * p.numel * 4 > spec.persistentBytes))
       throw bad(fmt::format("parameter {} ('{}') has its optimizer state outside the "
                             "persistent block",
                             i, p.name));
+  }
+  if (spec.numBuffers < 0 || (spec.numBuffers > 0 && !spec.buffers) || spec.bufferBytes < 0 ||
+      spec.paramBytes + spec.bufferBytes > spec.persistentBytes)
+    throw bad("inconsistent buffers");
+  for (int32_t i = 0; i < spec.numBuffers; ++i) {
+    const BufferSpec &b = spec.buffers[i];
+    const int64_t numel = numelOf(b.rank, b.shape);
+    const int64_t bytes = elementBytes(b.type);
+    if (!b.name || b.rank < 0 || b.rank > 6 || numel != b.numel || b.offset % bytes != 0 ||
+        b.offset < spec.paramBytes || b.offset + b.numel * bytes > spec.paramBytes + spec.bufferBytes)
+      throw bad(fmt::format("buffer {} ('{}') has an inconsistent shape or offset", i,
+                            b.name ? b.name : "?"));
   }
   if (spec.numStates < 0 || spec.numStates > 2)
     throw bad(fmt::format("{} optimizer state buffers per parameter", spec.numStates));
@@ -103,7 +120,10 @@ int64_t countParams(const ModelSpec &spec) {
   return n;
 }
 
+static void initBuffers(const ModelSpec &spec, char *persistent);
+
 void initParams(const ModelSpec &spec, uint64_t seed, char *persistent) {
+  initBuffers(spec, persistent);
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec &p = spec.params[i];
     float *w = reinterpret_cast<float *>(persistent + p.offset);
@@ -148,6 +168,19 @@ void initParams(const ModelSpec &spec, uint64_t seed, char *persistent) {
     default:
       throw Error(fmt::format("parameter '{}' has unknown initializer {}", p.name,
                               static_cast<int>(p.init)));
+    }
+  }
+}
+
+static void initBuffers(const ModelSpec &spec, char *persistent) {
+  for (int32_t i = 0; i < spec.numBuffers; ++i) {
+    const BufferSpec &b = spec.buffers[i];
+    if (b.type == ElementType::I64) {
+      int64_t *v = reinterpret_cast<int64_t *>(persistent + b.offset);
+      std::fill(v, v + b.numel, static_cast<int64_t>(b.value));
+    } else {
+      float *v = reinterpret_cast<float *>(persistent + b.offset);
+      std::fill(v, v + b.numel, static_cast<float>(b.value));
     }
   }
 }

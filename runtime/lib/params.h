@@ -18,7 +18,11 @@ const char *optimizerName(OptimizerKind k);
 int64_t countParams(const ModelSpec &spec);
 
 // Initializes every parameter of the persistent block from its InitKind,
-// deterministically from (seed, parameter index). See params.cpp.
+// deterministically from (seed, parameter index), and every buffer to its
+// value. See params.cpp.
 void initParams(const ModelSpec &spec, uint64_t seed, char *persistent);
+
+// Bytes of one element of a buffer.
+inline int64_t elementBytes(ElementType t) { return t == ElementType::I64 ? 8 : 4; }
 
 } // namespace dtc::rt

@@ -48,11 +48,13 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
     if (!this->opts.initPath.empty() && comm.rank() == 0)
       loadCheckpoint(this->opts.initPath, spec, persistent.data());
   }
-  // A resumed run: every rank gets rank 0's parameters and optimizer state
+  // Every rank gets rank 0's parameters and buffers (as DDP broadcasts a
+  // module's state at construction); a resumed run also its optimizer state
   // (whether the others were given a state or not).
   const bool resumedAnywhere = this->opts.resumeActive;
   if (comm.size() > 1)
-    comm.broadcast(persistent.data(), resumedAnywhere ? spec.persistentBytes : spec.paramBytes, 0);
+    comm.broadcast(persistent.data(), resumedAnywhere ? spec.persistentBytes : spec.paramBytes + spec.bufferBytes,
+                   0);
   hyper.lr = this->opts.lr;
   hyper.step = 0;
   args.persistent = persistent.data();

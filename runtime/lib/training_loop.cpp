@@ -243,6 +243,7 @@ void TrainingLoop::checkpoint(int64_t epoch, int64_t position) {
 // while the step before it runs; returns the sample-weighted mean of each
 // output over the whole set (one allreduceSum).
 std::vector<double> TrainingLoop::evaluate(const Dataset &ds) {
+  exec_.shareBuffers(); // every rank evaluates with rank 0's running statistics
   const size_t numOutputs = numOutputs_;
   const int64_t slots = slots_, batch = s_.opts.batch;
   // sums[i]: output i weighted by batch sizes; sums.back(): samples.

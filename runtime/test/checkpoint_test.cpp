@@ -173,6 +173,60 @@ TEST_F(Checkpoint, MissingFilesAndUnwritableTargets) {
   EXPECT_NE(e.find("cannot write checkpoint '" + bad + "'"), std::string::npos) << e;
 }
 
+// Buffers (batch normalization's running statistics and its int64 counter)
+// are saved after the parameters under their names, with their dtypes, and
+// loaded back; a file without them, or with the counter as F32, is refused
+// (torch's strict load_state_dict) and changes nothing.
+TEST(CheckpointBuffers, SavedAndLoadedWithTheirDtypes) {
+  const BufferSpec buffers[] = {
+      {"n.running_mean", ElementType::F32, 1, {3}, 3, 192, 0.0},
+      {"n.num_batches_tracked", ElementType::I64, 0, {}, 1, 208, 0.0},
+  };
+  ModelSpec spec = makeSpec();
+  spec.numBuffers = 2;
+  spec.buffers = buffers;
+  spec.bufferBytes = 32;
+  spec.persistentBytes = 256;
+  std::vector<float> saved = filled(64, 1.0f);
+  const int64_t counter = (int64_t(1) << 40) + 3; // beyond a float's integers
+  std::memcpy(bytes(saved) + 208, &counter, 8);
+  TempDir dir;
+  const std::string path = dir.file("bn.safetensors");
+  saveCheckpoint(path, spec, bytes(saved));
+  const std::string file = readFile(path);
+  uint64_t n;
+  std::memcpy(&n, file.data(), 8);
+  auto h = nlohmann::json::parse(file.substr(8, n));
+  EXPECT_EQ(h["n.running_mean"]["dtype"], "F32");
+  EXPECT_EQ(h["n.num_batches_tracked"]["dtype"], "I64");
+  EXPECT_EQ(h["n.num_batches_tracked"]["shape"], nlohmann::json::array());
+  EXPECT_EQ(h["n.num_batches_tracked"]["data_offsets"], nlohmann::json({76, 84}));
+
+  std::vector<float> loaded(64, -1.0f);
+  loadCheckpoint(path, spec, bytes(loaded));
+  for (size_t i = 48; i < 51; ++i)
+    EXPECT_EQ(loaded[i], saved[i]) << "running_mean " << i - 48;
+  int64_t got = 0;
+  std::memcpy(&got, bytes(loaded) + 208, 8);
+  EXPECT_EQ(got, counter);
+
+  auto refused = [&](const std::function<void(nlohmann::json &)> &edit, const std::string &why) {
+    const std::string bad = dir.file("bad.safetensors");
+    writeFile(bad, file);
+    rewriteHeader(bad, edit);
+    std::vector<float> target(64, -7.0f);
+    const std::string e = errorOf([&] { loadCheckpoint(bad, spec, bytes(target)); });
+    EXPECT_NE(e.find(why), std::string::npos) << e;
+    EXPECT_EQ(target, std::vector<float>(64, -7.0f)) << "a failed load modified the block";
+  };
+  refused([](nlohmann::json &j) { j.erase("n.running_mean"); },
+          "has no tensor 'n.running_mean'");
+  refused([](nlohmann::json &j) { j["n.num_batches_tracked"]["dtype"] = "F32"; },
+          "tensor 'n.num_batches_tracked' has dtype F32, expected I64");
+  refused([](nlohmann::json &j) { j["n.other"] = j["n.running_mean"]; },
+          "tensor 'n.other', which is not a parameter or buffer");
+}
+
 // PyTorch compatibility: torch (manual safetensors parsing, as the
 // `safetensors` package would) loads our file into nn.Linear(4, 3) with a
 // strict state_dict, doubles it and writes it back in the same format.

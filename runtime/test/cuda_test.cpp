@@ -168,6 +168,10 @@ DTC_SAME_ABI(avgPool2d);
 DTC_SAME_ABI(avgPool2dGrad);
 DTC_SAME_ABI(dropout);
 DTC_SAME_ABI(dropoutGrad);
+DTC_SAME_ABI(batchNorm);
+DTC_SAME_ABI(batchNormGrad);
+DTC_SAME_ABI(batchNormInference);
+DTC_SAME_ABI(updateRunningStats);
 DTC_SAME_ABI(exportPrediction);
 #undef DTC_SAME_ABI
 
@@ -320,6 +324,50 @@ TEST_F(Kernels, DropoutDrawsTheCpuMasks) {
     cuda::dropoutGrad(c(), dX.get(), dDx.get(), n, p, seed, 4);
     expectClose(dY.host(), y, 0, 0, "dropout");
     expectClose(dDx.host(), dx, 0, 0, "dropoutGrad");
+  }
+}
+
+TEST_F(Kernels, BatchNormMatchesTheCpu) {
+  struct Shape {
+    int64_t n, channels, inner;
+  };
+  for (Shape sh : {Shape{5, 3, 7}, Shape{64, 32, 196}, Shape{33, 10, 1}}) {
+    const int64_t total = sh.n * sh.channels * sh.inner;
+    const size_t T = size_t(total), C = size_t(sh.channels);
+    auto x = randomVec(T, 21), dy = randomVec(T, 22), w = randomVec(C, 23), b = randomVec(C, 24);
+    const float eps = 1e-5f, momentum = 0.1f;
+    std::vector<float> y(T), mean(C), var(C), dx(T), dw(C), db(C), yi(T);
+    std::vector<float> rm(C, 0.0f), rv(C, 1.0f);
+    int64_t tracked = 4;
+    kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), mean.data(), var.data(), sh.n,
+                    sh.channels, sh.inner, eps);
+    kern::batchNormGrad(kHost, x.data(), dy.data(), mean.data(), var.data(), w.data(), dx.data(),
+                        dw.data(), db.data(), sh.n, sh.channels, sh.inner, eps);
+    kern::batchNormInference(kHost, x.data(), w.data(), b.data(), mean.data(), var.data(),
+                             yi.data(), sh.n, sh.channels, sh.inner, eps);
+    kern::updateRunningStats(kHost, mean.data(), var.data(), rm.data(), rv.data(), &tracked,
+                             sh.channels, sh.n * sh.inner, momentum);
+    DevVec<float> dX(x), dDy(dy), dW(w), dB(b), dY(T), dMean(C), dVar(C), dDx(T), dDw(C), dDb(C),
+        dYi(T), dRm(std::vector<float>(C, 0.0f)), dRv(std::vector<float>(C, 1.0f));
+    DevVec<int64_t> dTracked(std::vector<int64_t>{4});
+    cuda::batchNorm(c(), dX.get(), dW.get(), dB.get(), dY.get(), dMean.get(), dVar.get(), sh.n,
+                    sh.channels, sh.inner, eps);
+    cuda::batchNormGrad(c(), dX.get(), dDy.get(), dMean.get(), dVar.get(), dW.get(), dDx.get(),
+                        dDw.get(), dDb.get(), sh.n, sh.channels, sh.inner, eps);
+    cuda::batchNormInference(c(), dX.get(), dW.get(), dB.get(), dMean.get(), dVar.get(),
+                             dYi.get(), sh.n, sh.channels, sh.inner, eps);
+    cuda::updateRunningStats(c(), dMean.get(), dVar.get(), dRm.get(), dRv.get(), dTracked.get(),
+                             sh.channels, sh.n * sh.inner, momentum);
+    expectClose(dY.host(), y, 1e-5f, 1e-4f, "batchNorm");
+    expectClose(dMean.host(), mean, 1e-6f, 1e-5f, "batchNorm mean");
+    expectClose(dVar.host(), var, 1e-6f, 1e-5f, "batchNorm var");
+    expectClose(dDx.host(), dx, 1e-5f, 1e-4f, "batchNormGrad dx");
+    expectClose(dDw.host(), dw, 1e-4f, 1e-4f, "batchNormGrad dweight");
+    expectClose(dDb.host(), db, 1e-4f, 1e-4f, "batchNormGrad dbias");
+    expectClose(dYi.host(), yi, 1e-5f, 1e-4f, "batchNormInference");
+    expectClose(dRm.host(), rm, 1e-6f, 1e-5f, "updateRunningStats mean");
+    expectClose(dRv.host(), rv, 1e-6f, 1e-5f, "updateRunningStats var");
+    EXPECT_EQ(dTracked.host()[0], 5);
   }
 }
 

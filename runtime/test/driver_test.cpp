@@ -566,6 +566,7 @@ public:
   void persistentToHost() override {
     std::memcpy(s_.persistent.data(), persistent_.data(), size_t(s_.spec.persistentBytes));
   }
+  void shareBuffers() override {} // one rank
   void setTracer(Tracer *t) override { args_.trace = t; }
 
   static inline int reads = 0;

@@ -734,3 +734,105 @@ TEST(Dropout, MasksDifferBySaltStepAndRankAndRepeatForTheSameStep) {
     EXPECT_LT(same, base.size() * 6 / 10);
   }
 }
+
+//===--- batch normalization ------------------------------------------------===//
+
+namespace {
+// x [n, C, inner]: the double-precision batch statistics of channel c.
+void channelStats(const std::vector<float> &x, int64_t n, int64_t C, int64_t inner, int64_t c,
+                  double &mean, double &var) {
+  double s = 0, q = 0;
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t i = 0; i < inner; ++i)
+      s += x[size_t((k * C + c) * inner + i)];
+  mean = s / double(n * inner);
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t i = 0; i < inner; ++i) {
+      const double d = x[size_t((k * C + c) * inner + i)] - mean;
+      q += d * d;
+    }
+  var = q / double(n * inner);
+}
+} // namespace
+
+TEST(BatchNorm, TrainingUsesTheBatchStatisticsAndInferenceTheGivenOnes) {
+  const int64_t n = 5, C = 3, inner = 7;
+  const size_t T = size_t(n * C * inner);
+  // Channel c offset by 3c: a mean far from 0 that the kernel must remove.
+  auto x = randomVec(T, 31, -1, 1);
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < inner; ++i)
+        x[size_t((k * C + c) * inner + i)] += 3.0f * float(c);
+  const std::vector<float> w{0.5f, 1.0f, 2.0f}, b{0.1f, -0.2f, 0.3f};
+  const float eps = 1e-5f;
+  std::vector<float> y(T), mean(C), var(C), yi(T);
+  kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), mean.data(), var.data(), n, C,
+                  inner, eps);
+  for (int64_t c = 0; c < C; ++c) {
+    double m, v;
+    channelStats(x, n, C, inner, c, m, v);
+    EXPECT_NEAR(mean[size_t(c)], m, 1e-6);
+    EXPECT_NEAR(var[size_t(c)], v, 1e-6); // biased, as torch normalizes with
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t i = 0; i < inner; ++i) {
+        const size_t at = size_t((k * C + c) * inner + i);
+        EXPECT_NEAR(y[at], (x[at] - m) / std::sqrt(v + eps) * w[size_t(c)] + b[size_t(c)], 1e-5);
+      }
+  }
+  // Inference with other statistics: those, not the batch's.
+  const std::vector<float> rm{1.0f, 2.0f, 3.0f}, rv{4.0f, 0.25f, 1.0f};
+  kern::batchNormInference(kHost, x.data(), w.data(), b.data(), rm.data(), rv.data(), yi.data(),
+                           n, C, inner, eps);
+  for (size_t at = 0; at < T; ++at) {
+    const size_t c = (at / size_t(inner)) % size_t(C);
+    EXPECT_NEAR(yi[at], (x[at] - rm[c]) / std::sqrt(rv[c] + eps) * w[c] + b[c], 1e-5);
+  }
+}
+
+TEST(BatchNorm, GradientMatchesFiniteDifferences) {
+  const int64_t n = 4, C = 2, inner = 3;
+  const size_t T = size_t(n * C * inner);
+  auto x = randomVec(T, 41), K = randomVec(T, 42);
+  std::vector<float> w{0.7f, 1.3f}, b{0.2f, -0.1f};
+  const float eps = 1e-3f;
+  // loss = sum(batch_norm(x) * K); its gradient dy is K.
+  auto loss = [&]() {
+    std::vector<float> y(T), m(2), v(2);
+    kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), n, C,
+                    inner, eps);
+    double s = 0;
+    for (size_t i = 0; i < T; ++i)
+      s += double(y[i]) * K[i];
+    return s;
+  };
+  std::vector<float> y(T), m(2), v(2), dx(T), dw(2), db(2);
+  kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), n, C, inner,
+                  eps);
+  kern::batchNormGrad(kHost, x.data(), K.data(), m.data(), v.data(), w.data(), dx.data(),
+                      dw.data(), db.data(), n, C, inner, eps);
+  expectNear(dx, numericGrad(x, loss), 2e-2f);
+  expectNear(dw, numericGrad(w, loss), 2e-2f);
+  expectNear(db, numericGrad(b, loss), 2e-2f);
+  // The input's gradient sums to zero per channel (the mean is removed).
+  for (int64_t c = 0; c < C; ++c) {
+    double s = 0;
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t i = 0; i < inner; ++i)
+        s += dx[size_t((k * C + c) * inner + i)];
+    EXPECT_NEAR(s, 0.0, 1e-5);
+  }
+}
+
+TEST(BatchNorm, RunningStatisticsMoveByMomentumWithTheUnbiasedVariance) {
+  const std::vector<float> mean{1.0f, -2.0f}, var{0.5f, 2.0f};
+  std::vector<float> rm{0.0f, 1.0f}, rv{1.0f, 1.0f};
+  int64_t tracked = 41;
+  kern::updateRunningStats(kHost, mean.data(), var.data(), rm.data(), rv.data(), &tracked, 2, 5,
+                           0.1f);
+  EXPECT_FLOAT_EQ(rm[0], 0.1f);
+  EXPECT_FLOAT_EQ(rm[1], 0.9f * 1.0f + 0.1f * -2.0f);
+  EXPECT_FLOAT_EQ(rv[0], 0.9f + 0.1f * 0.5f * 5.0f / 4.0f);
+  EXPECT_FLOAT_EQ(rv[1], 0.9f + 0.1f * 2.0f * 5.0f / 4.0f);
+  EXPECT_EQ(tracked, 42);
+}

@@ -104,6 +104,7 @@ public:
   }
   void setParam(int64_t offset, float value) override { cpu_->setParam(offset, value); }
   void persistentToHost() override { cpu_->persistentToHost(); }
+  void shareBuffers() override { cpu_->shareBuffers(); }
   void setTracer(Tracer *t) override { cpu_->setTracer(t); }
 
 private:

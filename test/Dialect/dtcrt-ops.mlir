@@ -8,9 +8,9 @@ func.func @step() {
   %x = dtcrt.step_arg input : !dtcrt.ptr<f32>
   // CHECK: dtcrt.step_arg class_labels : !dtcrt.ptr<i32>
   %y = dtcrt.step_arg class_labels : !dtcrt.ptr<i32>
-  // CHECK: %[[W:.*]] = dtcrt.buffer persistent[64] : <f32>
+  // CHECK: %[[W:.*]] = dtcrt.buffer persistent[64] : !dtcrt.ptr<f32>
   %w = dtcrt.buffer persistent[64] : !dtcrt.ptr<f32>
-  // CHECK: dtcrt.buffer per_sample[16] : <f32>
+  // CHECK: dtcrt.buffer per_sample[16] : !dtcrt.ptr<f32>
   %h = dtcrt.buffer per_sample[16] : !dtcrt.ptr<f32>
   // CHECK: dtcrt.size 4 batched
   %n = dtcrt.size 4 batched

@@ -6,8 +6,9 @@ import numpy as np
 def save_safetensors(path, tensors):
     header, blobs, offset = {}, [], 0
     for name, t in tensors.items():
-        a = np.array(t, dtype=np.float32)  # keeps 0-d shapes
-        header[name] = {"dtype": "F32", "shape": list(a.shape),
+        # int64 arrays stay I64 (num_batches_tracked); the rest is F32
+        a = np.array(t, dtype=np.int64 if np.asarray(t).dtype == np.int64 else np.float32)
+        header[name] = {"dtype": "I64" if a.dtype == np.int64 else "F32", "shape": list(a.shape),
                         "data_offsets": [offset, offset + a.nbytes]}
         blobs.append(a.tobytes())
         offset += a.nbytes
@@ -22,8 +23,9 @@ def load_safetensors(path):
         header = json.loads(f.read(n))
         data = f.read()
     header.pop("__metadata__", None)
+    types = {"F32": np.float32, "I64": np.int64}
     return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]],
-                             dtype=np.float32).reshape(v["shape"]).copy()
+                             dtype=types[v["dtype"]]).reshape(v["shape"]).copy()
             for k, v in header.items()}
 
 def compile_model(dtc, source, workdir, name, extra=()):

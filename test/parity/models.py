@@ -10,6 +10,9 @@ final parameters must match.
   cnn       two convolutions (padded, strided, grouped), max and average
             pooling, dropout with dtc's masks applied on PyTorch's side,
             on Fashion-MNIST as [B, 1, 28, 28], SGD momentum
+  cnn_bn    convolutions and a linear layer each followed by batch_norm
+            (BatchNorm2d / 1d in training mode), dropout; the running
+            statistics and num_batches_tracked are compared at the end
 Tolerances (fp32, different summation orders, errors compounding over the
 steps): every step's loss within 2e-5 x (1 + |loss|), final parameters
 within 2e-4 x (1 + max |w|) per tensor (measured: at most 2.4e-6 and 1.5e-5,
@@ -41,9 +44,12 @@ def linear_init(rng, out, inp, prefix):
     return {f"{prefix}.weight": rng.uniform(-b, b, (out, inp)).astype(np.float32),
             f"{prefix}.bias": rng.uniform(-b, b, (out,)).astype(np.float32)}
 
+BUFFER = ("running_mean", "running_var", "num_batches_tracked")
+
 def torch_train(params, forward, make_opt, x, y, loss_fn):
-    p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
-    opt = make_opt(list(p.values()))
+    # Buffers (batch norm's) take no gradient; the forward updates them.
+    p = {k: torch.tensor(v, requires_grad=not k.endswith(BUFFER)) for k, v in params.items()}
+    opt = make_opt([v for k, v in p.items() if not k.endswith(BUFFER)])
     losses = []
     for s in range(STEPS):
         xb, yb = x[s * BATCH:(s + 1) * BATCH], y[s * BATCH:(s + 1) * BATCH]
@@ -124,12 +130,82 @@ def cnn_case(rng, lr, work):
         step[0] += 1
         m = torch.tensor(keep_mask(step_seed(5, step[0], 0), 0, h.numel(), 0.3).reshape(tuple(h.shape)))
         return F.linear(h * m / 0.7, p["fc2.weight"], p["fc2.bias"])
+    return image_case(work, "parity_cnn", CNN_DSL, params, fwd, lr)
+
+def image_case(work, name, dsl_text, params, fwd, lr):
+    """A case on Fashion-MNIST images [B, 1, 28, 28], SGD with momentum 0.9;
+    writes the model's DSL to work."""
     opt = lambda ps: torch.optim.SGD(ps, lr=lr, momentum=0.9)
     x, y = fashion(STEPS * BATCH)
-    dsl = os.path.join(work, "parity_cnn.dsl")
+    dsl = os.path.join(work, name + ".dsl")
     with open(dsl, "w") as f:
-        f.write(CNN_DSL)
+        f.write(dsl_text)
     return dsl, params, fwd, opt, x.reshape(-1, 1, 28, 28), y, F.cross_entropy, ["--lr", str(lr)]
+
+CNN_BN_DSL = """model parity_cnn_bn
+input x: f32[B, 1, 28, 28]
+label y: i32[B]
+c1 = conv2d(x, 8, 3, padding=1, bias=false)
+n1 = batch_norm(c1, act=tanh)
+p1 = avg_pool2d(n1, 2)
+c2 = conv2d(p1, 16, 3)
+n2 = batch_norm(c2, momentum=0.2, act=tanh)
+p2 = avg_pool2d(n2, 2)
+fc1 = linear(flatten(p2), 32)
+n3 = batch_norm(fc1, eps=0.001, act=tanh)
+d = dropout(n3, 0.2)
+fc2 = linear(d, 10)
+loss = cross_entropy(fc2, y)
+train {
+  data = fashion_mnist("/usr/share/datasets/fashion-mnist")
+  optimizer = sgd(lr=0.02, momentum=0.9)
+  seed = 9
+}
+"""
+
+def bn_init(rng, c, prefix):
+    """Affine parameters and buffers away from their defaults, so that a
+    buffer or parameter read in the wrong place shows."""
+    return {f"{prefix}.weight": rng.uniform(0.5, 1.5, c).astype(np.float32),
+            f"{prefix}.bias": rng.normal(0, 0.1, c).astype(np.float32),
+            f"{prefix}.running_mean": rng.normal(0, 0.1, c).astype(np.float32),
+            f"{prefix}.running_var": rng.uniform(0.5, 1.5, c).astype(np.float32),
+            f"{prefix}.num_batches_tracked": np.array(7, dtype=np.int64)}
+
+def cnn_bn_case(rng, lr, work):
+    """Batch normalization after convolutions (BatchNorm2d, one without a
+    convolution bias) and after a linear layer (BatchNorm1d), in training
+    mode, with their running statistics compared at the end; dropout with
+    dtc's masks. tanh after each and average pooling: batch norm centres
+    its outputs at 0, where a ReLU's kink turns a last-bit difference of the
+    convolutions (oneDNN's summation order against PyTorch's) into another
+    mask element (measured: one element at step 0 moved parameters by 1%),
+    and a max pooling after a saturating tanh picks another of two nearly
+    equal maxima (measured: the losses part by 1e-4 in 100 steps); with
+    both, the runs stay within 2e-6. The example itself uses ReLU and max
+    pooling; cnn_dropout covers max pooling.
+    the example itself uses ReLU."""
+    from dropout_mask import keep_mask, step_seed
+    params = {**{"c1.weight": conv_init(rng, 8, 1, 3, 3, "c1")["c1.weight"]}, **bn_init(rng, 8, "n1"),
+              **conv_init(rng, 16, 8, 3, 3, "c2"), **bn_init(rng, 16, "n2"),
+              **linear_init(rng, 32, 16 * 6 * 6, "fc1"), **bn_init(rng, 32, "n3"),
+              **linear_init(rng, 10, 32, "fc2")}
+    step = [0]
+    def bn(p, h, n, **kw):
+        return F.batch_norm(h, p[n + ".running_mean"], p[n + ".running_var"], p[n + ".weight"],
+                            p[n + ".bias"], training=True, **kw)
+    def fwd(p, x):
+        h = F.avg_pool2d(torch.tanh(bn(p, F.conv2d(x, p["c1.weight"], padding=1), "n1")), 2)
+        h = torch.tanh(bn(p, F.conv2d(h, p["c2.weight"], p["c2.bias"]), "n2", momentum=0.2))
+        h = F.avg_pool2d(h, 2)
+        h = F.linear(torch.flatten(h, 1), p["fc1.weight"], p["fc1.bias"])
+        h = torch.tanh(bn(p, h, "n3", eps=0.001))
+        for n in ("n1", "n2", "n3"):
+            p[n + ".num_batches_tracked"] += 1
+        step[0] += 1
+        m = torch.tensor(keep_mask(step_seed(9, step[0], 0), 0, h.numel(), 0.2).reshape(tuple(h.shape)))
+        return F.linear(h * m / 0.8, p["fc2.weight"], p["fc2.bias"])
+    return image_case(work, "parity_cnn_bn", CNN_BN_DSL, params, fwd, lr)
 
 def check(name, dtc, examples, work, case, control):
     dsl, params, fwd, opt, x, y, loss_fn, extra = case
@@ -160,8 +236,10 @@ def main():
     rng = np.random.default_rng(3)
     cases = {"mlp": lambda lr: mlp_case(rng, lr), "deep_adamw": lambda lr: deep_case(rng, lr),
              "mse_nesterov": lambda lr: mse_case(rng, lr, work),
-             "cnn_dropout": lambda lr: cnn_case(rng, lr, work)}
-    lrs = {"mlp": 0.01, "deep_adamw": 0.001, "mse_nesterov": 0.05, "cnn_dropout": 0.02}
+             "cnn_dropout": lambda lr: cnn_case(rng, lr, work),
+             "cnn_batchnorm": lambda lr: cnn_bn_case(rng, lr, work)}
+    lrs = {"mlp": 0.01, "deep_adamw": 0.001, "mse_nesterov": 0.05, "cnn_dropout": 0.02,
+           "cnn_batchnorm": 0.02}
     failed = 0
     for name, make in cases.items():
         case = make(lrs[name])

@@ -21,6 +21,8 @@ from common import save_safetensors, load_safetensors, compile_model, run, read_
 from dropout_mask import keep_mask, step_seed
 
 rng = np.random.default_rng(7)
+AFTER = {}  # case: the buffers torch holds after the step (batch norm)
+BUFFER = ("running_mean", "running_var", "num_batches_tracked")
 F = torch.nn.functional
 
 def pos(shape):   # positive operands (log, sqrt, div)
@@ -93,6 +95,26 @@ def cases():
         ("flatten", "flatten(a)", lambda p: torch.flatten(p["a"], 1)),
     ]:
         c[name] = ({"a": rnd((2, 3, 7, 6))}, dsl, tf)
+    # Batch normalization in training: `o = batch_norm(a)` declares
+    # o.weight, o.bias and the buffers o.running_mean, o.running_var,
+    # o.num_batches_tracked (torch.nn.BatchNorm's); the buffers after the
+    # step must be torch's too (AFTER).
+    def bn(name, shape, dsl, **kw):
+        C = shape[1]
+        ps = {"a": rnd(shape), "o.weight": pos((C,)), "o.bias": rnd((C,)),
+              "o.running_mean": rnd((C,)), "o.running_var": pos((C,)),
+              "o.num_batches_tracked": np.array(3, dtype=np.int64)}
+        def tf(p, kw=kw):
+            rm, rv = p["o.running_mean"].detach().clone(), p["o.running_var"].detach().clone()
+            y = F.batch_norm(p["a"], rm, rv, p["o.weight"], p["o.bias"], training=True, **kw)
+            AFTER[name] = {"o.running_mean": rm.numpy(), "o.running_var": rv.numpy(),
+                           "o.num_batches_tracked": np.array(4, dtype=np.int64)}
+            return y
+        c[name] = (ps, dsl, tf)
+    bn("batch_norm2d", (4, 3, 5, 6), "batch_norm(a)")
+    bn("batch_norm1d", (7, 5), "batch_norm(a, momentum=0.3)", momentum=0.3)
+    bn("batch_norm1d_3d", (3, 4, 5), "batch_norm(a, eps=0.01)", eps=0.01)
+    bn("batch_norm2d_relu", (2, 2, 3, 3), "batch_norm(a, 0.5, 1e-3, act=relu)", momentum=0.5, eps=1e-3)
     # Dropout: the masks of step 1 at seed 0 on rank 0 (the run below),
     # rebuilt from dtc's hash (dropout_mask.py); the second dropout has salt 1.
     seed1 = step_seed(0, 1, 0)
@@ -109,8 +131,10 @@ def main():
     dtc, work = sys.argv[1], sys.argv[2]
     failures = 0
     for name, (params, expr, tf, *extra) in cases().items():
-        tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+        tp = {k: torch.tensor(v, requires_grad=not k.endswith(BUFFER)) for k, v in params.items()}
         out = tf(tp)
+        if name.endswith("_relu"):
+            out = F.relu(out)
         K = rnd(tuple(out.shape))
         params = dict(params, K=K)
         tp["K"] = torch.tensor(K, requires_grad=True)
@@ -137,6 +161,10 @@ train {{
         saved = load_safetensors(os.path.join(d, "out.safetensors"))
         errs = {"loss": abs(dtc_loss - loss.item()) / (1 + abs(loss.item()))}
         for k, v in params.items():
+            if k.endswith(BUFFER):               # updated by the step, as torch does
+                want = AFTER[name][k]
+                errs[k] = float(np.abs(saved[k] - want).max()) / (1 + float(np.abs(want).max()))
+                continue
             g_dtc = v - saved[k]                 # one SGD step with lr 1
             g_ref = tp[k].grad.numpy()
             errs["d" + k] = float(np.abs(g_dtc - g_ref).max()) / (1 + float(np.abs(g_ref).max()))

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """train --predict against PyTorch on the same checkpoint: a CNN classifier
-(conv2d, max pooling, dropout, which prediction turns off) and a regression
-model, trained a few steps by dtc and saved; the same inputs given as a
+(conv2d, batch normalization, which prediction computes with the running
+statistics, max pooling, dropout, which prediction turns off), loaded into a
+torch.nn module with load_state_dict(strict=True) and run in eval mode, and
+a regression model, trained a few steps by dtc and saved; the same inputs given as a
 NumPy float32 array, as CSV, and as IDX / NumPy uint8 pixels (scaled by
 1/255, as training reads IDX). dtc's CSV must hold PyTorch's classes (the
 first arg-max) and softmax probabilities, or its outputs, to 1e-5.
-Control: the same comparison against a model with one weight changed must
-fail. usage: predict.py DTC WORKDIR"""
+Controls: the same comparison against a model with one weight, or one
+running mean, changed must fail. usage: predict.py DTC WORKDIR"""
 import gzip, os, struct, sys
 import numpy as np
 import torch
@@ -16,8 +18,9 @@ F = torch.nn.functional
 CNN = """model pcnn
 input x: f32[B, 1, 6, 6]
 label y: i32[B]
-c = conv2d(x, 4, 3, padding=1, act=relu)
-p = max_pool2d(c, 2)
+c = conv2d(x, 4, 3, padding=1)
+n = batch_norm(c, act=relu)
+p = max_pool2d(n, 2)
 d = dropout(flatten(p), 0.4)
 o = linear(d, 5)
 loss = cross_entropy(o, y)
@@ -40,10 +43,24 @@ train {
 }
 """
 
+class TorchCNN(torch.nn.Module):
+    """CNN as torch.nn modules: dtc's checkpoint is its state_dict."""
+    def __init__(self):
+        super().__init__()
+        self.c = torch.nn.Conv2d(1, 4, 3, padding=1)
+        self.n = torch.nn.BatchNorm2d(4)
+        self.o = torch.nn.Linear(36, 5)
+        self.d = torch.nn.Dropout(0.4)
+    def forward(self, x):
+        h = F.max_pool2d(F.relu(self.n(self.c(x))), 2)
+        return self.o(self.d(torch.flatten(h, 1)))
+
 def torch_cnn(p, x):
-    t = lambda k: torch.tensor(p[k])
-    h = F.max_pool2d(F.relu(F.conv2d(torch.tensor(x), t("c.weight"), t("c.bias"), padding=1)), 2)
-    return torch.softmax(F.linear(torch.flatten(h, 1), t("o.weight"), t("o.bias")), -1).numpy()
+    m = TorchCNN()
+    m.load_state_dict({k: torch.tensor(v) for k, v in p.items()}, strict=True)
+    m.eval()
+    with torch.no_grad():
+        return torch.softmax(m(torch.tensor(x)), -1).numpy()
 
 def torch_reg(p, x):
     t = lambda k: torch.tensor(p[k])
@@ -78,7 +95,7 @@ def main():
     # The classifier.
     exe = compile_model(dtc, CNN, work, "pcnn")
     st = os.path.join(work, "pcnn.safetensors")
-    run([exe, "--max-steps", "6", "--quiet", "--threads", "1", "--save", st])
+    run([exe, "--max-steps", "3", "--quiet", "--threads", "1", "--save", st])
     params = load_safetensors(st)
     x = rng.normal(size=(37, 1, 6, 6)).astype(np.float32)
     pixels = rng.integers(0, 256, size=(37, 6, 6)).astype(np.uint8)
@@ -110,6 +127,17 @@ def main():
         failures += 1
     else:
         print("ok   control: a changed bias changes the probabilities")
+    mean = params["n.running_mean"].copy()
+    mean[1] += np.float32(0.5)
+    other = dict(params, **{"n.running_mean": mean})
+    if float(np.abs(rows[:, 1:] - torch_cnn(other, x)).max()) <= 1e-5:
+        print("FAIL control: a changed running mean went unnoticed")
+        failures += 1
+    else:
+        print("ok   control: a changed running mean changes the probabilities")
+    if int(params["n.num_batches_tracked"]) != 3:
+        print(f"FAIL n.num_batches_tracked is {params['n.num_batches_tracked']}, not the 3 steps")
+        failures += 1
 
     # The regression model: its outputs.
     exe = compile_model(dtc, REG, work, "preg")

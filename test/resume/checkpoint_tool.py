@@ -63,8 +63,8 @@ def main():
         sd = {}
         for name, e in header.items():
             b, end = e["data_offsets"]
-            assert e["dtype"] == "F32"
-            sd[name] = torch.frombuffer(bytearray(data[b:end]), dtype=torch.float32).reshape(e["shape"])
+            dtype = {"F32": torch.float32, "I64": torch.int64}[e["dtype"]]
+            sd[name] = torch.frombuffer(bytearray(data[b:end]), dtype=dtype).reshape(e["shape"])
         print(meta["format"], " ".join(sorted(sd)))
         return 0
     sys.exit(f"unknown command {cmd}")

@@ -9,8 +9,10 @@
 # Controls: the same resume with one piece of state dropped from the
 # checkpoint (the optimizer state, the step count, the position in the
 # epoch, the epoch) must end differently.
-# A CNN with dropout resumes exactly too (its masks follow the step), and
-# changing the step count alone changes the run.
+# A CNN with batch normalization and dropout resumes exactly too (its masks
+# follow the step; the running statistics and num_batches_tracked are in the
+# checkpoint), and changing the step count alone, or the batches counted,
+# changes the run.
 # usage: resume.sh DTC WORKDIR
 set -euo pipefail
 dtc=$1 work=$2
@@ -32,14 +34,16 @@ declare -A opts=(
   [cnn]="sgd(lr=0.05)"
 )
 
-# The MLP, or (name cnn) a small CNN with dropout: a convolution, pooling,
-# and dropout whose masks come from the step (their state is the step count).
+# The MLP, or (name cnn) a small CNN: a convolution, batch normalization
+# (buffers updated every step), pooling, and dropout whose masks come from
+# the step (their state is the step count).
 body_mlp='input x: f32[B, 32]
 h = linear(x, 24, act=tanh)
 out = linear(h, 10)'
 body_cnn='input x: f32[B, 2, 4, 4]
-c = conv2d(x, 6, 3, padding=1, act=relu)
-p = max_pool2d(c, 2)
+c = conv2d(x, 6, 3, padding=1)
+n = batch_norm(c, act=relu)
+p = max_pool2d(n, 2)
 d = dropout(flatten(p), 0.3)
 out = linear(d, 10)'
 
@@ -134,4 +138,6 @@ control sgd 2 "epoch changed (another shuffle order)" --set dtc.epoch=1
 # Plain SGD: the step count is dropout's random state alone.
 control cnn 1 "step count changed (other dropout masks)" --set dtc.step=5
 control cnn 2 "step count changed (other dropout masks)" --set dtc.step=5
+control cnn 1 "num_batches_tracked zeroed" --zero n.num_batches_tracked
+control cnn 2 "running statistics zeroed" --zero n.running_
 echo PASS

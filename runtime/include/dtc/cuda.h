@@ -108,6 +108,20 @@ void dropout(const rt::DeviceContext &c, const float *x, float *y, int64_t n, fl
 void dropoutGrad(const rt::DeviceContext &c, const float *dy, float *dx, int64_t n, float p, uint64_t seed,
                  int64_t salt);
 
+// Batch normalization (kernels.h): one block per channel for the statistics.
+void batchNorm(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
+               float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
+               float eps);
+void batchNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, const float *mean,
+                   const float *var, const float *weight, float *dx, float *dweight, float *dbias,
+                   int64_t n, int64_t channels, int64_t inner, float eps);
+void batchNormInference(const rt::DeviceContext &c, const float *x, const float *weight,
+                        const float *bias, const float *mean, const float *var, float *y,
+                        int64_t n, int64_t channels, int64_t inner, float eps);
+void updateRunningStats(const rt::DeviceContext &c, const float *mean, const float *var,
+                        float *runningMean, float *runningVar, int64_t *numBatchesTracked,
+                        int64_t channels, int64_t count, float momentum);
+
 // Convolution and pooling (kernels.h): im2col + cuBLAS per sample; cols is device scratch.
 void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, float *y, float *cols,
             int64_t N, const int64_t *window);

@@ -92,6 +92,27 @@ void dropout(const rt::HostContext &c, const float *x, float *y, int64_t n, floa
 void dropoutGrad(const rt::HostContext &c, const float *dy, float *dx, int64_t n, float p, uint64_t seed,
                  int64_t salt);
 
+// Batch normalization of x [n, channels, inner] per channel, as
+// torch.nn.BatchNorm1d / 2d. In training (batchNorm) with the batch's
+// statistics, which it writes to mean and var (the biased variance);
+// batchNormGrad gives dx (through the statistics too), dweight and dbias;
+// batchNormInference normalizes with the given statistics.
+// updateRunningStats folds a batch's statistics (count elements per channel)
+// into the running ones with `momentum` (the variance made unbiased) and
+// counts the batch in *numBatchesTracked.
+void batchNorm(const rt::HostContext &c, const float *x, const float *weight, const float *bias,
+               float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
+               float eps);
+void batchNormGrad(const rt::HostContext &c, const float *x, const float *dy, const float *mean,
+                   const float *var, const float *weight, float *dx, float *dweight, float *dbias,
+                   int64_t n, int64_t channels, int64_t inner, float eps);
+void batchNormInference(const rt::HostContext &c, const float *x, const float *weight,
+                        const float *bias, const float *mean, const float *var, float *y,
+                        int64_t n, int64_t channels, int64_t inner, float eps);
+void updateRunningStats(const rt::HostContext &c, const float *mean, const float *var,
+                        float *runningMean, float *runningVar, int64_t *numBatchesTracked,
+                        int64_t channels, int64_t count, float momentum);
+
 // Convolution and pooling of NCHW tensors, as torch.nn's Conv2d, MaxPool2d
 // and AvgPool2d; N samples, `window` a rt::Window2d's 15 values. cols is
 // scratch of C kH kW Ho Wo floats (one sample's im2col columns; its contents

@@ -45,6 +45,20 @@ struct ParamSpec {
   int64_t stateOffset;
 };
 
+// A non-trainable tensor of the model's state (a torch.nn buffer: batch
+// normalization's running statistics): updated by the training step, not
+// by the optimizer; saved in checkpoints beside the parameters.
+enum class ElementType : int32_t { F32 = 0, I64 };
+struct BufferSpec {
+  const char *name;       // "bn1.running_mean" (safetensors key)
+  ElementType type;
+  int32_t rank;
+  int64_t shape[6];
+  int64_t numel;
+  int64_t offset;         // byte offset in the persistent block
+  double value;           // every element's initial value
+};
+
 enum class OptimizerKind : int32_t { SGD = 0, Adam, AdamW };
 
 // Hyper-parameters seen by the generated update code at run time (the recipe
@@ -209,8 +223,13 @@ struct ModelSpec {
   // parameters
   int32_t numParams;
   const ParamSpec *params;
-  int64_t persistentBytes;    // parameters + optimizer state
+  int64_t persistentBytes;    // parameters + buffers + optimizer state
   int64_t paramBytes;         // the first paramBytes of persistent are parameters
+  // buffers: the bufferBytes after the parameters (rank 0 broadcasts
+  // parameters and buffers, one range, at the start)
+  int32_t numBuffers;
+  const BufferSpec *buffers;
+  int64_t bufferBytes;
   int32_t numStates;          // optimizer state buffers per parameter (0, 1 or 2;
                               // see ParamSpec::stateOffset)
   // arena: bytes = arenaFixed + arenaPerSample * batch (covers every step

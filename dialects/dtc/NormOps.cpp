@@ -1,0 +1,87 @@
+//===- NormOps.cpp - Batch normalization: verifiers, evaluation form ------===//
+//
+// batch_norm (training: the batch's statistics), its gradient, its
+// evaluation form batch_norm_inference (given statistics) and
+// update_running_stats, which folds a batch's statistics into the model's
+// buffers. Each checks its per-channel types against dtc::shape::batchNorm,
+// as the DSL frontend does.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/dtc/DtcDialect.h"
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+/// x is [N, C, ...] and `channels` (weight, bias, statistics) is [C].
+LogicalResult checkChannels(Operation *op, Type x, Type channels, double eps) {
+  auto c = shape::batchNorm(op->getLoc(), x);
+  if (failed(c))
+    return failure();
+  if (*c != channels)
+    return op->emitOpError("per-channel operands must be ")
+           << *c << " for an input " << shape::str(x) << ", got " << channels;
+  if (!(eps > 0.0))
+    return op->emitOpError("eps must be > 0, got ") << eps;
+  return success();
+}
+
+/// A dtc.buffer of the module named `name` of type `type`.
+LogicalResult checkBuffer(Operation *op, FlatSymbolRefAttr name, Type type,
+                          SymbolTableCollection &tables) {
+  auto buffer = tables.lookupNearestSymbolFrom<BufferOp>(op, name.getAttr());
+  if (!buffer)
+    return op->emitOpError("'")
+           << name.getValue() << "' is not a dtc.buffer of this module";
+  if (buffer.getType() != type)
+    return op->emitOpError("buffer '") << name.getValue() << "' must be "
+                                       << type << ", got " << buffer.getType();
+  return success();
+}
+} // namespace
+
+LogicalResult BatchNormOp::verify() {
+  return checkChannels(*this, getX().getType(), getWeight().getType(),
+                       getEps().convertToDouble());
+}
+LogicalResult BatchNormGradOp::verify() {
+  return checkChannels(*this, getX().getType(), getWeight().getType(),
+                       getEps().convertToDouble());
+}
+LogicalResult BatchNormInferenceOp::verify() {
+  return checkChannels(*this, getX().getType(), getWeight().getType(),
+                       getEps().convertToDouble());
+}
+
+LogicalResult UpdateRunningStatsOp::verify() {
+  double m = getMomentum().convertToDouble();
+  if (!(m >= 0.0 && m <= 1.0))
+    return emitOpError("momentum must be in [0, 1], got ") << m;
+  return checkChannels(*this, getX().getType(), getMean().getType(), 1.0);
+}
+
+LogicalResult
+UpdateRunningStatsOp::verifySymbolUses(SymbolTableCollection &tables) {
+  Type stats = getMean().getType();
+  if (failed(checkBuffer(*this, getRunningMeanAttr(), stats, tables)) ||
+      failed(checkBuffer(*this, getRunningVarAttr(), stats, tables)))
+    return failure();
+  auto counter = RankedTensorType::get({}, IntegerType::get(getContext(), 64));
+  return checkBuffer(*this, getNumBatchesTrackedAttr(), counter, tables);
+}
+
+// In evaluation: the running statistics in place of the batch's.
+LogicalResult BatchNormOp::buildEvalForm(OpBuilder &b,
+                                         SmallVectorImpl<Value> &results) {
+  Value y = BatchNormInferenceOp::create(
+      b, getLoc(), getX().getType(), getX(), getWeight(), getBias(),
+      getRunningMean(), getRunningVar(), getEpsAttr());
+  results.append({y, getRunningMean(), getRunningVar()});
+  return success();
+}
+
+// Evaluation leaves the running statistics as they are.
+LogicalResult UpdateRunningStatsOp::buildEvalForm(OpBuilder &,
+                                                  SmallVectorImpl<Value> &) {
+  return success();
+}

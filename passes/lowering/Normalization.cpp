@@ -1,0 +1,73 @@
+//===- Normalization.cpp - batch_norm, its gradient and its buffers -------===//
+#include "passes/lowering/Lowering.h"
+
+using namespace mlir;
+using namespace dtc;
+using namespace dtc::lowering;
+
+namespace {
+/// [n, channels, inner] of a batch normalization's input [N, C, ...].
+std::array<Value, 3> channelView(Lowering &l, Type x) {
+  auto s = cast<RankedTensorType>(x).getShape();
+  Value n = l.size(s, 0, 1);
+  Value c = l.i64(s[1]);
+  Value inner = l.size(s, 2, s.size());
+  return {n, c, inner};
+}
+} // namespace
+
+void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
+  t.add<BatchNormOp>([](BatchNormOp op, Lowering &l) {
+    Value y = l.resultBuffer(op, 0);
+    Value mean = l.resultBuffer(op, 1);
+    Value var = l.resultBuffer(op, 2);
+    auto [n, c, inner] = channelView(l, op.getX().getType());
+    Value eps = l.f32(float(op.getEps().convertToDouble()));
+    dtcrt::BatchNormOp::create(l.b, l.loc, l.ptr(op.getX()),
+                               l.ptr(op.getWeight()), l.ptr(op.getBias()), y,
+                               mean, var, n, c, inner, eps);
+    return success();
+  });
+  t.add<BatchNormGradOp>([](BatchNormGradOp op, Lowering &l) {
+    Value dx = l.resultBuffer(op, 0);
+    Value dw = l.resultBuffer(op, 1);
+    Value db = l.resultBuffer(op, 2);
+    auto [n, c, inner] = channelView(l, op.getX().getType());
+    Value eps = l.f32(float(op.getEps().convertToDouble()));
+    dtcrt::BatchNormGradOp::create(l.b, l.loc, l.ptr(op.getX()),
+                                   l.ptr(op.getDy()), l.ptr(op.getMean()),
+                                   l.ptr(op.getVar()), l.ptr(op.getWeight()),
+                                   dx, dw, db, n, c, inner, eps);
+    return success();
+  });
+  t.add<BatchNormInferenceOp>([](BatchNormInferenceOp op, Lowering &l) {
+    Value y = l.resultBuffer(op);
+    auto [n, c, inner] = channelView(l, op.getX().getType());
+    Value eps = l.f32(float(op.getEps().convertToDouble()));
+    dtcrt::BatchNormInferenceOp::create(
+        l.b, l.loc, l.ptr(op.getX()), l.ptr(op.getWeight()),
+        l.ptr(op.getBias()), l.ptr(op.getMean()), l.ptr(op.getVar()), y, n, c,
+        inner, eps);
+    return success();
+  });
+  // The buffers are updated where they live, in the persistent block.
+  t.add<UpdateRunningStatsOp>([](UpdateRunningStatsOp op, Lowering &l) {
+    Value rm = l.persistent(l.placement(op.getRunningMean()).getOffset());
+    Value rv = l.persistent(l.placement(op.getRunningVar()).getOffset());
+    Value counter = dtcrt::BufferOp::create(
+        l.b, l.loc, dtcrt::PtrType::get(l.b.getContext(), l.b.getI64Type()),
+        dtcrt::Space::Persistent,
+        l.placement(op.getNumBatchesTracked()).getOffset());
+    auto s = op.getX().getType().getShape();
+    Value c = l.i64(s[1]);
+    // The elements of a channel in this rank's batch.
+    SmallVector<int64_t> perChannel{s[0]};
+    perChannel.append(s.begin() + 2, s.end());
+    Value count = l.size(perChannel, 0, perChannel.size());
+    Value momentum = l.f32(float(op.getMomentum().convertToDouble()));
+    dtcrt::UpdateRunningStatsOp::create(l.b, l.loc, l.ptr(op.getMean()),
+                                        l.ptr(op.getVar()), rm, rv, counter, c,
+                                        count, momentum);
+    return success();
+  });
+}

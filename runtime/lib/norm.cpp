@@ -1,0 +1,134 @@
+//===- norm.cpp - Batch normalization kernels (CPU) -----------------------===//
+//
+// x is [n, channels, inner] (inner: the plane of a BatchNorm2d, 1 for a
+// BatchNorm1d on [N, C]); each channel's statistics are over n * inner
+// elements, in runs of `inner` contiguous floats. The channels are split
+// over the --threads cores. A run's sum is accumulated in float (GCC
+// vectorizes it) and the runs' sums in double, so that a channel of 50,000
+// elements loses no more than a run of 784 does.
+//
+//===----------------------------------------------------------------------===//
+#include "dtc/kernels.h"
+#include "parallel.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dtc::kern {
+namespace {
+
+float runSum(const float *x, int64_t k) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < k; ++i)
+    s += x[i];
+  return s;
+}
+float runCenteredSquares(const float *x, int64_t k, float mean) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < k; ++i) {
+    const float d = x[i] - mean;
+    s += d * d;
+  }
+  return s;
+}
+float runDot(const float *a, const float *b, int64_t k, float mean) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < k; ++i)
+    s += a[i] * (b[i] - mean);
+  return s;
+}
+// y = x * scale + shift over the runs of channel c.
+void scaleShift(const float *x, float *y, int64_t n, int64_t channels, int64_t inner, int64_t c,
+                float scale, float shift) {
+  for (int64_t s = 0; s < n; ++s) {
+    const float *xr = x + (s * channels + c) * inner;
+    float *yr = y + (s * channels + c) * inner;
+    for (int64_t i = 0; i < inner; ++i)
+      yr[i] = xr[i] * scale + shift;
+  }
+}
+// Channels per helper: enough that a thread's share is worth waking it.
+int64_t minChannels(int64_t n, int64_t inner) {
+  const int64_t perChannel = std::max<int64_t>(1, n * inner);
+  return std::max<int64_t>(1, (int64_t(1) << 15) / perChannel);
+}
+
+} // namespace
+
+void batchNorm(const rt::HostContext &, const float *x, const float *weight, const float *bias,
+               float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
+               float eps) {
+  const double count = double(std::max<int64_t>(1, n * inner));
+  rt::parallelFor(channels, minChannels(n, inner), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      double s = 0;
+      for (int64_t k = 0; k < n; ++k)
+        s += runSum(x + (k * channels + c) * inner, inner);
+      const float m = float(s / count);
+      double q = 0;
+      for (int64_t k = 0; k < n; ++k)
+        q += runCenteredSquares(x + (k * channels + c) * inner, inner, m);
+      const float v = float(q / count);
+      mean[c] = m;
+      var[c] = v;
+      const float scale = weight[c] / std::sqrt(v + eps);
+      scaleShift(x, y, n, channels, inner, c, scale, bias[c] - m * scale);
+    }
+  });
+}
+
+void batchNormInference(const rt::HostContext &, const float *x, const float *weight,
+                        const float *bias, const float *mean, const float *var, float *y,
+                        int64_t n, int64_t channels, int64_t inner, float eps) {
+  rt::parallelFor(channels, minChannels(n, inner), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const float scale = weight[c] / std::sqrt(var[c] + eps);
+      scaleShift(x, y, n, channels, inner, c, scale, bias[c] - mean[c] * scale);
+    }
+  });
+}
+
+// With xhat = (x - mean) invstd: dbias = sum dy, dweight = sum dy xhat, and
+// dx = weight invstd (dy - dbias / count - xhat dweight / count).
+void batchNormGrad(const rt::HostContext &, const float *x, const float *dy, const float *mean,
+                   const float *var, const float *weight, float *dx, float *dweight, float *dbias,
+                   int64_t n, int64_t channels, int64_t inner, float eps) {
+  const double count = double(std::max<int64_t>(1, n * inner));
+  rt::parallelFor(channels, minChannels(n, inner), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const float m = mean[c], invstd = 1.0f / std::sqrt(var[c] + eps);
+      double sdy = 0, sdyx = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t at = (k * channels + c) * inner;
+        sdy += runSum(dy + at, inner);
+        sdyx += runDot(dy + at, x + at, inner, m);
+      }
+      dbias[c] = float(sdy);
+      dweight[c] = float(sdyx * invstd);
+      const float scale = weight[c] * invstd;
+      const float meanDy = float(sdy / count);
+      const float k2 = float(sdyx / count) * invstd * invstd;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t at = (k * channels + c) * inner;
+        const float *xr = x + at, *dyr = dy + at;
+        float *dxr = dx + at;
+        for (int64_t i = 0; i < inner; ++i)
+          dxr[i] = scale * (dyr[i] - meanDy - (xr[i] - m) * k2);
+      }
+    }
+  });
+}
+
+void updateRunningStats(const rt::HostContext &, const float *mean, const float *var,
+                        float *runningMean, float *runningVar, int64_t *numBatchesTracked,
+                        int64_t channels, int64_t count, float momentum) {
+  // torch: the unbiased variance, var * count / (count - 1).
+  const float unbias = count > 1 ? float(double(count) / double(count - 1)) : 1.0f;
+  for (int64_t c = 0; c < channels; ++c) {
+    runningMean[c] = (1.0f - momentum) * runningMean[c] + momentum * mean[c];
+    runningVar[c] = (1.0f - momentum) * runningVar[c] + momentum * (var[c] * unbias);
+  }
+  ++*numBatchesTracked;
+}
+
+} // namespace dtc::kern

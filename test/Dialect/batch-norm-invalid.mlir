@@ -1,0 +1,88 @@
+// RUN: dtc-opt %s -split-input-file -verify-diagnostics
+// Batch normalization's verifiers: per-channel types against
+// dtc::shape::batchNorm, eps, momentum, and the buffers an update names.
+
+func.func @channels(%x: tensor<?x3x4x4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm' op per-channel operands must be 'tensor<3xf32>' for an input [B, 3, 4, 4], got 'tensor<4xf32>'}}
+  %o, %m, %v = dtc.batch_norm %x, %c, %c, %c, %c {eps = 1.0e-05 : f64} : tensor<?x3x4x4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @rank(%x: tensor<?xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{batch_norm needs an input [N, C], [N, C, L] or [N, C, H, W], got [B]}}
+  %o, %m, %v = dtc.batch_norm %x, %c, %c, %c, %c {eps = 1.0e-05 : f64} : tensor<?xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @eps(%x: tensor<?x3xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm_inference' op eps must be > 0, got 0}}
+  %o = dtc.batch_norm_inference %x, %c, %c, %c, %c {eps = 0.0 : f64} : tensor<?x3xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @grad_channels(%x: tensor<?x3xf32>, %c: tensor<2xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm_grad' op per-channel operands must be 'tensor<3xf32>'}}
+  %dx, %dw, %db = dtc.batch_norm_grad %x, %x, %c, %c, %c {eps = 1.0e-05 : f64} : tensor<?x3xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+module {
+  dtc.buffer @rm : tensor<3xf32>
+  dtc.buffer @rv : tensor<3xf32>
+  dtc.buffer @nbt : tensor<i64>
+  func.func @momentum(%x: tensor<?x3xf32>, %c: tensor<3xf32>) {
+    // expected-error @+1 {{'dtc.update_running_stats' op momentum must be in [0, 1], got 1.5}}
+    dtc.update_running_stats @rm, @rv, @nbt(%x, %c, %c) {momentum = 1.5 : f64} : tensor<?x3xf32>, tensor<3xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  dtc.buffer @rm : tensor<3xf32>
+  dtc.buffer @rv : tensor<3xf32>
+  dtc.buffer @nbt : tensor<f32>
+  func.func @counter(%x: tensor<?x3xf32>, %c: tensor<3xf32>) {
+    // expected-error @+1 {{'dtc.update_running_stats' op buffer 'nbt' must be 'tensor<i64>', got 'tensor<f32>'}}
+    dtc.update_running_stats @rm, @rv, @nbt(%x, %c, %c) {momentum = 0.1 : f64} : tensor<?x3xf32>, tensor<3xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  dtc.param @rm : tensor<3xf32>
+  dtc.buffer @rv : tensor<3xf32>
+  dtc.buffer @nbt : tensor<i64>
+  func.func @not_a_buffer(%x: tensor<?x3xf32>, %c: tensor<3xf32>) {
+    // expected-error @+1 {{'dtc.update_running_stats' op 'rm' is not a dtc.buffer of this module}}
+    dtc.update_running_stats @rm, @rv, @nbt(%x, %c, %c) {momentum = 0.1 : f64} : tensor<?x3xf32>, tensor<3xf32>
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'dtc.buffer' op buffer name '__metadata__' cannot be a checkpoint key}}
+dtc.buffer @__metadata__ : tensor<3xf32>
+
+// -----
+
+module {
+  dtc.buffer @rm : tensor<3xf32>
+  func.func @read(%x: tensor<?x3xf32>) {
+    // expected-error @+1 {{'dtc.param_ref' op type 'tensor<4xf32>' does not match buffer type 'tensor<3xf32>'}}
+    %r = dtc.param_ref @rm : tensor<4xf32>
+    return
+  }
+}
