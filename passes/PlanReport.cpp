@@ -74,7 +74,8 @@ PlanReport::PlanReport(Operation *op) {
     else if (auto c = dyn_cast<Conv2dGradInputOp>(op))
       convFlopsOf(c.getType(), c.getWeight().getType(), c.getDy().getType());
     else if (auto c = dyn_cast<Conv2dGradWeightOp>(op))
-      convFlopsOf(c.getX().getType(), c.getType(), c.getDy().getType());
+      convFlopsOf(c.getX().getType(), c.getResult().getType(),
+                  c.getDy().getType());
   });
 }
 

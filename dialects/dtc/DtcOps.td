@@ -275,8 +275,9 @@ def Dtc_Conv2dOp : Dtc_Op<"conv2d", [Pure,
     `x` is `[N, C, H, W]`, `weight` `[O, C / groups, kH, kW]`; the result is
     `[N, O, Ho, Wo]` with `Ho = (H + 2 pH - dH (kH - 1) - 1) / sH + 1` (and
     likewise `Wo`). `stride`, `padding` and `dilation` are (H, W) pairs;
-    zero padding. The bias is a separate broadcast add. Scratch: the
-    im2col columns of one sample, `C kH kW Ho Wo` floats.
+    zero padding. With `bias` (`[O]`, optional) it is added to every
+    position of its channel, as nn.Conv2d does (one pass: the kernel adds
+    it). Scratch: the im2col columns of one sample, `C kH kW Ho Wo` floats.
 
     ```mlir
     %y = dtc.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
@@ -285,11 +286,14 @@ def Dtc_Conv2dOp : Dtc_Op<"conv2d", [Pure,
     ```
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight,
+                       Optional<Dtc_F32Tensor>:$bias,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilation, I64Attr:$groups);
   let results = (outs Dtc_F32Tensor:$result);
-  let assemblyFormat =
-      "$x `,` $weight attr-dict `:` type($x) `,` type($weight) `->` type($result)";
+  let assemblyFormat = [{
+    $x `,` $weight (`,` $bias^)? attr-dict `:` type($x) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The geometry, for shape inference (dtc::shape::conv2d).
@@ -323,14 +327,17 @@ def Dtc_Conv2dGradWeightOp : Dtc_Op<"conv2d_grad_weight", [Pure,
   let summary = "Gradient of conv2d with respect to its weight";
   let description = [{
     The gradient of the weight of a `dtc.conv2d` of input `x` and the same
-    attributes, from the gradient `dy` of its result, summed over the batch.
+    attributes, from the gradient `dy` of its result, summed over the batch;
+    with a second result, also the gradient of its bias (`dy` summed per
+    channel), in the same pass over `dy`.
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilation, I64Attr:$groups);
-  let results = (outs Dtc_F32Tensor:$result);
-  let assemblyFormat =
-      "$x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($result)";
+  let results = (outs Dtc_F32Tensor:$result, Optional<Dtc_F32Tensor>:$bias_grad);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($result) (`,` type($bias_grad)^)?
+  }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     ::dtc::shape::Window window();

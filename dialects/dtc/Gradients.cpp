@@ -252,9 +252,16 @@ DTC_GRAD(Conv2dOp) {
   operandGrads.push_back(Conv2dGradInputOp::create(
       builder, getLoc(), getX().getType(), dy, getWeight(), getStride(),
       getPadding(), getDilation(), getGroups()));
-  operandGrads.push_back(Conv2dGradWeightOp::create(
-      builder, getLoc(), getWeight().getType(), getX(), dy, getStride(),
-      getPadding(), getDilation(), getGroups()));
+  // The bias's gradient comes from the weight gradient's pass over dy.
+  SmallVector<Type, 2> types{getWeight().getType()};
+  if (getBias())
+    types.push_back(getBias().getType());
+  auto gw = Conv2dGradWeightOp::create(builder, getLoc(), types, getX(), dy,
+                                       getStride(), getPadding(), getDilation(),
+                                       getGroups());
+  operandGrads.push_back(gw.getResult());
+  if (getBias())
+    operandGrads.push_back(gw.getBiasGrad());
   return success();
 }
 DTC_GRAD(MaxPool2dOp) {

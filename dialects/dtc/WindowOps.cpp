@@ -95,8 +95,23 @@ shape::Window MaxPool2dGradOp::window() { return poolWindow(*this); }
 shape::Window AvgPool2dOp::window() { return poolWindow(*this); }
 shape::Window AvgPool2dGradOp::window() { return poolWindow(*this); }
 
+/// A convolution's bias (or its gradient) is [O], O the weight's first
+/// dimension.
+static LogicalResult checkBias(Operation *op, Value bias, Type weight,
+                               StringRef what) {
+  if (!bias)
+    return success();
+  auto o = cast<RankedTensorType>(weight).getDimSize(0);
+  auto t = RankedTensorType::get({o}, Float32Type::get(op->getContext()));
+  if (bias.getType() != t)
+    return op->emitOpError() << what << " must be " << shape::str(t) << ", got "
+                             << shape::str(bias.getType());
+  return success();
+}
+
 LogicalResult Conv2dOp::verify() {
-  if (failed(checkConvPairs(*this)))
+  if (failed(checkConvPairs(*this)) ||
+      failed(checkBias(*this, getBias(), getWeight().getType(), "the bias")))
     return failure();
   return checkConv(*this, getX().getType(), getWeight().getType(), getType(),
                    window(), getGroups(), "result");
@@ -110,10 +125,13 @@ LogicalResult Conv2dGradInputOp::verify() {
 LogicalResult Conv2dGradWeightOp::verify() {
   if (failed(checkConvPairs(*this)))
     return failure();
-  if (shape::isBatched(getType()))
+  if (shape::isBatched(getResult().getType()))
     return emitOpError("the weight gradient has a fixed shape");
-  return checkConv(*this, getX().getType(), getType(), getDy().getType(),
-                   window(), getGroups(), "dy");
+  if (failed(checkBias(*this, getBiasGrad(), getResult().getType(),
+                       "the bias gradient")))
+    return failure();
+  return checkConv(*this, getX().getType(), getResult().getType(),
+                   getDy().getType(), window(), getGroups(), "dy");
 }
 
 int64_t Conv2dOp::getScratchBytes() {
@@ -123,7 +141,8 @@ int64_t Conv2dGradInputOp::getScratchBytes() {
   return columnBytes(getType(), getWeight().getType(), getDy().getType());
 }
 int64_t Conv2dGradWeightOp::getScratchBytes() {
-  return columnBytes(getX().getType(), getType(), getDy().getType());
+  return columnBytes(getX().getType(), getResult().getType(),
+                     getDy().getType());
 }
 
 /// Checks that pool2d(x) has type `y`.

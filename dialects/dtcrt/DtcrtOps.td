@@ -76,6 +76,12 @@ def Dtcrt_OffsetOp : Dtcrt_Op<"offset", [Pure]> {
   let assemblyFormat = "$base `[` $count `]` attr-dict `:` type($base) `->` type($ptr)";
 }
 
+def Dtcrt_NullOp : Dtcrt_Op<"null", [Pure]> {
+  let summary = "A null pointer: an optional buffer that is absent (a convolution without bias)";
+  let results = (outs Dtcrt_F32Ptr:$ptr);
+  let assemblyFormat = "attr-dict `:` type($ptr)";
+}
+
 def Dtcrt_SizeOp : Dtcrt_Op<"size", [Pure]> {
   let summary = "A number of elements: `elements`, times the batch when batched";
   let arguments = (ins I64Attr:$elements, UnitAttr:$batched);
@@ -196,14 +202,15 @@ def Dtcrt_MseGradOp : Dtcrt_Call<"mse_grad", (ins Dtcrt_F32Ptr:$prediction,
     Dtcrt_F32Ptr:$target, I64:$n, Dtcrt_F32Ptr:$dloss, Dtcrt_F32Ptr:$dp),
     "the gradient of the mean squared error">;
 def Dtcrt_Conv2dOp : Dtcrt_Call<"conv2d", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$weight,
-    Dtcrt_F32Ptr:$y, Dtcrt_F32Ptr:$cols, I64:$n, Dtcrt_I64Array:$window),
-    "the 2-D convolution of n samples (window: a dtc::rt::Window2d; cols: scratch)">;
+    Dtcrt_F32Ptr:$bias, Dtcrt_F32Ptr:$y, Dtcrt_F32Ptr:$cols, I64:$n, Dtcrt_I64Array:$window),
+    "the 2-D convolution of n samples, plus bias unless null (window: a dtc::rt::Window2d; cols: scratch)">;
 def Dtcrt_Conv2dGradInputOp : Dtcrt_Call<"conv2d_grad_input", (ins Dtcrt_F32Ptr:$dy,
     Dtcrt_F32Ptr:$weight, Dtcrt_F32Ptr:$dx, Dtcrt_F32Ptr:$cols, I64:$n,
     Dtcrt_I64Array:$window), "the gradient of conv2d with respect to its input">;
 def Dtcrt_Conv2dGradWeightOp : Dtcrt_Call<"conv2d_grad_weight", (ins Dtcrt_F32Ptr:$x,
-    Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$dw, Dtcrt_F32Ptr:$cols, I64:$n,
-    Dtcrt_I64Array:$window), "the gradient of conv2d with respect to its weight">;
+    Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$dw, Dtcrt_F32Ptr:$dbias, Dtcrt_F32Ptr:$cols, I64:$n,
+    Dtcrt_I64Array:$window),
+    "the gradient of conv2d with respect to its weight, and its bias unless dbias is null">;
 def Dtcrt_MaxPool2dOp : Dtcrt_Call<"max_pool2d", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$y,
     I64:$n, Dtcrt_I64Array:$window), "2-D max pooling of n samples">;
 def Dtcrt_MaxPool2dGradOp : Dtcrt_Call<"max_pool2d_grad", (ins Dtcrt_F32Ptr:$x,

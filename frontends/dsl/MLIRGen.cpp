@@ -695,21 +695,20 @@ Value Gen::genConv2d(const Expr &e, llvm::StringRef assignedName) {
                               InitKind::Uniform, -bound, bound);
   if (!weight)
     return {};
-  Value y = Conv2dOp::create(
-      b, at, *yt, x, weight, b.getDenseI64ArrayAttr(w.stride),
-      b.getDenseI64ArrayAttr(w.padding), b.getDenseI64ArrayAttr(w.dilation),
-      b.getI64IntegerAttr(groups));
+  Value bias;
   if (hasBias) {
-    Value bias = declareParam((assignedName + ".bias").str(), e.loc,
-                              RankedTensorType::get({*out}, f32),
-                              InitKind::Uniform, -bound, bound);
+    bias = declareParam((assignedName + ".bias").str(), e.loc,
+                        RankedTensorType::get({*out}, f32), InitKind::Uniform,
+                        -bound, bound);
     if (!bias)
       return {};
-    // [O] as [O, 1, 1], broadcast over the batch and the plane.
-    Value column = ReshapeOp::create(
-        b, at, RankedTensorType::get({*out, 1, 1}, f32), bias);
-    y = AddOp::create(b, at, y.getType(), y, column);
   }
+  // The bias is the convolution's operand: its kernel adds it (no pass of
+  // its own), and its gradient comes with the weight's.
+  Value y = Conv2dOp::create(
+      b, at, *yt, x, weight, bias, b.getDenseI64ArrayAttr(w.stride),
+      b.getDenseI64ArrayAttr(w.padding), b.getDenseI64ArrayAttr(w.dilation),
+      b.getI64IntegerAttr(groups));
   return activation(e, y);
 }
 

@@ -294,6 +294,10 @@ LogicalResult Printer::printOp(Operation *op) {
             "(" + e(o.getBase()) + " + " + std::to_string(o.getCount()) + ")";
         return success();
       })
+      .Case([&](dtcrt::NullOp z) {
+        exprs[z] = "nullptr";
+        return success();
+      })
       .Case([&](dtcrt::SizeOp s) {
         std::string n = std::to_string(s.getElements());
         exprs[s] = s.getBatched() ? (s.getElements() == 1 ? "B" : "B*" + n) : n;

@@ -24,8 +24,9 @@ void dtc::lowering::populateConvolutionLowerings(LoweringTable &t) {
     Value window =
         l.window2d(op.getX().getType(), op.getType(),
                    withKernel(op, op.getWeight().getType()), op.getGroups());
+    Value bias = op.getBias() ? l.ptr(op.getBias()) : l.null();
     dtcrt::Conv2dOp::create(l.b, l.loc, l.ptr(op.getX()), l.ptr(op.getWeight()),
-                            y, cols, n, window);
+                            bias, y, cols, n, window);
     return success();
   });
   t.add<Conv2dGradInputOp>([](Conv2dGradInputOp op, Lowering &l) {
@@ -42,12 +43,15 @@ void dtc::lowering::populateConvolutionLowerings(LoweringTable &t) {
   });
   t.add<Conv2dGradWeightOp>([](Conv2dGradWeightOp op, Lowering &l) {
     Value dw = l.resultBuffer(op);
+    Value db = op.getBiasGrad() ? l.resultBuffer(op, 1) : l.null();
     Value cols = l.scratch(op);
     Value n = l.size(op.getX().getType().getShape(), 0, 1);
-    Value window = l.window2d(op.getX().getType(), op.getDy().getType(),
-                              withKernel(op, op.getType()), op.getGroups());
+    Value window =
+        l.window2d(op.getX().getType(), op.getDy().getType(),
+                   withKernel(op, op.getResult().getType()), op.getGroups());
     dtcrt::Conv2dGradWeightOp::create(l.b, l.loc, l.ptr(op.getX()),
-                                      l.ptr(op.getDy()), dw, cols, n, window);
+                                      l.ptr(op.getDy()), dw, db, cols, n,
+                                      window);
     return success();
   });
 }

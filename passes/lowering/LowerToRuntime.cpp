@@ -66,6 +66,11 @@ Value Lowering::scratch(Operation *op) {
       dtcrt::Space::Fixed, dtc->getScratchAttrHelper().getAttr(op).getInt());
 }
 
+Value Lowering::null() {
+  return dtcrt::NullOp::create(
+      b, loc, dtcrt::PtrType::get(b.getContext(), b.getF32Type()));
+}
+
 Value Lowering::size(ArrayRef<int64_t> shape, size_t from, size_t to) {
   int64_t elements = 1;
   bool batched = false;

@@ -46,6 +46,8 @@ public:
   mlir::Value resultBuffer(mlir::Operation *op, unsigned i = 0);
   /// The persistent buffer at byte `offset`.
   mlir::Value persistent(int64_t offset);
+  /// A null pointer (an optional buffer that is absent).
+  mlir::Value null();
   /// The scratch buffer the memory plan gave `op` (its dtc.scratch).
   mlir::Value scratch(mlir::Operation *op);
 

@@ -994,10 +994,29 @@ bool columnsAreInput(const Window2d &w) {
   return w.kH == 1 && w.kW == 1 && w.sH == 1 && w.sW == 1 && w.pH == 0 && w.pW == 0;
 }
 
+// y [N, O, plane] += bias[o].
+__global__ void biasAddKernel(float *y, const float *bias, int64_t total, int64_t O,
+                              int64_t plane) {
+  for (int64_t i = globalThread(); i < total; i += gridThreads())
+    y[i] += bias[(i / plane) % O];
+}
+
+// One block per channel o: db[o] = sum of dy [N, O, plane] over n and the plane.
+__global__ void biasGradKernel(const float *dy, float *db, int64_t N, int64_t O, int64_t plane) {
+  __shared__ double sm[32];
+  const int64_t o = blockIdx.x, count = N * plane;
+  float s = 0;
+  for (int64_t j = threadIdx.x; j < count; j += blockDim.x)
+    s += dy[((j / plane) * O + o) * plane + j % plane];
+  const double total = blockSumOfWarps(warpSum(double(s)), sm);
+  if (threadIdx.x == 0)
+    db[o] = float(total);
+}
+
 } // namespace
 
-void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, float *y,
-            float *cols, int64_t N, const int64_t *window) {
+void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
+            float *y, float *cols, int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
   const int64_t og = w.O / w.groups, k = w.C / w.groups * w.kH * w.kW, plane = w.Ho * w.Wo;
   for (int64_t n = 0; n < N; ++n) {
@@ -1011,6 +1030,11 @@ void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, flo
     for (int64_t g = 0; g < w.groups; ++g)
       gemm(c, false, false, og, plane, k, 1.0f, weight + g * og * k, col + g * k * plane, 0.0f,
            y + (n * w.O + g * og) * plane);
+  }
+  if (bias && N > 0) {
+    const int64_t total = N * w.O * plane;
+    biasAddKernel<<<gridFor(total), kThreads, 0, c.stream>>>(y, bias, total, w.O, plane);
+    checkLaunch("conv2d (bias)");
   }
 }
 
@@ -1033,12 +1057,18 @@ void conv2dGradInput(const rt::DeviceContext &c, const float *dy, const float *w
 }
 
 void conv2dGradWeight(const rt::DeviceContext &c, const float *x, const float *dy, float *dw,
-                      float *cols, int64_t N, const int64_t *window) {
+                      float *dbias, float *cols, int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
   const int64_t og = w.O / w.groups, k = w.C / w.groups * w.kH * w.kW, plane = w.Ho * w.Wo;
   if (N <= 0) {
     fill(c, dw, w.O * k, 0.0f);
+    if (dbias)
+      fill(c, dbias, w.O, 0.0f);
     return;
+  }
+  if (dbias && w.O > 0) {
+    biasGradKernel<<<unsigned(w.O), kThreads, 0, c.stream>>>(dy, dbias, N, w.O, plane);
+    checkLaunch("conv2dGradWeight (bias)");
   }
   for (int64_t n = 0; n < N; ++n) {
     const float *xn = x + n * w.C * w.H * w.W;

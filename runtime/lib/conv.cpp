@@ -186,10 +186,21 @@ void maxPool2x2GradRow(const float *__restrict r0, const float *__restrict r1,
 
 } // namespace
 
-void conv2d(const rt::HostContext &c, const float *x, const float *weight, float *y,
-            float *cols, int64_t N, const int64_t *window) {
+// y[o, :] += bias[o] over the plane of each output channel of one sample
+// (just written by the GEMM, so in cache).
+void addBias(const Window2d &w, int64_t plane, const float *bias, float *yn) {
+  for (int64_t o = 0; o < w.O; ++o) {
+    const float b = bias[o];
+    float *row = yn + o * plane;
+    for (int64_t i = 0; i < plane; ++i)
+      row[i] += b;
+  }
+}
+
+void conv2d(const rt::HostContext &c, const float *x, const float *weight, const float *bias,
+            float *y, float *cols, int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
-  if (N > 0 && rt::gemm_engine::conv2d(w, N, x, weight, y))
+  if (N > 0 && rt::gemm_engine::conv2d(w, N, x, weight, bias, y))
     return;
   const Groups g(w);
   for (int64_t n = 0; n < N; ++n) {
@@ -203,6 +214,8 @@ void conv2d(const rt::HostContext &c, const float *x, const float *weight, float
     for (int64_t gi = 0; gi < w.groups; ++gi)
       gemm(c, false, false, g.og, g.plane, g.k, 1.0f, weight + gi * g.wGroup,
            col + gi * g.colGroup, 0.0f, yn + gi * g.og * g.plane);
+    if (bias)
+      addBias(w, g.plane, bias, yn);
   }
 }
 
@@ -226,15 +239,19 @@ void conv2dGradInput(const rt::HostContext &c, const float *dy, const float *wei
 }
 
 void conv2dGradWeight(const rt::HostContext &c, const float *x, const float *dy, float *dw,
-                      float *cols, int64_t N, const int64_t *window) {
+                      float *dbias, float *cols, int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
   const Groups g(w);
   if (N <= 0) {
     fill(c, dw, w.O * g.k, 0.0f);
+    if (dbias)
+      fill(c, dbias, w.O, 0.0f);
     return;
   }
-  if (rt::gemm_engine::conv2dGradWeight(w, N, x, dy, dw))
+  if (rt::gemm_engine::conv2dGradWeight(w, N, x, dy, dw, dbias))
     return;
+  if (dbias)
+    fill(c, dbias, w.O, 0.0f);
   for (int64_t n = 0; n < N; ++n) {
     const float *xn = x + n * w.C * w.H * w.W;
     const float *col = xn;
@@ -246,6 +263,13 @@ void conv2dGradWeight(const rt::HostContext &c, const float *x, const float *dy,
     for (int64_t gi = 0; gi < w.groups; ++gi)
       gemm(c, false, true, g.og, g.k, g.plane, 1.0f, dyn + gi * g.og * g.plane,
            col + gi * g.colGroup, n == 0 ? 0.0f : 1.0f, dw + gi * g.wGroup);
+    if (dbias) // sum of dy per channel, in the order of the samples
+      for (int64_t o = 0; o < w.O; ++o) {
+        float s = 0.0f;
+        for (int64_t i = 0; i < g.plane; ++i)
+          s += dyn[o * g.plane + i];
+        dbias[o] += s;
+      }
   }
 }
 

@@ -268,18 +268,29 @@ TEST_F(Kernels, ConvolutionsMatchTheCpu) {
     const size_t nx = size_t(N * w.C * w.H * w.W), ny = size_t(N * w.O * w.Ho * w.Wo),
                  nw = size_t(w.O * (w.C / w.groups) * w.kH * w.kW),
                  ncols = size_t(w.C * w.kH * w.kW * w.Ho * w.Wo);
-    auto x = randomVec(nx, 11), wt = randomVec(nw, 12), dy = randomVec(ny, 13);
-    std::vector<float> y(ny), dx(nx), dw(nw), cols(ncols);
-    DevVec<float> dX(x), dW(wt), dDy(dy), dY(ny), dDx(nx), dDw(nw), dCols(ncols);
-    kern::conv2d(kHost, x.data(), wt.data(), y.data(), cols.data(), N, win.data());
-    kern::conv2dGradInput(kHost, dy.data(), wt.data(), dx.data(), cols.data(), N, win.data());
-    kern::conv2dGradWeight(kHost, x.data(), dy.data(), dw.data(), cols.data(), N, win.data());
-    cuda::conv2d(c(), dX.get(), dW.get(), dY.get(), dCols.get(), N, win.data());
-    cuda::conv2dGradInput(c(), dDy.get(), dW.get(), dDx.get(), dCols.get(), N, win.data());
-    cuda::conv2dGradWeight(c(), dX.get(), dDy.get(), dDw.get(), dCols.get(), N, win.data());
-    expectClose(dY.host(), y, 1e-5f, 1e-4f, "conv2d");
-    expectClose(dDx.host(), dx, 1e-5f, 1e-4f, "conv2dGradInput");
-    expectClose(dDw.host(), dw, 1e-5f, 1e-4f, "conv2dGradWeight");
+    auto x = randomVec(nx, 11), wt = randomVec(nw, 12), dy = randomVec(ny, 13),
+         bias = randomVec(size_t(w.O), 14);
+    std::vector<float> y(ny), dx(nx), dw(nw), db(size_t(w.O)), cols(ncols);
+    DevVec<float> dX(x), dW(wt), dB(bias), dDy(dy), dY(ny), dDx(nx), dDw(nw), dDb(size_t(w.O)),
+        dCols(ncols);
+    // With a bias and its gradient, and without (null).
+    for (bool withBias : {true, false}) {
+      kern::conv2d(kHost, x.data(), wt.data(), withBias ? bias.data() : nullptr, y.data(),
+                   cols.data(), N, win.data());
+      kern::conv2dGradInput(kHost, dy.data(), wt.data(), dx.data(), cols.data(), N, win.data());
+      kern::conv2dGradWeight(kHost, x.data(), dy.data(), dw.data(), withBias ? db.data() : nullptr,
+                             cols.data(), N, win.data());
+      cuda::conv2d(c(), dX.get(), dW.get(), withBias ? dB.get() : nullptr, dY.get(), dCols.get(),
+                   N, win.data());
+      cuda::conv2dGradInput(c(), dDy.get(), dW.get(), dDx.get(), dCols.get(), N, win.data());
+      cuda::conv2dGradWeight(c(), dX.get(), dDy.get(), dDw.get(), withBias ? dDb.get() : nullptr,
+                             dCols.get(), N, win.data());
+      expectClose(dY.host(), y, 1e-5f, 1e-4f, "conv2d");
+      expectClose(dDx.host(), dx, 1e-5f, 1e-4f, "conv2dGradInput");
+      expectClose(dDw.host(), dw, 1e-5f, 1e-4f, "conv2dGradWeight");
+      if (withBias)
+        expectClose(dDb.host(), db, 1e-5f, 1e-4f, "conv2dGradWeight (bias)");
+    }
   }
 }
 

@@ -123,12 +123,12 @@ void updateRunningStats(const rt::DeviceContext &c, const float *mean, const flo
                         int64_t channels, int64_t count, float momentum);
 
 // Convolution and pooling (kernels.h): im2col + cuBLAS per sample; cols is device scratch.
-void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, float *y, float *cols,
-            int64_t N, const int64_t *window);
+void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
+            float *y, float *cols, int64_t N, const int64_t *window);
 void conv2dGradInput(const rt::DeviceContext &c, const float *dy, const float *weight, float *dx,
                      float *cols, int64_t N, const int64_t *window);
-void conv2dGradWeight(const rt::DeviceContext &c, const float *x, const float *dy, float *dw, float *cols,
-                      int64_t N, const int64_t *window);
+void conv2dGradWeight(const rt::DeviceContext &c, const float *x, const float *dy, float *dw,
+                      float *dbias, float *cols, int64_t N, const int64_t *window);
 void maxPool2d(const rt::DeviceContext &c, const float *x, float *y, int64_t N, const int64_t *window);
 void maxPool2dGrad(const rt::DeviceContext &c, const float *x, const float *dy, float *dx, int64_t N,
                    const int64_t *window);

@@ -117,13 +117,14 @@ void updateRunningStats(const rt::HostContext &c, const float *mean, const float
 // and AvgPool2d; N samples, `window` a rt::Window2d's 15 values. cols is
 // scratch of C kH kW Ho Wo floats (one sample's im2col columns; its contents
 // on entry do not matter). The gradients write (not accumulate) dx and dw;
-// conv2dGradWeight sums over the N samples.
-void conv2d(const rt::HostContext &c, const float *x, const float *weight, float *y, float *cols,
-            int64_t N, const int64_t *window);
+// conv2dGradWeight sums over the N samples. bias ([O], added to each output
+// channel) and dbias (its gradient: dy summed per channel) may be null.
+void conv2d(const rt::HostContext &c, const float *x, const float *weight, const float *bias,
+            float *y, float *cols, int64_t N, const int64_t *window);
 void conv2dGradInput(const rt::HostContext &c, const float *dy, const float *weight, float *dx,
                      float *cols, int64_t N, const int64_t *window);
-void conv2dGradWeight(const rt::HostContext &c, const float *x, const float *dy, float *dw, float *cols,
-                      int64_t N, const int64_t *window);
+void conv2dGradWeight(const rt::HostContext &c, const float *x, const float *dy, float *dw,
+                      float *dbias, float *cols, int64_t N, const int64_t *window);
 // Max pooling (padding never wins); the gradient routes each window's dy to
 // its first maximum in row-major order, as PyTorch's CPU kernel (by >, as
 // reduceMax: a NaN is kept only where it comes first).

@@ -37,10 +37,13 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
 // Convolutions of N NCHW samples (kern::conv2d and its gradients,
 // kernels.h): true when the engine computed it, false when it has no
 // convolution of its own (OpenBLAS), and the caller runs im2col + gemm.
-bool conv2d(const Window2d &w, int64_t N, const float *x, const float *weight, float *y);
+// bias (added to each output channel) and db (the bias's gradient) may be
+// null.
+bool conv2d(const Window2d &w, int64_t N, const float *x, const float *weight, const float *bias,
+            float *y);
 bool conv2dGradInput(const Window2d &w, int64_t N, const float *dy, const float *weight,
                      float *dx);
 bool conv2dGradWeight(const Window2d &w, int64_t N, const float *x, const float *dy,
-                      float *dw);
+                      float *dw, float *db);
 
 } // namespace dtc::rt::gemm_engine

@@ -92,7 +92,7 @@ enum class Kind { Forward, BackwardData, BackwardWeights };
 struct Operand {
   int arg = 0;
   memory plain, chosen; // chosen == plain's layout: the same memory
-  bool reorder = false;
+  bool reorder = false, output = false;
   dnnl::reorder in, out;
 };
 
@@ -110,8 +110,9 @@ struct Key {
   Kind kind;
   std::array<int64_t, 15> window;
   int64_t n;
+  bool bias; // forward: adds a bias; backward weights: also its gradient
   bool operator<(const Key &o) const {
-    return std::tie(kind, window, n) < std::tie(o.kind, o.window, o.n);
+    return std::tie(kind, window, n, bias) < std::tie(o.kind, o.window, o.n, o.bias);
   }
 };
 
@@ -135,6 +136,7 @@ Operand operand(int arg, const memory::desc &plain, const memory::desc &chosen,
                 const dnnl::engine &e, bool isOutput) {
   Operand o;
   o.arg = arg;
+  o.output = isOutput;
   o.plain = memory(plain, e, DNNL_MEMORY_NONE);
   o.reorder = chosen != plain;
   o.chosen = o.reorder ? memory(chosen, e) : o.plain;
@@ -156,6 +158,7 @@ std::unique_ptr<Plan> makePlan(const Key &key, ThreadState &ts) {
                             : memory::desc({g, w.O / g, w.C / g, w.kH, w.kW}, f32, Tag::goihw);
   memory::desc anySrc(src.dims(), f32, Tag::any), anyDst(dst.dims(), f32, Tag::any),
       anyWei(wei.dims(), f32, Tag::any);
+  const memory::desc bias({w.O}, f32, Tag::x), none;
   const memory::dims strides{w.sH, w.sW}, dilates{w.dH - 1, w.dW - 1}, pad{w.pH, w.pW};
   // The right padding that gives exactly Ho x Wo (PyTorch drops what a
   // stride leaves over).
@@ -165,10 +168,11 @@ std::unique_ptr<Plan> makePlan(const Key &key, ThreadState &ts) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto plan = std::make_unique<Plan>();
   const auto &e = ts.engine;
+  const bool withBias = key.bias && key.kind != Kind::BackwardData;
   dnnl::convolution_forward::primitive_desc fwd(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_direct, anySrc, anyWei, anyDst,
-                                      strides, dilates, pad, padR),
+                                      dnnl::algorithm::convolution_direct, anySrc, anyWei,
+                                      withBias ? bias : none, anyDst, strides, dilates, pad, padR),
       attr, e);
   memory::desc scratch;
   switch (key.kind) {
@@ -177,6 +181,8 @@ std::unique_ptr<Plan> makePlan(const Key &key, ThreadState &ts) {
     plan->operands = {operand(DNNL_ARG_SRC, src, fwd.src_desc(), e, false),
                       operand(DNNL_ARG_WEIGHTS, wei, fwd.weights_desc(), e, false),
                       operand(DNNL_ARG_DST, dst, fwd.dst_desc(), e, true)};
+    if (withBias)
+      plan->operands.push_back(operand(DNNL_ARG_BIAS, bias, bias, e, false));
     scratch = fwd.scratchpad_desc();
     break;
   case Kind::BackwardData: {
@@ -194,12 +200,15 @@ std::unique_ptr<Plan> makePlan(const Key &key, ThreadState &ts) {
   case Kind::BackwardWeights: {
     dnnl::convolution_backward_weights::primitive_desc bwd(
         dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, anySrc,
-                                                 anyWei, anyDst, strides, dilates, pad, padR),
+                                                 anyWei, withBias ? bias : none, anyDst,
+                                                 strides, dilates, pad, padR),
         attr, e, fwd);
     plan->primitive = dnnl::convolution_backward_weights(bwd);
     plan->operands = {operand(DNNL_ARG_SRC, src, bwd.src_desc(), e, false),
                       operand(DNNL_ARG_DIFF_DST, dst, bwd.diff_dst_desc(), e, false),
                       operand(DNNL_ARG_DIFF_WEIGHTS, wei, bwd.diff_weights_desc(), e, true)};
+    if (withBias)
+      plan->operands.push_back(operand(DNNL_ARG_DIFF_BIAS, bias, bias, e, true));
     scratch = bwd.scratchpad_desc();
     break;
   }
@@ -212,13 +221,15 @@ std::unique_ptr<Plan> makePlan(const Key &key, ThreadState &ts) {
   return plan;
 }
 
-// Runs one share of n samples on this thread: the inputs at in[0], in[1],
-// the output at out. False when oneDNN has no such convolution.
+// Runs one share of n samples on this thread: the inputs at in0, in1, the
+// output at out, and the bias (forward: an input) or its gradient (backward
+// weights: an output) at extra unless it is null. False when oneDNN has no
+// such convolution.
 bool runShare(Kind kind, const Window2d &w, int64_t n, const float *in0, const float *in1,
-              float *out) {
+              float *out, const float *extra = nullptr) {
   serialOpenMp();
   ThreadState &ts = state();
-  const Key key{kind, valuesOf(w), n};
+  const Key key{kind, valuesOf(w), n, extra != nullptr};
   auto it = ts.plans.find(key);
   if (it == ts.plans.end()) {
     std::unique_ptr<Plan> made;
@@ -232,17 +243,17 @@ bool runShare(Kind kind, const Window2d &w, int64_t n, const float *in0, const f
   Plan *plan = it->second.get();
   if (!plan)
     return false;
-  const void *ptrs[3] = {in0, in1, out};
+  const void *ptrs[4] = {in0, in1, out, extra};
   for (size_t i = 0; i < plan->operands.size(); ++i) {
     Operand &o = plan->operands[i];
     o.plain.set_data_handle(const_cast<void *>(ptrs[i]));
-    if (o.reorder && i + 1 < plan->operands.size())
+    if (o.reorder && !o.output)
       o.in.execute(ts.stream, o.plain, o.chosen);
   }
   plan->primitive.execute(ts.stream, plan->args);
-  Operand &result = plan->operands.back();
-  if (result.reorder)
-    result.out.execute(ts.stream, result.chosen, result.plain);
+  for (Operand &o : plan->operands)
+    if (o.reorder && o.output)
+      o.out.execute(ts.stream, o.chosen, o.plain);
   ts.stream.wait();
   return true;
 }
@@ -316,10 +327,11 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
   }
 }
 
-bool conv2d(const Window2d &w, int64_t N, const float *x, const float *weight, float *y) {
+bool conv2d(const Window2d &w, int64_t N, const float *x, const float *weight, const float *bias,
+            float *y) {
   const int64_t xs = w.C * w.H * w.W, ys = w.O * w.Ho * w.Wo;
   return conv::overShares(N, [&](int64_t b, int64_t e) {
-    return conv::runShare(conv::Kind::Forward, w, e - b, x + b * xs, weight, y + b * ys);
+    return conv::runShare(conv::Kind::Forward, w, e - b, x + b * xs, weight, y + b * ys, bias);
   });
 }
 
@@ -332,9 +344,10 @@ bool conv2dGradInput(const Window2d &w, int64_t N, const float *dy, const float 
 }
 
 bool conv2dGradWeight(const Window2d &w, int64_t N, const float *x, const float *dy,
-                      float *dw) {
+                      float *dw, float *db) {
   const int64_t xs = w.C * w.H * w.W, ys = w.O * w.Ho * w.Wo;
   const int64_t nw = w.O * (w.C / w.groups) * w.kH * w.kW;
+  const int64_t nb = db ? w.O : 0; // a share's bias gradient follows its weight gradient
   // Share s > 0 writes its weight gradient apart; the shares are summed in
   // order after (the same sums for the same --threads, run after run).
   // Kept between calls (only the step's thread calls): no allocation per step.
@@ -346,13 +359,15 @@ bool conv2dGradWeight(const Window2d &w, int64_t N, const float *x, const float 
   begins.assign(maxShares, -1);
   const bool ok = conv::overShares(N, [&](int64_t b, int64_t e) {
     const size_t slot = size_t(b / 16);
-    float *out = dw;
+    float *out = dw, *outBias = db;
     if (b > 0) {
-      partial[slot].resize(size_t(nw));
+      partial[slot].resize(size_t(nw + nb));
       out = partial[slot].data();
+      outBias = db ? out + nw : nullptr;
     }
     begins[slot] = b;
-    return conv::runShare(conv::Kind::BackwardWeights, w, e - b, x + b * xs, dy + b * ys, out);
+    return conv::runShare(conv::Kind::BackwardWeights, w, e - b, x + b * xs, dy + b * ys, out,
+                          outBias);
   });
   if (!ok)
     return false;
@@ -361,6 +376,8 @@ bool conv2dGradWeight(const Window2d &w, int64_t N, const float *x, const float 
       const float *p = partial[slot].data();
       for (int64_t i = 0; i < nw; ++i)
         dw[i] += p[i];
+      for (int64_t i = 0; i < nb; ++i)
+        db[i] += p[nw + i];
     }
   return true;
 }

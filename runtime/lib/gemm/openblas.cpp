@@ -31,11 +31,13 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
 }
 
 // No convolutions of its own: im2col + gemm (conv.cpp).
-bool conv2d(const Window2d &, int64_t, const float *, const float *, float *) { return false; }
+bool conv2d(const Window2d &, int64_t, const float *, const float *, const float *, float *) {
+  return false;
+}
 bool conv2dGradInput(const Window2d &, int64_t, const float *, const float *, float *) {
   return false;
 }
-bool conv2dGradWeight(const Window2d &, int64_t, const float *, const float *, float *) {
+bool conv2dGradWeight(const Window2d &, int64_t, const float *, const float *, float *, float *) {
   return false;
 }
 
