@@ -512,7 +512,9 @@ def Dtc_BatchNormOp : Dtc_Op<"batch_norm", [Pure,
     `var` (`[C]`), which the gradient reads and `dtc.update_running_stats`
     folds into the running statistics. `running_mean` and `running_var`
     are not read in training: they are what the evaluation form
-    (`dtc.batch_norm_inference`, built in @eval_step) normalizes with.
+    (`dtc.batch_norm_inference`, built in @eval_step) normalizes with. With
+    `relu`, the result is `max(y, 0)` (the kernel applies it as it writes:
+    `batch_norm(x, act=relu)` has no pass of its own for the activation).
 
     ```mlir
     %y, %mean, %var = dtc.batch_norm %x, %w, %b, %rm, %rv {eps = 1.0e-05 : f64}
@@ -521,7 +523,7 @@ def Dtc_BatchNormOp : Dtc_Op<"batch_norm", [Pure,
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight,
                        Dtc_F32Tensor:$bias, Dtc_F32Tensor:$running_mean,
-                       Dtc_F32Tensor:$running_var, F64Attr:$eps);
+                       Dtc_F32Tensor:$running_var, F64Attr:$eps, UnitAttr:$relu);
   let results = (outs Dtc_F32Tensor:$result, Dtc_F32Tensor:$mean,
                       Dtc_F32Tensor:$var);
   let assemblyFormat = [{
@@ -539,14 +541,19 @@ def Dtc_BatchNormGradOp : Dtc_Op<"batch_norm_grad", [Pure,
     From the input `x`, the gradient `dy` of the result, the batch's
     statistics and the weight of a `dtc.batch_norm` of the same `eps`: the
     gradients of its input (through the statistics too), weight and bias.
+    With `relu_result` (the result of a `dtc.batch_norm` with `relu`), `dy`
+    counts only where that result is positive (the ReLU's gradient, applied
+    as the kernel reads `dy`).
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
                        Dtc_F32Tensor:$mean, Dtc_F32Tensor:$var,
-                       Dtc_F32Tensor:$weight, F64Attr:$eps);
+                       Dtc_F32Tensor:$weight, Optional<Dtc_F32Tensor>:$relu_result,
+                       F64Attr:$eps);
   let results = (outs Dtc_F32Tensor:$dx, Dtc_F32Tensor:$dweight,
                       Dtc_F32Tensor:$dbias);
   let assemblyFormat = [{
-    $x `,` $dy `,` $mean `,` $var `,` $weight attr-dict `:` type($x) `,` type($weight)
+    $x `,` $dy `,` $mean `,` $var `,` $weight (`relu` `(` $relu_result^ `:` type($relu_result) `)`)? attr-dict
+    `:` type($x) `,` type($weight)
   }];
   let hasVerifier = 1;
 }
@@ -556,12 +563,13 @@ def Dtc_BatchNormInferenceOp : Dtc_Op<"batch_norm_inference", [Pure,
     AllTypesMatch<["weight", "bias", "mean", "var"]>]> {
   let summary = "Batch normalization with given statistics (evaluation)";
   let description = [{
-    `y = (x - mean) / sqrt(var + eps) * weight + bias` per channel: the
-    evaluation form of `dtc.batch_norm`, with the running statistics.
+    `y = (x - mean) / sqrt(var + eps) * weight + bias` per channel (with
+    `relu`, `max(y, 0)`): the evaluation form of `dtc.batch_norm`, with the
+    running statistics.
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight,
                        Dtc_F32Tensor:$bias, Dtc_F32Tensor:$mean,
-                       Dtc_F32Tensor:$var, F64Attr:$eps);
+                       Dtc_F32Tensor:$var, F64Attr:$eps, UnitAttr:$relu);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat = [{
     $x `,` $weight `,` $bias `,` $mean `,` $var attr-dict `:` type($x) `,` type($weight)

@@ -293,13 +293,15 @@ DTC_GRAD(DropoutOp) {
 //===----------------------------------------------------------------------===//
 
 // The statistics' own gradients are zero (they feed only the running
-// statistics); the running statistics take none.
+// statistics); the running statistics take none. With relu, the gradient
+// reads the result for the ReLU's mask.
 DTC_GRAD(BatchNormOp) {
   Value dy = resultGrads[0];
+  Value activated = getRelu() ? getResult() : Value();
   auto g = BatchNormGradOp::create(
       builder, getLoc(),
       TypeRange{getX().getType(), getWeight().getType(), getWeight().getType()},
-      getX(), dy, getMean(), getVar(), getWeight(), getEpsAttr());
+      getX(), dy, getMean(), getVar(), getWeight(), activated, getEpsAttr());
   operandGrads.append(
       {g.getDx(), g.getDweight(), g.getDbias(), Value(), Value()});
   return success();

@@ -45,6 +45,9 @@ LogicalResult BatchNormOp::verify() {
                        getEps().convertToDouble());
 }
 LogicalResult BatchNormGradOp::verify() {
+  if (getReluResult() && getReluResult().getType() != getX().getType())
+    return emitOpError("relu_result must be of the input's type ")
+           << getX().getType() << ", got " << getReluResult().getType();
   return checkChannels(*this, getX().getType(), getWeight().getType(),
                        getEps().convertToDouble());
 }
@@ -75,7 +78,7 @@ LogicalResult BatchNormOp::buildEvalForm(OpBuilder &b,
                                          SmallVectorImpl<Value> &results) {
   Value y = BatchNormInferenceOp::create(
       b, getLoc(), getX().getType(), getX(), getWeight(), getBias(),
-      getRunningMean(), getRunningVar(), getEpsAttr());
+      getRunningMean(), getRunningVar(), getEpsAttr(), getReluAttr());
   results.append({y, getRunningMean(), getRunningVar()});
   return success();
 }

@@ -228,15 +228,16 @@ def Dtcrt_DropoutGradOp : Dtcrt_Call<"dropout_grad", (ins Dtcrt_F32Ptr:$dy, Dtcr
     I64:$n, F32:$p, I64:$seed, I64:$salt), "the gradient of dropout (the same mask)">;
 def Dtcrt_BatchNormOp : Dtcrt_Call<"batch_norm", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$weight,
     Dtcrt_F32Ptr:$bias, Dtcrt_F32Ptr:$y, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var, I64:$n,
-    I64:$channels, I64:$inner, F32:$eps),
+    I64:$channels, I64:$inner, F32:$eps, I1:$relu),
     "batch normalization of x [n, channels, inner] with the batch's statistics">;
 def Dtcrt_BatchNormGradOp : Dtcrt_Call<"batch_norm_grad", (ins Dtcrt_F32Ptr:$x,
     Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var, Dtcrt_F32Ptr:$weight,
-    Dtcrt_F32Ptr:$dx, Dtcrt_F32Ptr:$dweight, Dtcrt_F32Ptr:$dbias, I64:$n, I64:$channels,
-    I64:$inner, F32:$eps), "the gradient of batch normalization in training">;
+    Dtcrt_F32Ptr:$relu_result, Dtcrt_F32Ptr:$dx, Dtcrt_F32Ptr:$dweight, Dtcrt_F32Ptr:$dbias,
+    I64:$n, I64:$channels, I64:$inner, F32:$eps),
+    "the gradient of batch normalization in training (through its ReLU unless relu_result is null)">;
 def Dtcrt_BatchNormInferenceOp : Dtcrt_Call<"batch_norm_inference", (ins Dtcrt_F32Ptr:$x,
     Dtcrt_F32Ptr:$weight, Dtcrt_F32Ptr:$bias, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var,
-    Dtcrt_F32Ptr:$y, I64:$n, I64:$channels, I64:$inner, F32:$eps),
+    Dtcrt_F32Ptr:$y, I64:$n, I64:$channels, I64:$inner, F32:$eps, I1:$relu),
     "batch normalization with given statistics">;
 def Dtcrt_UpdateRunningStatsOp : Dtcrt_Call<"update_running_stats", (ins Dtcrt_F32Ptr:$mean,
     Dtcrt_F32Ptr:$var, Dtcrt_F32Ptr:$running_mean, Dtcrt_F32Ptr:$running_var,

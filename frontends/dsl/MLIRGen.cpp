@@ -893,8 +893,12 @@ Value Gen::genBatchNorm(const Expr &e, llvm::StringRef assignedName) {
   declareBuffer(n + ".num_batches_tracked", e.loc, counter, 0);
   if (hadError)
     return {};
+  // act=relu is the kernel's (no pass of its own); other activations follow.
+  const Expr *act = arg(e, 99, "act", false);
+  const bool relu = act && act->kind == Expr::Kind::Name && act->text == "relu";
   auto bn = BatchNormOp::create(b, at, x.getType(), *ct, *ct, x, w, bias, rm,
-                                rv, b.getF64FloatAttr(eps));
+                                rv, b.getF64FloatAttr(eps),
+                                relu ? b.getUnitAttr() : UnitAttr());
   auto sym = [&](const char *suffix) {
     return FlatSymbolRefAttr::get(ctx, n + suffix);
   };
@@ -902,7 +906,7 @@ Value Gen::genBatchNorm(const Expr &e, llvm::StringRef assignedName) {
                                sym(".running_mean"), sym(".running_var"),
                                sym(".num_batches_tracked"),
                                b.getF64FloatAttr(momentum));
-  return activation(e, bn.getResult());
+  return relu ? bn.getResult() : activation(e, bn.getResult());
 }
 
 /// dropout(x, p=0.5): inverted dropout in training, the identity in

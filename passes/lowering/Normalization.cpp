@@ -23,9 +23,10 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
     Value var = l.resultBuffer(op, 2);
     auto [n, c, inner] = channelView(l, op.getX().getType());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
+    Value relu = l.i1(op.getRelu());
     dtcrt::BatchNormOp::create(l.b, l.loc, l.ptr(op.getX()),
                                l.ptr(op.getWeight()), l.ptr(op.getBias()), y,
-                               mean, var, n, c, inner, eps);
+                               mean, var, n, c, inner, eps, relu);
     return success();
   });
   t.add<BatchNormGradOp>([](BatchNormGradOp op, Lowering &l) {
@@ -34,20 +35,22 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
     Value db = l.resultBuffer(op, 2);
     auto [n, c, inner] = channelView(l, op.getX().getType());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
+    Value activated = op.getReluResult() ? l.ptr(op.getReluResult()) : l.null();
     dtcrt::BatchNormGradOp::create(l.b, l.loc, l.ptr(op.getX()),
                                    l.ptr(op.getDy()), l.ptr(op.getMean()),
                                    l.ptr(op.getVar()), l.ptr(op.getWeight()),
-                                   dx, dw, db, n, c, inner, eps);
+                                   activated, dx, dw, db, n, c, inner, eps);
     return success();
   });
   t.add<BatchNormInferenceOp>([](BatchNormInferenceOp op, Lowering &l) {
     Value y = l.resultBuffer(op);
     auto [n, c, inner] = channelView(l, op.getX().getType());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
+    Value relu = l.i1(op.getRelu());
     dtcrt::BatchNormInferenceOp::create(
         l.b, l.loc, l.ptr(op.getX()), l.ptr(op.getWeight()),
         l.ptr(op.getBias()), l.ptr(op.getMean()), l.ptr(op.getVar()), y, n, c,
-        inner, eps);
+        inner, eps, relu);
     return success();
   });
   // The buffers are updated where they live, in the persistent block.

@@ -1175,7 +1175,7 @@ __device__ double blockSumAll(float v, double *sm) {
 // One block per channel (blockIdx.x).
 __global__ void batchNormKernel(const float *x, const float *weight, const float *bias, float *y,
                                 float *mean, float *var, int64_t n, int64_t channels,
-                                int64_t inner, float eps) {
+                                int64_t inner, float eps, bool relu) {
   __shared__ double sm[32];
   const int64_t c = blockIdx.x, count = n * inner;
   float s = 0;
@@ -1195,22 +1195,29 @@ __global__ void batchNormKernel(const float *x, const float *weight, const float
   const float scale = weight[c] / sqrtf(v + eps), shift = bias[c] - m * scale;
   for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
     const int64_t at = channelAt(j, c, channels, inner);
-    y[at] = x[at] * scale + shift;
+    const float v = x[at] * scale + shift;
+    y[at] = relu ? fmaxf(v, 0.0f) : v;
   }
 }
 
+// dy through the ReLU whose result is r (none: r null).
+__device__ inline float throughRelu(const float *r, const float *dy, int64_t at) {
+  return r == nullptr || r[at] > 0.0f ? dy[at] : 0.0f;
+}
+
 __global__ void batchNormGradKernel(const float *x, const float *dy, const float *mean,
-                                    const float *var, const float *weight, float *dx,
-                                    float *dweight, float *dbias, int64_t n, int64_t channels,
-                                    int64_t inner, float eps) {
+                                    const float *var, const float *weight, const float *r,
+                                    float *dx, float *dweight, float *dbias, int64_t n,
+                                    int64_t channels, int64_t inner, float eps) {
   __shared__ double sm[32];
   const int64_t c = blockIdx.x, count = n * inner;
   const float m = mean[c], invstd = 1.0f / sqrtf(var[c] + eps);
   float a = 0, b = 0;
   for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
     const int64_t at = channelAt(j, c, channels, inner);
-    a += dy[at];
-    b += dy[at] * (x[at] - m);
+    const float g = throughRelu(r, dy, at);
+    a += g;
+    b += g * (x[at] - m);
   }
   const double sdy = blockSumAll(a, sm), sdyx = blockSumAll(b, sm);
   if (threadIdx.x == 0) {
@@ -1222,18 +1229,19 @@ __global__ void batchNormGradKernel(const float *x, const float *dy, const float
               k2 = float(sdyx / total) * invstd * invstd;
   for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
     const int64_t at = channelAt(j, c, channels, inner);
-    dx[at] = scale * (dy[at] - meanDy - (x[at] - m) * k2);
+    dx[at] = scale * (throughRelu(r, dy, at) - meanDy - (x[at] - m) * k2);
   }
 }
 
 __global__ void batchNormInferenceKernel(const float *x, const float *weight, const float *bias,
                                          const float *mean, const float *var, float *y,
                                          int64_t total, int64_t channels, int64_t inner,
-                                         float eps) {
+                                         float eps, bool relu) {
   for (int64_t i = globalThread(); i < total; i += gridThreads()) {
     const int64_t c = (i / inner) % channels;
     const float scale = weight[c] / sqrtf(var[c] + eps);
-    y[i] = x[i] * scale + (bias[c] - mean[c] * scale);
+    const float v = x[i] * scale + (bias[c] - mean[c] * scale);
+    y[i] = relu ? fmaxf(v, 0.0f) : v;
   }
 }
 
@@ -1251,33 +1259,34 @@ __global__ void updateRunningStatsKernel(const float *mean, const float *var, fl
 
 void batchNorm(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
                float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
-               float eps) {
+               float eps, bool relu) {
   if (channels <= 0)
     return;
   batchNormKernel<<<unsigned(channels), kThreads, 0, c.stream>>>(x, weight, bias, y, mean, var,
-                                                                 n, channels, inner, eps);
+                                                                 n, channels, inner, eps, relu);
   checkLaunch("batchNorm");
 }
 
 void batchNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, const float *mean,
-                   const float *var, const float *weight, float *dx, float *dweight, float *dbias,
-                   int64_t n, int64_t channels, int64_t inner, float eps) {
+                   const float *var, const float *weight, const float *reluResult, float *dx,
+                   float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
+                   float eps) {
   if (channels <= 0)
     return;
   batchNormGradKernel<<<unsigned(channels), kThreads, 0, c.stream>>>(
-      x, dy, mean, var, weight, dx, dweight, dbias, n, channels, inner, eps);
+      x, dy, mean, var, weight, reluResult, dx, dweight, dbias, n, channels, inner, eps);
   checkLaunch("batchNormGrad");
 }
 
 void batchNormInference(const rt::DeviceContext &c, const float *x, const float *weight,
                         const float *bias, const float *mean, const float *var, float *y,
-                        int64_t n, int64_t channels, int64_t inner, float eps) {
+                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu) {
   const int64_t total = n * channels * inner;
   if (total <= 0)
     return;
   batchNormInferenceKernel<<<gridFor(total), kThreads, 0, c.stream>>>(x, weight, bias, mean, var,
                                                                       y, total, channels, inner,
-                                                                      eps);
+                                                                      eps, relu);
   checkLaunch("batchNormInference");
 }
 

@@ -43,15 +43,25 @@ float runCenteredSquares(const float *x, int64_t k, float mean) {
 float runDot(const float *a, const float *b, int64_t k, float mean) {
   return laneSum(k, [a, b, mean](int64_t i) { return a[i] * (b[i] - mean); });
 }
-// y = x * scale + shift over the runs of channel c.
+// y = x * scale + shift (with relu, its max with 0) over the runs of channel c.
 void scaleShift(const float *x, float *y, int64_t n, int64_t channels, int64_t inner, int64_t c,
-                float scale, float shift) {
+                float scale, float shift, bool relu) {
   for (int64_t s = 0; s < n; ++s) {
     const float *xr = x + (s * channels + c) * inner;
     float *yr = y + (s * channels + c) * inner;
-    for (int64_t i = 0; i < inner; ++i)
-      yr[i] = xr[i] * scale + shift;
+    if (relu)
+      for (int64_t i = 0; i < inner; ++i)
+        yr[i] = std::max(xr[i] * scale + shift, 0.0f);
+    else
+      for (int64_t i = 0; i < inner; ++i)
+        yr[i] = xr[i] * scale + shift;
   }
+}
+// The gradient through a ReLU: dy where its result r is positive, else 0.
+// (Both loaded, then selected: no branch on the mask, which is random.)
+inline float through(const float *r, const float *dy, int64_t i) {
+  const float g = dy[i];
+  return r[i] > 0.0f ? g : 0.0f;
 }
 // Channels per helper: enough that a thread's share is worth waking it.
 int64_t minChannels(int64_t n, int64_t inner) {
@@ -63,7 +73,7 @@ int64_t minChannels(int64_t n, int64_t inner) {
 
 void batchNorm(const rt::HostContext &, const float *x, const float *weight, const float *bias,
                float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
-               float eps) {
+               float eps, bool relu) {
   const double count = double(std::max<int64_t>(1, n * inner));
   rt::parallelFor(channels, minChannels(n, inner), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
@@ -78,27 +88,29 @@ void batchNorm(const rt::HostContext &, const float *x, const float *weight, con
       mean[c] = m;
       var[c] = v;
       const float scale = weight[c] / std::sqrt(v + eps);
-      scaleShift(x, y, n, channels, inner, c, scale, bias[c] - m * scale);
+      scaleShift(x, y, n, channels, inner, c, scale, bias[c] - m * scale, relu);
     }
   });
 }
 
 void batchNormInference(const rt::HostContext &, const float *x, const float *weight,
                         const float *bias, const float *mean, const float *var, float *y,
-                        int64_t n, int64_t channels, int64_t inner, float eps) {
+                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu) {
   rt::parallelFor(channels, minChannels(n, inner), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       const float scale = weight[c] / std::sqrt(var[c] + eps);
-      scaleShift(x, y, n, channels, inner, c, scale, bias[c] - mean[c] * scale);
+      scaleShift(x, y, n, channels, inner, c, scale, bias[c] - mean[c] * scale, relu);
     }
   });
 }
 
 // With xhat = (x - mean) invstd: dbias = sum dy, dweight = sum dy xhat, and
-// dx = weight invstd (dy - dbias / count - xhat dweight / count).
+// dx = weight invstd (dy - dbias / count - xhat dweight / count); dy through
+// the ReLU when its result r is given.
 void batchNormGrad(const rt::HostContext &, const float *x, const float *dy, const float *mean,
-                   const float *var, const float *weight, float *dx, float *dweight, float *dbias,
-                   int64_t n, int64_t channels, int64_t inner, float eps) {
+                   const float *var, const float *weight, const float *r, float *dx,
+                   float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
+                   float eps) {
   const double count = double(std::max<int64_t>(1, n * inner));
   rt::parallelFor(channels, minChannels(n, inner), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
@@ -106,8 +118,16 @@ void batchNormGrad(const rt::HostContext &, const float *x, const float *dy, con
       double sdy = 0, sdyx = 0;
       for (int64_t k = 0; k < n; ++k) {
         const int64_t at = (k * channels + c) * inner;
-        sdy += runSum(dy + at, inner);
-        sdyx += runDot(dy + at, x + at, inner, m);
+        if (r) {
+          const float *ra = r + at, *dya = dy + at, *xa = x + at;
+          sdy += laneSum(inner, [ra, dya](int64_t i) { return through(ra, dya, i); });
+          sdyx += laneSum(inner, [ra, dya, xa, m](int64_t i) {
+            return through(ra, dya, i) * (xa[i] - m);
+          });
+        } else {
+          sdy += runSum(dy + at, inner);
+          sdyx += runDot(dy + at, x + at, inner, m);
+        }
       }
       dbias[c] = float(sdy);
       dweight[c] = float(sdyx * invstd);
@@ -118,8 +138,14 @@ void batchNormGrad(const rt::HostContext &, const float *x, const float *dy, con
         const int64_t at = (k * channels + c) * inner;
         const float *xr = x + at, *dyr = dy + at;
         float *dxr = dx + at;
-        for (int64_t i = 0; i < inner; ++i)
-          dxr[i] = scale * (dyr[i] - meanDy - (xr[i] - m) * k2);
+        if (r) {
+          const float *rr = r + at;
+          for (int64_t i = 0; i < inner; ++i)
+            dxr[i] = scale * (through(rr, dyr, i) - meanDy - (xr[i] - m) * k2);
+        } else {
+          for (int64_t i = 0; i < inner; ++i)
+            dxr[i] = scale * (dyr[i] - meanDy - (xr[i] - m) * k2);
+        }
       }
     }
   });

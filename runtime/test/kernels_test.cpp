@@ -768,7 +768,12 @@ TEST(BatchNorm, TrainingUsesTheBatchStatisticsAndInferenceTheGivenOnes) {
   const float eps = 1e-5f;
   std::vector<float> y(T), mean(C), var(C), yi(T);
   kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), mean.data(), var.data(), n, C,
-                  inner, eps);
+                  inner, eps, false);
+  std::vector<float> yr(T), mr(C), vr(C);
+  kern::batchNorm(kHost, x.data(), w.data(), b.data(), yr.data(), mr.data(), vr.data(), n, C,
+                  inner, eps, true);
+  for (size_t at = 0; at < T; ++at)
+    EXPECT_EQ(yr[at], std::max(y[at], 0.0f)) << "relu at " << at;
   for (int64_t c = 0; c < C; ++c) {
     double m, v;
     channelStats(x, n, C, inner, c, m, v);
@@ -783,7 +788,7 @@ TEST(BatchNorm, TrainingUsesTheBatchStatisticsAndInferenceTheGivenOnes) {
   // Inference with other statistics: those, not the batch's.
   const std::vector<float> rm{1.0f, 2.0f, 3.0f}, rv{4.0f, 0.25f, 1.0f};
   kern::batchNormInference(kHost, x.data(), w.data(), b.data(), rm.data(), rv.data(), yi.data(),
-                           n, C, inner, eps);
+                           n, C, inner, eps, false);
   for (size_t at = 0; at < T; ++at) {
     const size_t c = (at / size_t(inner)) % size_t(C);
     EXPECT_NEAR(yi[at], (x[at] - rm[c]) / std::sqrt(rv[c] + eps) * w[c] + b[c], 1e-5);
@@ -793,34 +798,52 @@ TEST(BatchNorm, TrainingUsesTheBatchStatisticsAndInferenceTheGivenOnes) {
 TEST(BatchNorm, GradientMatchesFiniteDifferences) {
   const int64_t n = 4, C = 2, inner = 3;
   const size_t T = size_t(n * C * inner);
-  auto x = randomVec(T, 41), K = randomVec(T, 42);
-  std::vector<float> w{0.7f, 1.3f}, b{0.2f, -0.1f};
+  auto x0 = randomVec(T, 41), K = randomVec(T, 42);
   const float eps = 1e-3f;
-  // loss = sum(batch_norm(x) * K); its gradient dy is K.
-  auto loss = [&]() {
-    std::vector<float> y(T), m(2), v(2);
+  // loss = sum(batch_norm(x) * K), with and without a fused ReLU.
+  for (bool relu : {false, true}) {
+    auto x = x0;
+    std::vector<float> w{0.7f, 1.3f}, b{0.2f, -0.1f};
+    auto loss = [&]() {
+      std::vector<float> y(T), m(2), v(2);
+      kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), n, C,
+                      inner, eps, relu);
+      double s = 0;
+      for (size_t i = 0; i < T; ++i)
+        s += double(y[i]) * K[i];
+      return s;
+    };
+    std::vector<float> y(T), m(2), v(2), dx(T), dw(2), db(2);
     kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), n, C,
-                    inner, eps);
-    double s = 0;
-    for (size_t i = 0; i < T; ++i)
-      s += double(y[i]) * K[i];
-    return s;
-  };
-  std::vector<float> y(T), m(2), v(2), dx(T), dw(2), db(2);
-  kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), n, C, inner,
-                  eps);
-  kern::batchNormGrad(kHost, x.data(), K.data(), m.data(), v.data(), w.data(), dx.data(),
-                      dw.data(), db.data(), n, C, inner, eps);
-  expectNear(dx, numericGrad(x, loss), 2e-2f);
-  expectNear(dw, numericGrad(w, loss), 2e-2f);
-  expectNear(db, numericGrad(b, loss), 2e-2f);
-  // The input's gradient sums to zero per channel (the mean is removed).
-  for (int64_t c = 0; c < C; ++c) {
-    double s = 0;
-    for (int64_t k = 0; k < n; ++k)
-      for (int64_t i = 0; i < inner; ++i)
-        s += dx[size_t((k * C + c) * inner + i)];
-    EXPECT_NEAR(s, 0.0, 1e-5);
+                    inner, eps, relu);
+    kern::batchNormGrad(kHost, x.data(), K.data(), m.data(), v.data(), w.data(),
+                        relu ? y.data() : nullptr, dx.data(), dw.data(), db.data(), n, C, inner,
+                        eps);
+    if (relu) {
+      // The ReLU's gradient applied first, then batch norm's without it:
+      // the same numbers (finite differences would cross the kink, where
+      // batch norm puts many values).
+      std::vector<float> masked(T), dx2(T), dw2(2), db2(2);
+      for (size_t i = 0; i < T; ++i)
+        masked[i] = y[i] > 0 ? K[i] : 0.0f;
+      kern::batchNormGrad(kHost, x.data(), masked.data(), m.data(), v.data(), w.data(), nullptr,
+                          dx2.data(), dw2.data(), db2.data(), n, C, inner, eps);
+      EXPECT_EQ(dx, dx2);
+      EXPECT_EQ(dw, dw2);
+      EXPECT_EQ(db, db2);
+      continue;
+    }
+    expectNear(dx, numericGrad(x, loss), 2e-2f);
+    expectNear(dw, numericGrad(w, loss), 2e-2f);
+    expectNear(db, numericGrad(b, loss), 2e-2f);
+    // The input's gradient sums to zero per channel (the mean is removed).
+    for (int64_t c = 0; c < C; ++c) {
+      double s = 0;
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t i = 0; i < inner; ++i)
+          s += dx[size_t((k * C + c) * inner + i)];
+      EXPECT_NEAR(s, 0.0, 1e-5);
+    }
   }
 }
 

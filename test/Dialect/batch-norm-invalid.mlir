@@ -86,3 +86,11 @@ module {
     return
   }
 }
+
+// -----
+
+func.func @relu_result(%x: tensor<?x3xf32>, %r: tensor<?x4xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm_grad' op relu_result must be of the input's type 'tensor<?x3xf32>', got 'tensor<?x4xf32>'}}
+  %dx, %dw, %db = dtc.batch_norm_grad %x, %x, %c, %c, %c relu(%r : tensor<?x4xf32>) {eps = 1.0e-05 : f64} : tensor<?x3xf32>, tensor<3xf32>
+  return
+}

@@ -3,10 +3,11 @@
 # Batch normalization lowered to runtime calls on [n, channels, inner]; the
 # running statistics updated where they live (the persistent block, after
 # the parameters), the counter through an int64_t pointer; the evaluation
-# step normalizes with them and updates nothing.
+# step normalizes with them and updates nothing. The ReLU is the kernels':
+# the gradient reads the activated result for its mask.
 input x: f32[B, 3, 4, 4]
 label y: i32[B]
-n = batch_norm(x)
+n = batch_norm(x, act=relu)
 o = linear(flatten(n), 2)
 loss = cross_entropy(o, y)
 # CHECK-LABEL: func.func @eval_step()
@@ -20,12 +21,12 @@ loss = cross_entropy(o, y)
 # CHECK: dtcrt.update_running_stats(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C]], %{{.*}}, %{{.*}}, %{{.*}})
 # CHECK: dtcrt.batch_norm_grad(
 # CPP-LABEL: static void evalStep(
-# CPP: dtc::kern::batchNormInference(c, {{.*}}, B, 3, 16, 9.99999975e-06f);
+# CPP: dtc::kern::batchNormInference(c, {{.*}}, B, 3, 16, 9.99999975e-06f, true);
 # CPP-LABEL: static void trainStep(
-# CPP: dtc::kern::batchNorm(c, {{.*}}, B, 3, 16, 9.99999975e-06f);
+# CPP: dtc::kern::batchNorm(c, [[X:.*]], [[W:v[0-9]+]], v{{[0-9]+}}, [[Y:v[0-9]+]], v{{[0-9]+}}, v{{[0-9]+}}, B, 3, 16, 9.99999975e-06f, true);
 # CPP: int64_t *v{{[0-9]+}} = reinterpret_cast<int64_t *>(P + 704);
 # CPP: dtc::kern::updateRunningStats(c, {{.*}}, 3, B*16, 0.100000001f);
-# CPP: dtc::kern::batchNormGrad(c, {{.*}}, B, 3, 16, 9.99999975e-06f);
+# CPP: dtc::kern::batchNormGrad(c, [[X]], v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}, [[W]], [[Y]], {{.*}}, B, 3, 16, 9.99999975e-06f);
 # CPP: static const dtc::rt::BufferSpec kBuffers[] = {
 # CPP-NEXT: {"n.running_mean", dtc::rt::ElementType::F32, 1, {3, 0, 0, 0, 0, 0}, 3, 576, 0},
 # CPP-NEXT: {"n.running_var", dtc::rt::ElementType::F32, 1, {3, 0, 0, 0, 0, 0}, 3, 640, 1},

@@ -111,13 +111,14 @@ void dropoutGrad(const rt::DeviceContext &c, const float *dy, float *dx, int64_t
 // Batch normalization (kernels.h): one block per channel for the statistics.
 void batchNorm(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
                float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
-               float eps);
+               float eps, bool relu);
 void batchNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, const float *mean,
-                   const float *var, const float *weight, float *dx, float *dweight, float *dbias,
-                   int64_t n, int64_t channels, int64_t inner, float eps);
+                   const float *var, const float *weight, const float *reluResult, float *dx,
+                   float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
+                   float eps);
 void batchNormInference(const rt::DeviceContext &c, const float *x, const float *weight,
                         const float *bias, const float *mean, const float *var, float *y,
-                        int64_t n, int64_t channels, int64_t inner, float eps);
+                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu);
 void updateRunningStats(const rt::DeviceContext &c, const float *mean, const float *var,
                         float *runningMean, float *runningVar, int64_t *numBatchesTracked,
                         int64_t channels, int64_t count, float momentum);

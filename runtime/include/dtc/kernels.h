@@ -96,19 +96,22 @@ void dropoutGrad(const rt::HostContext &c, const float *dy, float *dx, int64_t n
 // torch.nn.BatchNorm1d / 2d. In training (batchNorm) with the batch's
 // statistics, which it writes to mean and var (the biased variance);
 // batchNormGrad gives dx (through the statistics too), dweight and dbias;
-// batchNormInference normalizes with the given statistics.
+// batchNormInference normalizes with the given statistics. With relu the
+// result is max(y, 0); reluResult (that result, or null) makes the gradient
+// count dy only where it is positive.
 // updateRunningStats folds a batch's statistics (count elements per channel)
 // into the running ones with `momentum` (the variance made unbiased) and
 // counts the batch in *numBatchesTracked.
 void batchNorm(const rt::HostContext &c, const float *x, const float *weight, const float *bias,
                float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
-               float eps);
+               float eps, bool relu);
 void batchNormGrad(const rt::HostContext &c, const float *x, const float *dy, const float *mean,
-                   const float *var, const float *weight, float *dx, float *dweight, float *dbias,
-                   int64_t n, int64_t channels, int64_t inner, float eps);
+                   const float *var, const float *weight, const float *reluResult, float *dx,
+                   float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
+                   float eps);
 void batchNormInference(const rt::HostContext &c, const float *x, const float *weight,
                         const float *bias, const float *mean, const float *var, float *y,
-                        int64_t n, int64_t channels, int64_t inner, float eps);
+                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu);
 void updateRunningStats(const rt::HostContext &c, const float *mean, const float *var,
                         float *runningMean, float *runningVar, int64_t *numBatchesTracked,
                         int64_t channels, int64_t count, float momentum);
