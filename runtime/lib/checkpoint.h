@@ -31,8 +31,8 @@
 
 namespace dtc::rt {
 
-// Writes the parameters (in the first spec.paramBytes of persistent) to path
-// through an AtomicFile.
+// Writes the parameters and buffers (the first spec.paramBytes +
+// spec.bufferBytes of persistent) to path through an AtomicFile.
 void saveCheckpoint(const std::string &path, const ModelSpec &spec,
                     const char *persistent);
 

@@ -36,9 +36,10 @@ inline int64_t arenaBytes(const ModelSpec &spec, int64_t batch) {
 void checkStepMemory(const ModelSpec &spec, int64_t batch, bool hostSteps);
 
 struct Session {
-  // Allocates, initializes the parameters from opts.seed, then (rank 0 only)
-  // applies opts.initPath if given, then broadcasts rank 0's parameters to
-  // all ranks; optimizer state starts at zero. With `resumed` (rank 0: a
+  // Allocates, initializes the parameters from opts.seed and the buffers to
+  // their values, then (rank 0 only) applies opts.initPath if given, then
+  // broadcasts rank 0's parameters and buffers to all ranks; optimizer
+  // state starts at zero. With `resumed` (rank 0: a
   // persistent block read from a training state; other ranks: null or
   // empty), rank 0's parameters and optimizer state are that block's instead,
   // and all of it is broadcast. hostSteps false (a device executor runs the
