@@ -419,6 +419,7 @@ void reportError(const char *what, const CommBase *comm) {
 } // namespace
 
 int runMain(int argc, char **argv, const ModelSpec &spec) {
+  routeSignalsToOwnThread(); // before any thread starts: preempt.h says why
   std::unique_ptr<CommBase> comm;
   std::string error;
   bool collective = false, fatal = false;

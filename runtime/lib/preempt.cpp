@@ -4,6 +4,10 @@
 #include <atomic>
 #include <csignal>
 #include <cstring>
+#include <mutex>
+#include <pthread.h>
+#include <thread>
+#include <unistd.h>
 
 namespace dtc::rt {
 namespace {
@@ -27,7 +31,31 @@ void onSignal(int sig) {
 
 static_assert(std::atomic<int>::is_always_lock_free, "the handler needs a lock-free flag");
 
+sigset_t preemptionSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kSignals)
+    sigaddset(&set, sig);
+  return set;
+}
+
 } // namespace
+
+void routeSignalsToOwnThread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const sigset_t set = preemptionSignals();
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    // The only thread with the signals unblocked: the kernel delivers a
+    // signal sent to the process here, and the handler (onSignal, or the
+    // default action) runs on this thread's stack.
+    std::thread([set] {
+      pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+      for (;;)
+        ::pause();
+    }).detach();
+  });
+}
 
 PreemptionHandler::PreemptionHandler() {
   gRequested.store(0);
@@ -41,6 +69,10 @@ PreemptionHandler::PreemptionHandler() {
 }
 
 PreemptionHandler::~PreemptionHandler() {
+  // After a signal the run is ending with kExitPreempted: the handlers stay,
+  // so that another SIGUSR1 does not turn that status into a kill.
+  if (gRequested.load() != 0)
+    return;
   for (int i = 0; i < kNumSignals; ++i)
     sigaction(kSignals[i], &gPrevious[i], nullptr);
 }
