@@ -13,7 +13,7 @@
 // thread started after it: the communication thread, MPI's, OpenMP's, the
 // helpers of parallelFor) and starts one thread that takes them. The
 // signal frame is then never pushed on a thread that computes. That matters:
-// the JIT GEMM kernels of the oneDNN that Debian 12 ships (2.7) point rsp
+// the JIT GEMM kernels of the oneDNN that Debian 12 ships (2.6.3) point rsp
 // into a heap buffer while they run, so a signal taken there writes its
 // frame into the heap (oneDNN issue 4845, fixed in 3.11.1), and a SIGTERM
 // during a GEMM aborted the run in free() at the next allocation.
