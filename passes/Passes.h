@@ -38,10 +38,16 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<bool> overlap{*this, "overlap",
                        llvm::cl::desc("Overlap all-reduces with backward"),
                        llvm::cl::init(true)};
+  Option<bool> channelsLast{
+      *this, "channels-last",
+      llvm::cl::desc("Plan NHWC activations for convolutions "
+                     "(dtc-channels-last; dtc: the CPU target with oneDNN)"),
+      llvm::cl::init(false)};
 };
 
-/// autodiff -> canonicalize -> cse -> derive-steps -> insert-grad-allreduce ->
-/// bucket-allreduce -> overlap-allreduce -> fuse-elementwise -> plan-memory
+/// [channels-last -> canonicalize ->] autodiff -> canonicalize -> cse ->
+/// derive-steps -> insert-grad-allreduce -> bucket-allreduce ->
+/// overlap-allreduce -> fuse-elementwise -> plan-memory
 /// -> fold-momentum -> group-updates -> verify-backend-contract
 void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 

@@ -10,6 +10,10 @@
 using namespace mlir;
 
 void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
+  if (options.channelsLast && options.autodiff) {
+    pm.addNestedPass<func::FuncOp>(createChannelsLast());
+    pm.addPass(createCanonicalizerPass()); // the inner transposes cancel
+  }
   if (options.autodiff)
     pm.addPass(createAutodiff());
   pm.addPass(createCanonicalizerPass());
@@ -45,7 +49,8 @@ void dtc::registerAllPasses() {
   mlir::registerCSEPass();
   PassPipelineRegistration<PipelineOptions>(
       "dtc-pipeline",
-      "The whole dtc pipeline: autodiff, canonicalize, cse, derive-steps, "
+      "The whole dtc pipeline: [channels-last, canonicalize,] autodiff, "
+      "canonicalize, cse, derive-steps, "
       "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
       "fuse-elementwise, plan-memory, fold-momentum, group-updates, "
       "verify-backend-contract",

@@ -266,6 +266,12 @@ def Dtc_MatmulOp : Dtc_Op<"matmul", [Pure, InferTypeOpAdaptor,
 //===----------------------------------------------------------------------===//
 // Convolution and pooling (NCHW, as torch.nn)
 //===----------------------------------------------------------------------===//
+//
+// With `channels_last` (set by dtc-channels-last, never by the frontend) the
+// activations are NHWC instead: x [N, H, W, C], the result [N, Ho, Wo, O];
+// a convolution's weight stays [O, C / groups, kH, kW] (torch's layout,
+// the checkpoint's). The batch-norm ops take it too: the channels are then
+// x's last dimension.
 
 def Dtc_Conv2dOp : Dtc_Op<"conv2d", [Pure,
     DeclareOpInterfaceMethods<Dtc_GradientOpInterface>,
@@ -288,7 +294,8 @@ def Dtc_Conv2dOp : Dtc_Op<"conv2d", [Pure,
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight,
                        Optional<Dtc_F32Tensor>:$bias,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
-                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups,
+                       UnitAttr:$channels_last);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat = [{
     $x `,` $weight (`,` $bias^)? attr-dict `:` type($x) `,` type($weight)
@@ -312,7 +319,8 @@ def Dtc_Conv2dGradInputOp : Dtc_Op<"conv2d_grad_input", [Pure,
   }];
   let arguments = (ins Dtc_F32Tensor:$dy, Dtc_F32Tensor:$weight,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
-                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups,
+                       UnitAttr:$channels_last);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat =
       "$dy `,` $weight attr-dict `:` type($dy) `,` type($weight) `->` type($result)";
@@ -333,7 +341,8 @@ def Dtc_Conv2dGradWeightOp : Dtc_Op<"conv2d_grad_weight", [Pure,
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
-                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups,
+                       UnitAttr:$channels_last);
   let results = (outs Dtc_F32Tensor:$result, Optional<Dtc_F32Tensor>:$bias_grad);
   let assemblyFormat = [{
     $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($result) (`,` type($bias_grad)^)?
@@ -353,7 +362,8 @@ def Dtc_MaxPool2dOp : Dtc_Op<"max_pool2d", [Pure,
     to `[N, C, Ho, Wo]`.
   }];
   let arguments = (ins Dtc_F32Tensor:$x, DenseI64ArrayAttr:$kernel,
-                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding);
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       UnitAttr:$channels_last);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
   let hasVerifier = 1;
@@ -371,7 +381,8 @@ def Dtc_MaxPool2dGradOp : Dtc_Op<"max_pool2d_grad", [Pure]> {
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
                        DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$stride,
-                       DenseI64ArrayAttr:$padding);
+                       DenseI64ArrayAttr:$padding,
+                       UnitAttr:$channels_last);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat = "$x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($result)";
   let hasVerifier = 1;
@@ -390,7 +401,8 @@ def Dtc_AvgPool2dOp : Dtc_Op<"avg_pool2d", [Pure,
   }];
   let arguments = (ins Dtc_F32Tensor:$x, DenseI64ArrayAttr:$kernel,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
-                       BoolAttr:$count_include_pad);
+                       BoolAttr:$count_include_pad,
+                       UnitAttr:$channels_last);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
   let hasVerifier = 1;
@@ -403,7 +415,8 @@ def Dtc_AvgPool2dGradOp : Dtc_Op<"avg_pool2d_grad", [Pure]> {
   let summary = "Gradient of avg_pool2d: each window's dy spread over it";
   let arguments = (ins Dtc_F32Tensor:$dy, DenseI64ArrayAttr:$kernel,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
-                       BoolAttr:$count_include_pad);
+                       BoolAttr:$count_include_pad,
+                       UnitAttr:$channels_last);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($result)";
   let hasVerifier = 1;
@@ -523,7 +536,8 @@ def Dtc_BatchNormOp : Dtc_Op<"batch_norm", [Pure,
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight,
                        Dtc_F32Tensor:$bias, Dtc_F32Tensor:$running_mean,
-                       Dtc_F32Tensor:$running_var, F64Attr:$eps, UnitAttr:$relu);
+                       Dtc_F32Tensor:$running_var, F64Attr:$eps, UnitAttr:$relu,
+                       UnitAttr:$channels_last);
   let results = (outs Dtc_F32Tensor:$result, Dtc_F32Tensor:$mean,
                       Dtc_F32Tensor:$var);
   let assemblyFormat = [{
@@ -548,7 +562,8 @@ def Dtc_BatchNormGradOp : Dtc_Op<"batch_norm_grad", [Pure,
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
                        Dtc_F32Tensor:$mean, Dtc_F32Tensor:$var,
                        Dtc_F32Tensor:$weight, Optional<Dtc_F32Tensor>:$relu_result,
-                       F64Attr:$eps);
+                       F64Attr:$eps,
+                       UnitAttr:$channels_last);
   let results = (outs Dtc_F32Tensor:$dx, Dtc_F32Tensor:$dweight,
                       Dtc_F32Tensor:$dbias);
   let assemblyFormat = [{
@@ -569,7 +584,8 @@ def Dtc_BatchNormInferenceOp : Dtc_Op<"batch_norm_inference", [Pure,
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight,
                        Dtc_F32Tensor:$bias, Dtc_F32Tensor:$mean,
-                       Dtc_F32Tensor:$var, F64Attr:$eps, UnitAttr:$relu);
+                       Dtc_F32Tensor:$var, F64Attr:$eps, UnitAttr:$relu,
+                       UnitAttr:$channels_last);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat = [{
     $x `,` $weight `,` $bias `,` $mean `,` $var attr-dict `:` type($x) `,` type($weight)
@@ -596,7 +612,8 @@ def Dtc_UpdateRunningStatsOp : Dtc_Op<"update_running_stats", [
                        FlatSymbolRefAttr:$running_mean,
                        FlatSymbolRefAttr:$running_var,
                        FlatSymbolRefAttr:$num_batches_tracked,
-                       F64Attr:$momentum);
+                       F64Attr:$momentum,
+                       UnitAttr:$channels_last);
   let assemblyFormat = [{
     $running_mean `,` $running_var `,` $num_batches_tracked `(` $x `,` $mean `,` $var `)`
     attr-dict `:` type($x) `,` type($mean)

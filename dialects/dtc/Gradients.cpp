@@ -251,14 +251,14 @@ DTC_GRAD(Conv2dOp) {
   DTC_G;
   operandGrads.push_back(Conv2dGradInputOp::create(
       builder, getLoc(), getX().getType(), dy, getWeight(), getStride(),
-      getPadding(), getDilation(), getGroups()));
+      getPadding(), getDilation(), getGroups(), getChannelsLast()));
   // The bias's gradient comes from the weight gradient's pass over dy.
   SmallVector<Type, 2> types{getWeight().getType()};
   if (getBias())
     types.push_back(getBias().getType());
   auto gw = Conv2dGradWeightOp::create(builder, getLoc(), types, getX(), dy,
                                        getStride(), getPadding(), getDilation(),
-                                       getGroups());
+                                       getGroups(), getChannelsLast());
   operandGrads.push_back(gw.getResult());
   if (getBias())
     operandGrads.push_back(gw.getBiasGrad());
@@ -266,16 +266,16 @@ DTC_GRAD(Conv2dOp) {
 }
 DTC_GRAD(MaxPool2dOp) {
   DTC_G;
-  operandGrads.push_back(
-      MaxPool2dGradOp::create(builder, getLoc(), getX().getType(), getX(), dy,
-                              getKernel(), getStride(), getPadding()));
+  operandGrads.push_back(MaxPool2dGradOp::create(
+      builder, getLoc(), getX().getType(), getX(), dy, getKernel(), getStride(),
+      getPadding(), getChannelsLast()));
   return success();
 }
 DTC_GRAD(AvgPool2dOp) {
   DTC_G;
   operandGrads.push_back(AvgPool2dGradOp::create(
       builder, getLoc(), getX().getType(), dy, getKernel(), getStride(),
-      getPadding(), getCountIncludePad()));
+      getPadding(), getCountIncludePad(), getChannelsLast()));
   return success();
 }
 
@@ -301,7 +301,8 @@ DTC_GRAD(BatchNormOp) {
   auto g = BatchNormGradOp::create(
       builder, getLoc(),
       TypeRange{getX().getType(), getWeight().getType(), getWeight().getType()},
-      getX(), dy, getMean(), getVar(), getWeight(), activated, getEpsAttr());
+      getX(), dy, getMean(), getVar(), getWeight(), activated, getEpsAttr(),
+      getChannelsLastAttr());
   operandGrads.append(
       {g.getDx(), g.getDweight(), g.getDbias(), Value(), Value()});
   return success();

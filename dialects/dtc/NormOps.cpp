@@ -15,7 +15,7 @@ using namespace dtc;
 namespace {
 /// x is [N, C, ...] and `channels` (weight, bias, statistics) is [C].
 LogicalResult checkChannels(Operation *op, Type x, Type channels, double eps) {
-  auto c = shape::batchNorm(op->getLoc(), x);
+  auto c = shape::batchNorm(op->getLoc(), x, op->hasAttr("channels_last"));
   if (failed(c))
     return failure();
   if (*c != channels)
@@ -78,7 +78,8 @@ LogicalResult BatchNormOp::buildEvalForm(OpBuilder &b,
                                          SmallVectorImpl<Value> &results) {
   Value y = BatchNormInferenceOp::create(
       b, getLoc(), getX().getType(), getX(), getWeight(), getBias(),
-      getRunningMean(), getRunningVar(), getEpsAttr(), getReluAttr());
+      getRunningMean(), getRunningVar(), getEpsAttr(), getReluAttr(),
+      getChannelsLastAttr());
   results.append({y, getRunningMean(), getRunningVar()});
   return success();
 }

@@ -161,8 +161,37 @@ static FailureOr<int64_t> windowOutput(Loc loc, llvm::StringRef what,
   return (padded - span) / s + 1;
 }
 
+SmallVector<int64_t> nchwToNhwc(ArrayRef<int64_t> s) {
+  return {s[0], s[2], s[3], s[1]};
+}
+SmallVector<int64_t> nhwcToNchw(ArrayRef<int64_t> s) {
+  return {s[0], s[3], s[1], s[2]};
+}
+
+/// A channels-last window's shape function: the NCHW one on x's dimensions
+/// in NCHW order, its result back in NHWC order.
+template <class F>
+static FailureOr<RankedTensorType> viaNchw(Type x, const Window &w,
+                                           const F &nchw) {
+  auto t = cast<RankedTensorType>(x);
+  if (!w.channelsLast || t.getRank() != 4)
+    return nchw(x, w);
+  Window planar = w;
+  planar.channelsLast = false;
+  auto r =
+      nchw(RankedTensorType::get(nhwcToNchw(t.getShape()), t.getElementType()),
+           planar);
+  if (failed(r))
+    return failure();
+  return RankedTensorType::get(nchwToNhwc(r->getShape()), r->getElementType());
+}
+
 FailureOr<RankedTensorType> conv2d(Loc loc, Type x, Type weight,
                                    const Window &w, int64_t groups) {
+  if (w.channelsLast)
+    return viaNchw(x, w, [&](Type xn, const Window &wn) {
+      return conv2d(loc, xn, weight, wn, groups);
+    });
   auto xs = cast<RankedTensorType>(x).getShape();
   auto ws = cast<RankedTensorType>(weight).getShape();
   if (xs.size() != 4)
@@ -202,6 +231,10 @@ FailureOr<RankedTensorType> conv2d(Loc loc, Type x, Type weight,
 
 FailureOr<RankedTensorType> pool2d(Loc loc, llvm::StringRef what, Type x,
                                    const Window &w) {
+  if (w.channelsLast)
+    return viaNchw(x, w, [&](Type xn, const Window &wn) {
+      return pool2d(loc, what, xn, wn);
+    });
   auto xs = cast<RankedTensorType>(x).getShape();
   if (xs.size() != 4)
     return emitOptionalError(loc, what, " needs an input [N, C, H, W], got ",
@@ -226,8 +259,18 @@ FailureOr<RankedTensorType> pool2d(Loc loc, llvm::StringRef what, Type x,
   return f32({xs[0], xs[1], *h, *wo}, x);
 }
 
-FailureOr<RankedTensorType> batchNorm(Loc loc, Type x) {
+FailureOr<RankedTensorType> batchNorm(Loc loc, Type x, bool channelsLast) {
   auto xs = cast<RankedTensorType>(x).getShape();
+  if (channelsLast && xs.size() != 4)
+    return emitOptionalError(loc,
+                             "batch_norm: channels last needs an input "
+                             "[N, H, W, C], got ",
+                             str(x));
+  if (channelsLast)
+    return batchNorm(
+        loc,
+        RankedTensorType::get(nhwcToNchw(xs), Float32Type::get(x.getContext())),
+        false);
   if (xs.size() < 2 || xs.size() > 4)
     return emitOptionalError(loc,
                              "batch_norm needs an input [N, C], [N, C, L] or "

@@ -42,6 +42,9 @@ FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels);
 /// each: a pair per spatial dimension, H then W).
 struct Window {
   std::array<int64_t, 2> kernel, stride, padding, dilation;
+  /// The activations are NHWC ([N, H, W, C] in, [N, Ho, Wo, O] out), the
+  /// layout dtc-channels-last plans; the weight stays [O, C / groups, kH, kW].
+  bool channelsLast = false;
 };
 /// conv2d of x [N, C, H, W] with weight [O, C / groups, kH, kW] (the kernel
 /// is the weight's; `w.kernel` is ignored): [N, O, Ho, Wo] with
@@ -55,7 +58,12 @@ FailureOr<RankedTensorType> pool2d(Loc loc, llvm::StringRef what, Type x,
 FailureOr<RankedTensorType> mse(Loc loc, Type prediction, Type target);
 /// batch_norm of x [N, C, ...] (rank 2 to 4, as BatchNorm1d / 2d): the type
 /// of its per-channel tensors (weight, bias, statistics), [C].
-FailureOr<RankedTensorType> batchNorm(Loc loc, Type x);
+/// With channelsLast (a 4-D NHWC input), the channels are the last dimension.
+FailureOr<RankedTensorType> batchNorm(Loc loc, Type x,
+                                      bool channelsLast = false);
+/// [N, C, H, W] as [N, H, W, C], and back.
+llvm::SmallVector<int64_t> nchwToNhwc(llvm::ArrayRef<int64_t> s);
+llvm::SmallVector<int64_t> nhwcToNchw(llvm::ArrayRef<int64_t> s);
 
 /// Limits of every tensor: its rank, and its elements (per sample when it is
 /// batched). The runtime's fixed-size shape arrays hold kMaxRank dims.

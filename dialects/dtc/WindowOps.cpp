@@ -36,6 +36,7 @@ template <typename ConvLike> shape::Window convWindow(ConvLike op) {
   w.stride = two(op.getStride());
   w.padding = two(op.getPadding());
   w.dilation = two(op.getDilation());
+  w.channelsLast = op.getChannelsLast();
   return w;
 }
 
@@ -45,6 +46,7 @@ template <typename PoolLike> shape::Window poolWindow(PoolLike op) {
   w.stride = two(op.getStride());
   w.padding = two(op.getPadding());
   w.dilation = {1, 1};
+  w.channelsLast = op.getChannelsLast();
   return w;
 }
 
@@ -79,11 +81,16 @@ LogicalResult checkConv(Operation *op, Type x, Type weight, Type y,
   return success();
 }
 
-/// im2col columns of one sample: C kH kW x Ho Wo floats.
+/// im2col columns of one sample: C kH kW x Ho Wo floats (x and y in
+/// either layout).
 int64_t columnBytes(RankedTensorType x, RankedTensorType weight,
-                    RankedTensorType y) {
-  return x.getDimSize(1) * weight.getDimSize(2) * weight.getDimSize(3) *
-         y.getDimSize(2) * y.getDimSize(3) * int64_t(sizeof(float));
+                    RankedTensorType y, bool channelsLast) {
+  auto xs = channelsLast ? shape::nhwcToNchw(x.getShape())
+                         : SmallVector<int64_t>(x.getShape());
+  auto ys = channelsLast ? shape::nhwcToNchw(y.getShape())
+                         : SmallVector<int64_t>(y.getShape());
+  return xs[1] * weight.getDimSize(2) * weight.getDimSize(3) * ys[2] * ys[3] *
+         int64_t(sizeof(float));
 }
 } // namespace
 
@@ -135,14 +142,16 @@ LogicalResult Conv2dGradWeightOp::verify() {
 }
 
 int64_t Conv2dOp::getScratchBytes() {
-  return columnBytes(getX().getType(), getWeight().getType(), getType());
+  return columnBytes(getX().getType(), getWeight().getType(), getType(),
+                     getChannelsLast());
 }
 int64_t Conv2dGradInputOp::getScratchBytes() {
-  return columnBytes(getType(), getWeight().getType(), getDy().getType());
+  return columnBytes(getType(), getWeight().getType(), getDy().getType(),
+                     getChannelsLast());
 }
 int64_t Conv2dGradWeightOp::getScratchBytes() {
-  return columnBytes(getX().getType(), getResult().getType(),
-                     getDy().getType());
+  return columnBytes(getX().getType(), getResult().getType(), getDy().getType(),
+                     getChannelsLast());
 }
 
 /// Checks that pool2d(x) has type `y`.

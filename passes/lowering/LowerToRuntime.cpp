@@ -122,11 +122,16 @@ SmallVector<int64_t> dtc::lowering::batchAsMinusOne(ArrayRef<int64_t> shape) {
 
 Value Lowering::window2d(Type x, Type y, const shape::Window &w,
                          int64_t groups) {
-  auto xs = cast<RankedTensorType>(x).getShape();
-  auto ys = cast<RankedTensorType>(y).getShape();
+  // rt::Window2d's values: the NCHW sizes whatever the layout, and the flag.
+  auto nchw = [&](Type t) {
+    auto s = cast<RankedTensorType>(t).getShape();
+    return w.channelsLast ? shape::nhwcToNchw(s) : SmallVector<int64_t>(s);
+  };
+  auto xs = nchw(x), ys = nchw(y);
   return array({xs[1], xs[2], xs[3], ys[1], w.kernel[0], w.kernel[1],
                 w.stride[0], w.stride[1], w.padding[0], w.padding[1],
-                w.dilation[0], w.dilation[1], groups, ys[2], ys[3]},
+                w.dilation[0], w.dilation[1], groups, ys[2], ys[3],
+                w.channelsLast ? 1 : 0},
                64);
 }
 

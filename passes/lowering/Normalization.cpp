@@ -6,9 +6,12 @@ using namespace dtc;
 using namespace dtc::lowering;
 
 namespace {
-/// [n, channels, inner] of a batch normalization's input [N, C, ...].
-std::array<Value, 3> channelView(Lowering &l, Type x) {
+/// [n, channels, inner] of a batch normalization's input [N, C, ...]; of a
+/// channels-last one [N, H, W, C], [N H W, C, 1].
+std::array<Value, 3> channelView(Lowering &l, Type x, bool channelsLast) {
   auto s = cast<RankedTensorType>(x).getShape();
+  if (channelsLast)
+    return {l.size(s, 0, s.size() - 1), l.i64(s.back()), l.i64(1)};
   Value n = l.size(s, 0, 1);
   Value c = l.i64(s[1]);
   Value inner = l.size(s, 2, s.size());
@@ -21,7 +24,8 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
     Value y = l.resultBuffer(op, 0);
     Value mean = l.resultBuffer(op, 1);
     Value var = l.resultBuffer(op, 2);
-    auto [n, c, inner] = channelView(l, op.getX().getType());
+    auto [n, c, inner] =
+        channelView(l, op.getX().getType(), op.getChannelsLast());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
     Value relu = l.i1(op.getRelu());
     dtcrt::BatchNormOp::create(l.b, l.loc, l.ptr(op.getX()),
@@ -33,7 +37,8 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
     Value dx = l.resultBuffer(op, 0);
     Value dw = l.resultBuffer(op, 1);
     Value db = l.resultBuffer(op, 2);
-    auto [n, c, inner] = channelView(l, op.getX().getType());
+    auto [n, c, inner] =
+        channelView(l, op.getX().getType(), op.getChannelsLast());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
     Value activated = op.getReluResult() ? l.ptr(op.getReluResult()) : l.null();
     dtcrt::BatchNormGradOp::create(l.b, l.loc, l.ptr(op.getX()),
@@ -44,7 +49,8 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
   });
   t.add<BatchNormInferenceOp>([](BatchNormInferenceOp op, Lowering &l) {
     Value y = l.resultBuffer(op);
-    auto [n, c, inner] = channelView(l, op.getX().getType());
+    auto [n, c, inner] =
+        channelView(l, op.getX().getType(), op.getChannelsLast());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
     Value relu = l.i1(op.getRelu());
     dtcrt::BatchNormInferenceOp::create(
@@ -62,10 +68,11 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
         dtcrt::Space::Persistent,
         l.placement(op.getNumBatchesTracked()).getOffset());
     auto s = op.getX().getType().getShape();
-    Value c = l.i64(s[1]);
+    const bool last = op.getChannelsLast();
+    Value c = l.i64(last ? s.back() : s[1]);
     // The elements of a channel in this rank's batch.
     SmallVector<int64_t> perChannel{s[0]};
-    perChannel.append(s.begin() + 2, s.end());
+    perChannel.append(s.begin() + (last ? 1 : 2), s.end() - (last ? 1 : 0));
     Value count = l.size(perChannel, 0, perChannel.size());
     Value momentum = l.f32(float(op.getMomentum().convertToDouble()));
     dtcrt::UpdateRunningStatsOp::create(l.b, l.loc, l.ptr(op.getMean()),

@@ -1013,11 +1013,20 @@ __global__ void biasGradKernel(const float *dy, float *db, int64_t N, int64_t O,
     db[o] = float(total);
 }
 
+// The CUDA kernels are NCHW only: dtc-channels-last plans channels-last
+// tensors for the CPU's engine, never for this target.
+Window2d planarWindow(const int64_t *window) {
+  const Window2d w = Window2d::from(window);
+  if (w.channelsLast)
+    fatal("convolution or pooling: channels-last tensors on the CUDA target");
+  return w;
+}
+
 } // namespace
 
 void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
             float *y, float *cols, int64_t N, const int64_t *window) {
-  const Window2d w = Window2d::from(window);
+  const Window2d w = planarWindow(window);
   const int64_t og = w.O / w.groups, k = w.C / w.groups * w.kH * w.kW, plane = w.Ho * w.Wo;
   for (int64_t n = 0; n < N; ++n) {
     const float *xn = x + n * w.C * w.H * w.W;
@@ -1040,7 +1049,7 @@ void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, con
 
 void conv2dGradInput(const rt::DeviceContext &c, const float *dy, const float *weight, float *dx,
                      float *cols, int64_t N, const int64_t *window) {
-  const Window2d w = Window2d::from(window);
+  const Window2d w = planarWindow(window);
   const int64_t og = w.O / w.groups, k = w.C / w.groups * w.kH * w.kW, plane = w.Ho * w.Wo;
   const bool direct = columnsAreInput(w);
   for (int64_t n = 0; n < N; ++n) {
@@ -1058,7 +1067,7 @@ void conv2dGradInput(const rt::DeviceContext &c, const float *dy, const float *w
 
 void conv2dGradWeight(const rt::DeviceContext &c, const float *x, const float *dy, float *dw,
                       float *dbias, float *cols, int64_t N, const int64_t *window) {
-  const Window2d w = Window2d::from(window);
+  const Window2d w = planarWindow(window);
   const int64_t og = w.O / w.groups, k = w.C / w.groups * w.kH * w.kW, plane = w.Ho * w.Wo;
   if (N <= 0) {
     fill(c, dw, w.O * k, 0.0f);
@@ -1086,7 +1095,7 @@ void conv2dGradWeight(const rt::DeviceContext &c, const float *x, const float *d
 
 void maxPool2d(const rt::DeviceContext &c, const float *x, float *y, int64_t N,
                const int64_t *window) {
-  const Window2d w = Window2d::from(window);
+  const Window2d w = planarWindow(window);
   const int64_t total = N * w.C * w.Ho * w.Wo;
   if (total <= 0)
     return;
@@ -1096,7 +1105,7 @@ void maxPool2d(const rt::DeviceContext &c, const float *x, float *y, int64_t N,
 
 void maxPool2dGrad(const rt::DeviceContext &c, const float *x, const float *dy, float *dx,
                    int64_t N, const int64_t *window) {
-  const Window2d w = Window2d::from(window);
+  const Window2d w = planarWindow(window);
   const int64_t total = N * w.C * w.H * w.W;
   if (total <= 0)
     return;
@@ -1106,7 +1115,7 @@ void maxPool2dGrad(const rt::DeviceContext &c, const float *x, const float *dy, 
 
 void avgPool2d(const rt::DeviceContext &c, const float *x, float *y, int64_t N,
                const int64_t *window, bool countIncludePad) {
-  const Window2d w = Window2d::from(window);
+  const Window2d w = planarWindow(window);
   const int64_t total = N * w.C * w.Ho * w.Wo;
   if (total <= 0)
     return;
@@ -1116,7 +1125,7 @@ void avgPool2d(const rt::DeviceContext &c, const float *x, float *y, int64_t N,
 
 void avgPool2dGrad(const rt::DeviceContext &c, const float *dy, float *dx, int64_t N,
                    const int64_t *window, bool countIncludePad) {
-  const Window2d w = Window2d::from(window);
+  const Window2d w = planarWindow(window);
   const int64_t total = N * w.C * w.H * w.W;
   if (total <= 0)
     return;

@@ -16,10 +16,14 @@
 
 #include "gemm/engine.h"
 #include "parallel.h"
+#include "simd.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace dtc::kern {
 namespace {
@@ -197,11 +201,49 @@ void addBias(const Window2d &w, int64_t plane, const float *bias, float *yn) {
   }
 }
 
+// Channels last without an engine convolution (OpenBLAS, or oneDNN without
+// an implementation): the NCHW kernel between transposes, through buffers
+// of the calling thread (dtc-channels-last plans this layout only where
+// the engine has the convolutions: this is the slow, correct path).
+float *transposeBuffer(int which, size_t floats) {
+  thread_local std::vector<float> buffers[3];
+  if (buffers[which].size() < floats)
+    buffers[which].resize(floats);
+  return buffers[which].data();
+}
+// NHWC [N, H, W, C] -> NCHW [N, C, H, W], and back.
+void toNchw(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t p = 0; p < H * W; ++p)
+      for (int64_t ch = 0; ch < C; ++ch)
+        y[(n * C + ch) * H * W + p] = x[(n * H * W + p) * C + ch];
+}
+void toNhwc(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t p = 0; p < H * W; ++p)
+        y[(n * H * W + p) * C + ch] = x[(n * C + ch) * H * W + p];
+}
+std::array<int64_t, Window2d::kValues> planar(const int64_t *window) {
+  std::array<int64_t, Window2d::kValues> v;
+  std::copy(window, window + Window2d::kValues, v.begin());
+  v[15] = 0;
+  return v;
+}
+
 void conv2d(const rt::HostContext &c, const float *x, const float *weight, const float *bias,
             float *y, float *cols, int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
   if (N > 0 && rt::gemm_engine::conv2d(w, N, x, weight, bias, y))
     return;
+  if (w.channelsLast) {
+    float *xt = transposeBuffer(0, size_t(N * w.C * w.H * w.W));
+    float *yt = transposeBuffer(1, size_t(N * w.O * w.Ho * w.Wo));
+    toNchw(x, xt, N, w.C, w.H, w.W);
+    conv2d(c, xt, weight, bias, yt, cols, N, planar(window).data());
+    toNhwc(yt, y, N, w.O, w.Ho, w.Wo);
+    return;
+  }
   const Groups g(w);
   for (int64_t n = 0; n < N; ++n) {
     const float *xn = x + n * w.C * w.H * w.W;
@@ -224,6 +266,14 @@ void conv2dGradInput(const rt::HostContext &c, const float *dy, const float *wei
   const Window2d w = Window2d::from(window);
   if (N > 0 && rt::gemm_engine::conv2dGradInput(w, N, dy, weight, dx))
     return;
+  if (w.channelsLast) {
+    float *dyt = transposeBuffer(0, size_t(N * w.O * w.Ho * w.Wo));
+    float *dxt = transposeBuffer(1, size_t(N * w.C * w.H * w.W));
+    toNchw(dy, dyt, N, w.O, w.Ho, w.Wo);
+    conv2dGradInput(c, dyt, weight, dxt, cols, N, planar(window).data());
+    toNhwc(dxt, dx, N, w.C, w.H, w.W);
+    return;
+  }
   const Groups g(w);
   const bool direct = columnsAreInput(w);
   for (int64_t n = 0; n < N; ++n) {
@@ -250,6 +300,14 @@ void conv2dGradWeight(const rt::HostContext &c, const float *x, const float *dy,
   }
   if (rt::gemm_engine::conv2dGradWeight(w, N, x, dy, dw, dbias))
     return;
+  if (w.channelsLast) {
+    float *xt = transposeBuffer(0, size_t(N * w.C * w.H * w.W));
+    float *dyt = transposeBuffer(1, size_t(N * w.O * w.Ho * w.Wo));
+    toNchw(x, xt, N, w.C, w.H, w.W);
+    toNchw(dy, dyt, N, w.O, w.Ho, w.Wo);
+    conv2dGradWeight(c, xt, dyt, dw, dbias, cols, N, planar(window).data());
+    return;
+  }
   if (dbias)
     fill(c, dbias, w.O, 0.0f);
   for (int64_t n = 0; n < N; ++n) {
@@ -273,9 +331,221 @@ void conv2dGradWeight(const rt::HostContext &c, const float *x, const float *dy,
   }
 }
 
+//===--- pooling, channels last ---------------------------------------------===//
+//
+// x [N, H, W, C]: each window position is a vector of C channels, and the
+// loops over a window run over whole vectors (vectorized over the
+// channels). The same comparisons and sums, in the same order, as the NCHW
+// kernels below: the results are equal.
+
+namespace {
+// fn(n, oh) for each output row of each sample, over the cores; for kernels
+// whose rows write disjoint parts of the output.
+template <class F> void forEachOutputRow(const Window2d &w, int64_t N, const F &fn) {
+  const int64_t perRow = std::max<int64_t>(1, w.Wo * w.kH * w.kW * w.C);
+  const int64_t minRows = std::max<int64_t>(1, 16384 / perRow);
+  rt::parallelFor(N * w.Ho, minRows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      fn(r / w.Ho, r % w.Ho);
+  });
+}
+// fn(n) for each sample, over the cores (overlapping windows add into the
+// same input positions: a sample is one thread's).
+template <class F> void forEachSample(const Window2d &w, int64_t N, const F &fn) {
+  const int64_t perSample = std::max<int64_t>(1, w.Ho * w.Wo * w.kH * w.kW * w.C);
+  rt::parallelFor(N, std::max<int64_t>(1, 16384 / perSample), [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n)
+      fn(n);
+  });
+}
+struct Clip {
+  int64_t h0, h1, v0, v1;
+};
+Clip clipped(const Window2d &w, int64_t oh, int64_t ow) {
+  return {std::max<int64_t>(oh * w.sH - w.pH, 0), std::min(oh * w.sH - w.pH + w.kH, w.H),
+          std::max<int64_t>(ow * w.sW - w.pW, 0), std::min(ow * w.sW - w.pW + w.kW, w.W)};
+}
+
+// out = the elementwise max (by >, the earlier kept on ties and NaNs) of
+// out and in, over C channels.
+inline void maxInto(float *__restrict out, const float *__restrict in, int64_t C) {
+  using namespace simd;
+  int64_t ch = 0;
+  for (; ch + 4 <= C; ch += 4) {
+    const v4 a = load4(out + ch), b = load4(in + ch);
+    store4(out + ch, select4(b > a, b, a));
+  }
+  for (; ch < C; ++ch)
+    out[ch] = in[ch] > out[ch] ? in[ch] : out[ch];
+}
+
+// One output row of 2x2 windows (stride 2, no padding), channels last.
+void maxPool2x2RowNhwc(const float *__restrict x0, const float *__restrict x1,
+                       float *__restrict y, int64_t Wo, int64_t C) {
+  for (int64_t ow = 0; ow < Wo; ++ow) {
+    float *out = y + ow * C;
+    std::memcpy(out, x0 + 2 * ow * C, size_t(C) * sizeof(float));
+    maxInto(out, x0 + (2 * ow + 1) * C, C);
+    maxInto(out, x1 + 2 * ow * C, C);
+    maxInto(out, x1 + (2 * ow + 1) * C, C);
+  }
+}
+
+void maxPool2dNhwc(const Window2d &w, const float *x, float *y, int64_t N) {
+  const int64_t C = w.C;
+  if (isPool2x2(w)) {
+    forEachOutputRow(w, N, [&](int64_t n, int64_t oh) {
+      const int64_t r0 = ((n * w.H + 2 * oh) * w.W) * C;
+      maxPool2x2RowNhwc(x + r0, x + r0 + w.W * C, y + ((n * w.Ho + oh) * w.Wo) * C, w.Wo, C);
+    });
+    return;
+  }
+  forEachOutputRow(w, N, [&](int64_t n, int64_t oh) {
+    const float *xn = x + n * w.H * w.W * C;
+    for (int64_t ow = 0; ow < w.Wo; ++ow) {
+      float *out = y + ((n * w.Ho + oh) * w.Wo + ow) * C;
+      const Clip k = clipped(w, oh, ow);
+      std::memcpy(out, xn + (k.h0 * w.W + k.v0) * C, size_t(C) * sizeof(float));
+      for (int64_t h = k.h0; h < k.h1; ++h)
+        for (int64_t v = k.v0; v < k.v1; ++v)
+          maxInto(out, xn + (h * w.W + v) * C, C);
+    }
+  });
+}
+
+// One output row of 2x2 windows (stride 2, no padding), channels last:
+// the forward's select chain as masks, dy kept where each input won.
+void maxPool2x2GradRowNhwc(const float *__restrict x0, const float *__restrict x1,
+                           const float *__restrict dy, float *__restrict d0,
+                           float *__restrict d1, int64_t Wo, int64_t C) {
+  using namespace simd;
+  for (int64_t ow = 0; ow < Wo; ++ow) {
+    const int64_t in = 2 * ow * C, out = ow * C;
+    int64_t ch = 0;
+    for (; ch + 4 <= C; ch += 4) {
+      const v4 a = load4(x0 + in + ch), b = load4(x0 + in + C + ch), c = load4(x1 + in + ch),
+               d = load4(x1 + in + C + ch), g = load4(dy + out + ch);
+      const v4i gb = b > a;
+      const v4 mab = select4(gb, b, a);
+      const v4i gc = c > mab;
+      const v4 mabc = select4(gc, c, mab);
+      const v4i gd = d > mabc;
+      store4(d0 + in + ch, keep4(~gb & ~gc & ~gd, g));
+      store4(d0 + in + C + ch, keep4(gb & ~gc & ~gd, g));
+      store4(d1 + in + ch, keep4(gc & ~gd, g));
+      store4(d1 + in + C + ch, keep4(gd, g));
+    }
+    for (; ch < C; ++ch) {
+      const float a = x0[in + ch], b = x0[in + C + ch], c = x1[in + ch], d = x1[in + C + ch];
+      const float g = dy[out + ch];
+      const bool gb = b > a;
+      const float mab = gb ? b : a;
+      const bool gc = c > mab;
+      const float mabc = gc ? c : mab;
+      const bool gd = d > mabc;
+      d0[in + ch] = !gb && !gc && !gd ? g : 0.0f;
+      d0[in + C + ch] = gb && !gc && !gd ? g : 0.0f;
+      d1[in + ch] = gc && !gd ? g : 0.0f;
+      d1[in + C + ch] = gd ? g : 0.0f;
+    }
+  }
+}
+
+void maxPool2dGradNhwc(const Window2d &w, const float *x, const float *dy, float *dx, int64_t N) {
+  const int64_t C = w.C;
+  if (isPool2x2(w)) {
+    // Every input position is in at most one window: each output row
+    // writes its two input rows (an odd last row or column, in none, is 0).
+    if (w.H != 2 * w.Ho || w.W != 2 * w.Wo)
+      std::memset(dx, 0, size_t(N * w.H * w.W * C) * sizeof(float));
+    forEachOutputRow(w, N, [&](int64_t n, int64_t oh) {
+      const int64_t r0 = ((n * w.H + 2 * oh) * w.W) * C, r1 = r0 + w.W * C;
+      maxPool2x2GradRowNhwc(x + r0, x + r1, dy + ((n * w.Ho + oh) * w.Wo) * C, dx + r0, dx + r1,
+                            w.Wo, C);
+    });
+    return;
+  }
+  forEachSample(w, N, [&](int64_t n) {
+    const float *xn = x + n * w.H * w.W * C;
+    float *dxn = dx + n * w.H * w.W * C;
+    std::memset(dxn, 0, size_t(w.H * w.W * C) * sizeof(float));
+    thread_local std::vector<float> best;
+    thread_local std::vector<int64_t> at;
+    best.resize(size_t(C));
+    at.resize(size_t(C));
+    for (int64_t oh = 0; oh < w.Ho; ++oh)
+      for (int64_t ow = 0; ow < w.Wo; ++ow) {
+        const Clip k = clipped(w, oh, ow);
+        const int64_t first = k.h0 * w.W + k.v0;
+        for (int64_t ch = 0; ch < C; ++ch) {
+          best[size_t(ch)] = xn[first * C + ch];
+          at[size_t(ch)] = first;
+        }
+        for (int64_t h = k.h0; h < k.h1; ++h)
+          for (int64_t v = k.v0; v < k.v1; ++v) {
+            const int64_t p = h * w.W + v;
+            const float *in = xn + p * C;
+            for (int64_t ch = 0; ch < C; ++ch)
+              if (in[ch] > best[size_t(ch)]) {
+                best[size_t(ch)] = in[ch];
+                at[size_t(ch)] = p;
+              }
+          }
+        const float *g = dy + ((n * w.Ho + oh) * w.Wo + ow) * C;
+        for (int64_t ch = 0; ch < C; ++ch)
+          dxn[at[size_t(ch)] * C + ch] += g[ch];
+      }
+  });
+}
+
+void avgPool2dNhwc(const Window2d &w, const float *x, float *y, int64_t N, bool countIncludePad) {
+  const int64_t C = w.C;
+  forEachOutputRow(w, N, [&](int64_t n, int64_t oh) {
+    const float *xn = x + n * w.H * w.W * C;
+    for (int64_t ow = 0; ow < w.Wo; ++ow) {
+      float *__restrict out = y + ((n * w.Ho + oh) * w.Wo + ow) * C;
+      const Span s = spanOf(w, oh, ow, countIncludePad);
+      std::memset(out, 0, size_t(C) * sizeof(float));
+      for (int64_t h = s.h0; h < s.h1; ++h)
+        for (int64_t v = s.w0; v < s.w1; ++v) {
+          const float *__restrict in = xn + (h * w.W + v) * C;
+          for (int64_t ch = 0; ch < C; ++ch)
+            out[ch] += in[ch];
+        }
+      for (int64_t ch = 0; ch < C; ++ch)
+        out[ch] = s.divisor > 0 ? out[ch] / float(s.divisor) : 0.0f;
+    }
+  });
+}
+
+void avgPool2dGradNhwc(const Window2d &w, const float *dy, float *dx, int64_t N,
+                       bool countIncludePad) {
+  const int64_t C = w.C;
+  forEachSample(w, N, [&](int64_t n) {
+    float *dxn = dx + n * w.H * w.W * C;
+    std::memset(dxn, 0, size_t(w.H * w.W * C) * sizeof(float));
+    for (int64_t oh = 0; oh < w.Ho; ++oh)
+      for (int64_t ow = 0; ow < w.Wo; ++ow) {
+        const Span s = spanOf(w, oh, ow, countIncludePad);
+        if (s.divisor <= 0)
+          continue;
+        const float *__restrict g = dy + ((n * w.Ho + oh) * w.Wo + ow) * C;
+        for (int64_t h = s.h0; h < s.h1; ++h)
+          for (int64_t v = s.w0; v < s.w1; ++v) {
+            float *__restrict d = dxn + (h * w.W + v) * C;
+            for (int64_t ch = 0; ch < C; ++ch)
+              d[ch] += g[ch] / float(s.divisor);
+          }
+      }
+  });
+}
+} // namespace
+
 void maxPool2d(const rt::HostContext &, const float *x, float *y, int64_t N,
                const int64_t *window) {
   const Window2d w = Window2d::from(window);
+  if (w.channelsLast)
+    return maxPool2dNhwc(w, x, y, N);
   forEachPlane(N * w.C, w.Ho * w.Wo * w.kH * w.kW, [&](int64_t p) {
     const float *xp = x + p * w.H * w.W;
     float *yp = y + p * w.Ho * w.Wo;
@@ -291,6 +561,8 @@ void maxPool2d(const rt::HostContext &, const float *x, float *y, int64_t N,
 void maxPool2dGrad(const rt::HostContext &, const float *x, const float *dy, float *dx,
                    int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
+  if (w.channelsLast)
+    return maxPool2dGradNhwc(w, x, dy, dx, N);
   forEachPlane(N * w.C, w.Ho * w.Wo * w.kH * w.kW, [&](int64_t p) {
     const float *xp = x + p * w.H * w.W;
     const float *dyp = dy + p * w.Ho * w.Wo;
@@ -313,6 +585,8 @@ void maxPool2dGrad(const rt::HostContext &, const float *x, const float *dy, flo
 void avgPool2d(const rt::HostContext &, const float *x, float *y, int64_t N,
                const int64_t *window, bool countIncludePad) {
   const Window2d w = Window2d::from(window);
+  if (w.channelsLast)
+    return avgPool2dNhwc(w, x, y, N, countIncludePad);
   forEachPlane(N * w.C, w.Ho * w.Wo * w.kH * w.kW, [&](int64_t p) {
     const float *xp = x + p * w.H * w.W;
     float *yp = y + p * w.Ho * w.Wo;
@@ -331,6 +605,8 @@ void avgPool2d(const rt::HostContext &, const float *x, float *y, int64_t N,
 void avgPool2dGrad(const rt::HostContext &, const float *dy, float *dx, int64_t N,
                    const int64_t *window, bool countIncludePad) {
   const Window2d w = Window2d::from(window);
+  if (w.channelsLast)
+    return avgPool2dGradNhwc(w, dy, dx, N, countIncludePad);
   forEachPlane(N * w.C, w.Ho * w.Wo * w.kH * w.kW, [&](int64_t p) {
     const float *dyp = dy + p * w.Ho * w.Wo;
     float *dxp = dx + p * w.H * w.W;

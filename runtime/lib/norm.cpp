@@ -10,11 +10,13 @@
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"
 #include "parallel.h"
+#include "simd.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace dtc::kern {
@@ -26,14 +28,12 @@ namespace {
 // the latency of its adds (3-4 cycles): the 8 lanes of the first version
 // (two chains) left the gradient's sums at ~3 cycles an element. The order
 // of the adds, and so the result, is fixed.
-using v4 = float __attribute__((vector_size(16)));
-using v4i = int32_t __attribute__((vector_size(16)));
+using simd::keep4;
+using simd::load4;
+using simd::store4;
+using simd::v4;
+using simd::v4i;
 constexpr int kChains = 8;
-inline v4 load4(const float *p) {
-  v4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 // S sums over a run of k elements at once: vec(i) gives the S terms of
 // elements i..i+3, scalar(i) those of element i (the tail); the run's
 // sums are added to out[0..S) in double.
@@ -163,11 +163,273 @@ void channelSums(const std::vector<double> &table, int64_t n, int64_t channels, 
       out[s] += table[size_t((k * channels + c) * S + s)];
 }
 
+//===--- one element per run: [rows, channels] --------------------------------===//
+//
+// BatchNorm1d on [N, C], and BatchNorm2d on channels-last [N, H, W, C]
+// (the layout dtc-channels-last plans): the channels are contiguous, so the
+// loops run over the channels (vectorized) a row at a time. Rows go in
+// blocks of kRowBlock; a block's sums of a channel are accumulated in float
+// in row order and stored in the table, and a channel's blocks are added in
+// block order in double: the same sums whatever the number of threads.
+constexpr int64_t kRowBlock = 32;
+
+// Rows [begin, end) of blocks over the cores: fn(block, firstRow, endRow).
+template <class F> void overRowBlocks(int64_t rows, int64_t channels, const F &fn) {
+  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+  const int64_t minBlocks = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, kRowBlock * channels));
+  rt::parallelFor(blocks, minBlocks, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b)
+      fn(b, b * kRowBlock, std::min(rows, (b + 1) * kRowBlock));
+  });
+}
+// out[s * channels + c] = sum over blocks, in order, of slot (b, c, s).
+void blockSums(const std::vector<double> &table, int64_t blocks, int64_t channels, int S,
+               double *out) {
+  std::fill(out, out + S * channels, 0.0);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int s = 0; s < S; ++s)
+      for (int64_t c = 0; c < channels; ++c)
+        out[s * channels + c] += table[size_t((b * S + s) * channels + c)];
+}
+
+// Four channels (or one) at a time.
+template <int W> struct Lanes;
+template <> struct Lanes<4> {
+  using T = v4;
+  using M = v4i;
+  static T load(const float *p) { return load4(p); }
+  static void store(float *p, T v) { store4(p, v); }
+  static T keepPositive(const float *r, T g) { return keep4(load4(r) > 0.0f, g); }
+  static T relu(T v) { return keep4(~(v < 0.0f), v); } // std::max(v, 0.0f)
+};
+template <> struct Lanes<1> {
+  using T = float;
+  static T load(const float *p) { return *p; }
+  static void store(float *p, T v) { *p = v; }
+  static T keepPositive(const float *r, T g) { return *r > 0.0f ? g : 0.0f; }
+  static T relu(T v) { return v < 0.0f ? 0.0f : v; }
+};
+
+// The S sums over rows [r0, r1) of term(L, at, c) (the S terms of the
+// channels at c, L's width, element offset at), into out[s C + c]: sixteen
+// channels at a time in four register chains per sum, the rows in order.
+template <int S, class Term>
+void blockColumnSums(int64_t r0, int64_t r1, int64_t C, const Term &term, double *out) {
+  int64_t c = 0;
+  for (; c + 16 <= C; c += 16) {
+    v4 a[S][4] = {};
+    for (int64_t r = r0; r < r1; ++r) {
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const auto t = term(Lanes<4>(), r * C + c + 4 * q, c + 4 * q);
+#pragma GCC unroll 2
+        for (int k = 0; k < S; ++k)
+          a[k][q] += t[k];
+      }
+    }
+    for (int k = 0; k < S; ++k)
+      for (int q = 0; q < 4; ++q)
+        for (int j = 0; j < 4; ++j)
+          out[k * C + c + 4 * q + j] = double(a[k][q][j]);
+  }
+  for (; c + 4 <= C; c += 4) {
+    v4 a[S] = {};
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto t = term(Lanes<4>(), r * C + c, c);
+      for (int k = 0; k < S; ++k)
+        a[k] += t[k];
+    }
+    for (int k = 0; k < S; ++k)
+      for (int j = 0; j < 4; ++j)
+        out[k * C + c + j] = double(a[k][j]);
+  }
+  for (; c < C; ++c) {
+    float a[S] = {};
+    for (int64_t r = r0; r < r1; ++r) {
+      const auto t = term(Lanes<1>(), r * C + c, c);
+      for (int k = 0; k < S; ++k)
+        a[k] += t[k];
+    }
+    for (int k = 0; k < S; ++k)
+      out[k * C + c] = double(a[k]);
+  }
+}
+
+// y = x scale + shift per channel (with relu, std::max(y, 0)) over rows
+// [r0, r1). (Plain pointers, restrict: through a lambda's captures every
+// store made GCC load the pointers again.)
+// (Eight channels at a time over the block's rows, their coefficients in
+// registers; the block is in L1.)
+void scaleShiftBlock(const float *__restrict x, float *__restrict y, int64_t r0, int64_t r1,
+                     int64_t C, const float *__restrict scale, const float *__restrict shift,
+                     bool relu) {
+  int64_t c = 0;
+  for (; c + 8 <= C; c += 8) {
+    const v4 s0 = load4(scale + c), s1 = load4(scale + c + 4);
+    const v4 h0 = load4(shift + c), h1 = load4(shift + c + 4);
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t at = r * C + c;
+      v4 a = load4(x + at) * s0 + h0, b = load4(x + at + 4) * s1 + h1;
+      if (relu) {
+        a = Lanes<4>::relu(a);
+        b = Lanes<4>::relu(b);
+      }
+      store4(y + at, a);
+      store4(y + at + 4, b);
+    }
+  }
+  for (; c < C; ++c)
+    for (int64_t r = r0; r < r1; ++r) {
+      const float v = x[r * C + c] * scale[c] + shift[c];
+      y[r * C + c] = relu ? Lanes<1>::relu(v) : v;
+    }
+}
+void scaleShiftRows(const float *x, float *y, int64_t rows, int64_t C, const float *scale,
+                    const float *shift, bool relu) {
+  overRowBlocks(rows, C, [&](int64_t, int64_t r0, int64_t r1) {
+    scaleShiftBlock(x, y, r0, r1, C, scale, shift, relu);
+  });
+}
+// dx = scale (g - meanDy - (x - mean) k2) per channel over rows [r0, r1),
+// g = dy (through the ReLU whose result is r).
+template <bool Relu>
+void gradBlock(const float *__restrict x, const float *__restrict dy, const float *__restrict r,
+               float *__restrict dx, int64_t r0, int64_t r1, int64_t C,
+               const float *__restrict mean, const float *__restrict scale,
+               const float *__restrict meanDy, const float *__restrict k2) {
+  int64_t c = 0;
+  for (; c + 4 <= C; c += 4) {
+    const v4 m = load4(mean + c), sc = load4(scale + c), md = load4(meanDy + c),
+             kk = load4(k2 + c);
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t at = row * C + c;
+      v4 g = load4(dy + at);
+      if constexpr (Relu)
+        g = keep4(load4(r + at) > 0.0f, g);
+      store4(dx + at, sc * (g - md - (load4(x + at) - m) * kk));
+    }
+  }
+  for (; c < C; ++c)
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t at = row * C + c;
+      float g = dy[at];
+      if constexpr (Relu)
+        g = r[at] > 0.0f ? g : 0.0f;
+      dx[at] = scale[c] * (g - meanDy[c] - (x[at] - mean[c]) * k2[c]);
+    }
+}
+
+void batchNormRows(const float *x, const float *weight, const float *bias, float *y, float *mean,
+                   float *var, int64_t rows, int64_t C, float eps, bool relu) {
+  const double count = double(std::max<int64_t>(1, rows));
+  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+  std::vector<double> &table = runTable(size_t((blocks + 2) * C));
+  double *total = &table[size_t(blocks * C)];
+  overRowBlocks(rows, C, [&](int64_t b, int64_t r0, int64_t r1) {
+    blockColumnSums<1>(
+        r0, r1, C,
+        [&](auto lanes, int64_t at, int64_t) {
+          using L = decltype(lanes);
+          return std::array<typename L::T, 1>{L::load(x + at)};
+        },
+        &table[size_t(b * C)]);
+  });
+  blockSums(table, blocks, C, 1, total);
+  for (int64_t c = 0; c < C; ++c)
+    mean[c] = float(total[c] / count);
+  overRowBlocks(rows, C, [&](int64_t b, int64_t r0, int64_t r1) {
+    blockColumnSums<1>(
+        r0, r1, C,
+        [&](auto lanes, int64_t at, int64_t c) {
+          using L = decltype(lanes);
+          const auto d = L::load(x + at) - L::load(mean + c);
+          return std::array<typename L::T, 1>{d * d};
+        },
+        &table[size_t(b * C)]);
+  });
+  blockSums(table, blocks, C, 1, total);
+  std::vector<float> &coef = channelCoefficients(size_t(2 * C));
+  float *scale = coef.data(), *shift = scale + C;
+  for (int64_t c = 0; c < C; ++c) {
+    var[c] = float(total[c] / count);
+    scale[c] = weight[c] / std::sqrt(var[c] + eps);
+    shift[c] = bias[c] - mean[c] * scale[c];
+  }
+  scaleShiftRows(x, y, rows, C, scale, shift, relu);
+}
+
+void batchNormInferenceRows(const float *x, const float *weight, const float *bias,
+                            const float *mean, const float *var, float *y, int64_t rows,
+                            int64_t C, float eps, bool relu) {
+  std::vector<float> &coef = channelCoefficients(size_t(2 * C));
+  float *scale = coef.data(), *shift = scale + C;
+  for (int64_t c = 0; c < C; ++c) {
+    scale[c] = weight[c] / std::sqrt(var[c] + eps);
+    shift[c] = bias[c] - mean[c] * scale[c];
+  }
+  scaleShiftRows(x, y, rows, C, scale, shift, relu);
+}
+
+template <bool Relu>
+void batchNormGradRowsOf(const float *x, const float *dy, const float *mean, const float *var,
+                         const float *weight, const float *r, float *dx, float *dweight,
+                         float *dbias, int64_t rows, int64_t C, float eps) {
+  const double count = double(std::max<int64_t>(1, rows));
+  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+  std::vector<double> &table = runTable(size_t((blocks + 1) * 2 * C));
+  double *total = &table[size_t(blocks * 2 * C)];
+  // g: dy, through the ReLU whose result is r.
+  auto grad = [&](auto lanes, int64_t at) {
+    using L = decltype(lanes);
+    const auto g = L::load(dy + at);
+    if constexpr (Relu)
+      return L::keepPositive(r + at, g);
+    else
+      return g;
+  };
+  overRowBlocks(rows, C, [&](int64_t b, int64_t r0, int64_t r1) {
+    blockColumnSums<2>(
+        r0, r1, C,
+        [&](auto lanes, int64_t at, int64_t c) {
+          using L = decltype(lanes);
+          const auto g = grad(L(), at);
+          return std::array<typename L::T, 2>{g, g * (L::load(x + at) - L::load(mean + c))};
+        },
+        &table[size_t(b * 2 * C)]);
+  });
+  blockSums(table, blocks, C, 2, total);
+  std::vector<float> &coef = channelCoefficients(size_t(3 * C));
+  float *scale = coef.data(), *meanDy = scale + C, *k2 = meanDy + C;
+  for (int64_t c = 0; c < C; ++c) {
+    const double sdy = total[c], sdyx = total[C + c];
+    const float invstd = 1.0f / std::sqrt(var[c] + eps);
+    dbias[c] = float(sdy);
+    dweight[c] = float(sdyx * invstd);
+    scale[c] = weight[c] * invstd;
+    meanDy[c] = float(sdy / count);
+    k2[c] = float(sdyx / count) * invstd * invstd;
+  }
+  overRowBlocks(rows, C, [&](int64_t, int64_t r0, int64_t r1) {
+    gradBlock<Relu>(x, dy, r, dx, r0, r1, C, mean, scale, meanDy, k2);
+  });
+}
+
+void batchNormGradRows(const float *x, const float *dy, const float *mean, const float *var,
+                       const float *weight, const float *r, float *dx, float *dweight,
+                       float *dbias, int64_t rows, int64_t C, float eps) {
+  if (r)
+    batchNormGradRowsOf<true>(x, dy, mean, var, weight, r, dx, dweight, dbias, rows, C, eps);
+  else
+    batchNormGradRowsOf<false>(x, dy, mean, var, weight, r, dx, dweight, dbias, rows, C, eps);
+}
+
 } // namespace
 
 void batchNorm(const rt::HostContext &, const float *x, const float *weight, const float *bias,
                float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
                float eps, bool relu) {
+  if (inner == 1)
+    return batchNormRows(x, weight, bias, y, mean, var, n, channels, eps, relu);
   const double count = double(std::max<int64_t>(1, n * inner));
   const int64_t runs = n * channels;
   std::vector<double> &table = runTable(size_t(runs));
@@ -204,6 +466,8 @@ void batchNorm(const rt::HostContext &, const float *x, const float *weight, con
 void batchNormInference(const rt::HostContext &, const float *x, const float *weight,
                         const float *bias, const float *mean, const float *var, float *y,
                         int64_t n, int64_t channels, int64_t inner, float eps, bool relu) {
+  if (inner == 1)
+    return batchNormInferenceRows(x, weight, bias, mean, var, y, n, channels, eps, relu);
   std::vector<double> &table = runTable(size_t(channels));
   float *scale = reinterpret_cast<float *>(table.data()), *shift = scale + channels;
   for (int64_t c = 0; c < channels; ++c) {
@@ -223,6 +487,8 @@ void batchNormGrad(const rt::HostContext &, const float *x, const float *dy, con
                    const float *var, const float *weight, const float *r, float *dx,
                    float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
                    float eps) {
+  if (inner == 1)
+    return batchNormGradRows(x, dy, mean, var, weight, r, dx, dweight, dbias, n, channels, eps);
   const double count = double(std::max<int64_t>(1, n * inner));
   const int64_t runs = n * channels;
   std::vector<double> &table = runTable(size_t(2 * runs));

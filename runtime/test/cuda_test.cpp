@@ -248,12 +248,12 @@ TEST_F(Kernels, SumToMatchesTheCpu) {
 //===--- convolution and pooling ----------------------------------------------===//
 
 namespace {
-// A rt::Window2d's 15 values, with Ho and Wo computed as shape inference does.
+// A rt::Window2d's 16 values (NCHW), with Ho and Wo computed as shape inference does.
 std::vector<int64_t> window2d(int64_t C, int64_t H, int64_t W, int64_t O, int64_t kH, int64_t kW,
                               int64_t s, int64_t p, int64_t d, int64_t groups) {
   const int64_t Ho = (H + 2 * p - d * (kH - 1) - 1) / s + 1;
   const int64_t Wo = (W + 2 * p - d * (kW - 1) - 1) / s + 1;
-  return {C, H, W, O, kH, kW, s, s, p, p, d, d, groups, Ho, Wo};
+  return {C, H, W, O, kH, kW, s, s, p, p, d, d, groups, Ho, Wo, 0};
 }
 } // namespace
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -858,4 +859,143 @@ TEST(BatchNorm, RunningStatisticsMoveByMomentumWithTheUnbiasedVariance) {
   EXPECT_FLOAT_EQ(rv[0], 0.9f + 0.1f * 0.5f * 5.0f / 4.0f);
   EXPECT_FLOAT_EQ(rv[1], 0.9f + 0.1f * 2.0f * 5.0f / 4.0f);
   EXPECT_EQ(tracked, 42);
+}
+
+//===--- channels last (NHWC) against NCHW --------------------------------===//
+
+namespace {
+// x [N, C, H, W] as [N, H, W, C], and back.
+std::vector<float> nhwcOf(const std::vector<float> &x, int64_t N, int64_t C, int64_t H,
+                          int64_t W) {
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < H * W; ++p)
+        y[size_t((n * H * W + p) * C + c)] = x[size_t((n * C + c) * H * W + p)];
+  return y;
+}
+std::vector<float> nchwOf(const std::vector<float> &x, int64_t N, int64_t C, int64_t H,
+                          int64_t W) {
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < H * W; ++p)
+        y[size_t((n * C + c) * H * W + p)] = x[size_t((n * H * W + p) * C + c)];
+  return y;
+}
+// A window's 16 values (Ho, Wo as shape inference computes them).
+std::vector<int64_t> window(int64_t C, int64_t H, int64_t W, int64_t O, int64_t k, int64_t s,
+                            int64_t p, int64_t d, int64_t groups, bool last) {
+  const int64_t Ho = (H + 2 * p - d * (k - 1) - 1) / s + 1;
+  const int64_t Wo = (W + 2 * p - d * (k - 1) - 1) / s + 1;
+  return {C, H, W, O, k, k, s, s, p, p, d, d, groups, Ho, Wo, last ? 1 : 0};
+}
+} // namespace
+
+// The NHWC pooling kernels make the same comparisons and sums in the same
+// order as the NCHW ones: equal results, bit for bit, on ties too.
+TEST(ChannelsLast, PoolingEqualsNchw) {
+  const int64_t N = 3;
+  // 2x2 stride 2 (the fast paths; odd sizes leave a row and a column out),
+  // overlapping with padding, and a channel count that is not a multiple of 4.
+  for (auto [C, H, W, k, s, p] : std::vector<std::array<int64_t, 6>>{
+           {8, 6, 6, 2, 2, 0}, {5, 7, 5, 2, 2, 0}, {6, 7, 7, 3, 2, 1}, {3, 5, 6, 3, 1, 1}}) {
+    const std::vector<int64_t> wn = window(C, H, W, C, k, s, p, 1, 1, false),
+                               wl = window(C, H, W, C, k, s, p, 1, 1, true);
+    const int64_t Ho = wn[13], Wo = wn[14];
+    auto x = randomVec(size_t(N * C * H * W), 51);
+    for (size_t i = 0; i < x.size(); i += 7)
+      x[i] = x[i + 1 < x.size() ? i + 1 : i]; // ties: the first must win in both
+    const auto dy = randomVec(size_t(N * C * Ho * Wo), 52);
+    const auto xl = nhwcOf(x, N, C, H, W), dyl = nhwcOf(dy, N, C, Ho, Wo);
+    std::vector<float> y(dy.size()), yl(dy.size()), dx(x.size()), dxl(x.size());
+    kern::maxPool2d(kHost, x.data(), y.data(), N, wn.data());
+    kern::maxPool2d(kHost, xl.data(), yl.data(), N, wl.data());
+    EXPECT_EQ(nchwOf(yl, N, C, Ho, Wo), y) << "max_pool2d C " << C << " k " << k;
+    kern::maxPool2dGrad(kHost, x.data(), dy.data(), dx.data(), N, wn.data());
+    kern::maxPool2dGrad(kHost, xl.data(), dyl.data(), dxl.data(), N, wl.data());
+    EXPECT_EQ(nchwOf(dxl, N, C, H, W), dx) << "max_pool2d_grad C " << C << " k " << k;
+    for (bool include : {true, false}) {
+      kern::avgPool2d(kHost, x.data(), y.data(), N, wn.data(), include);
+      kern::avgPool2d(kHost, xl.data(), yl.data(), N, wl.data(), include);
+      EXPECT_EQ(nchwOf(yl, N, C, Ho, Wo), y) << "avg_pool2d C " << C << " k " << k;
+      kern::avgPool2dGrad(kHost, dy.data(), dx.data(), N, wn.data(), include);
+      kern::avgPool2dGrad(kHost, dyl.data(), dxl.data(), N, wl.data(), include);
+      EXPECT_EQ(nchwOf(dxl, N, C, H, W), dx) << "avg_pool2d_grad C " << C << " k " << k;
+    }
+  }
+}
+
+// Batch norm on [N, H, W, C] is the [rows, channels] kernel: the statistics,
+// the result and the gradients of the NCHW kernel, to rounding (the sums
+// go in another order), with and without the fused ReLU.
+TEST(ChannelsLast, BatchNormMatchesNchw) {
+  const int64_t N = 6, C = 7, H = 5, W = 9; // C not a multiple of 4; rows span blocks
+  const size_t T = size_t(N * C * H * W);
+  auto x = randomVec(T, 61, -1, 3);
+  const auto w = randomVec(size_t(C), 62, 0.5f, 2.0f), b = randomVec(size_t(C), 63);
+  const auto dy = randomVec(T, 64);
+  const auto xl = nhwcOf(x, N, C, H, W), dyl = nhwcOf(dy, N, C, H, W);
+  for (bool relu : {false, true}) {
+    std::vector<float> y(T), yl(T), m(C), ml(C), v(C), vl(C);
+    kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), N, C,
+                    H * W, 1e-5f, relu);
+    kern::batchNorm(kHost, xl.data(), w.data(), b.data(), yl.data(), ml.data(), vl.data(),
+                    N * H * W, C, 1, 1e-5f, relu);
+    expectNear(ml, m, 1e-6f);
+    expectNear(vl, v, 1e-5f);
+    expectNear(nchwOf(yl, N, C, H, W), y, 1e-5f);
+    std::vector<float> dx(T), dxl(T), dw(C), dwl(C), db(C), dbl(C);
+    kern::batchNormGrad(kHost, x.data(), dy.data(), m.data(), v.data(), w.data(),
+                        relu ? y.data() : nullptr, dx.data(), dw.data(), db.data(), N, C, H * W,
+                        1e-5f);
+    kern::batchNormGrad(kHost, xl.data(), dyl.data(), ml.data(), vl.data(), w.data(),
+                        relu ? yl.data() : nullptr, dxl.data(), dwl.data(), dbl.data(),
+                        N * H * W, C, 1, 1e-5f);
+    expectNear(dwl, dw, 1e-4f);
+    expectNear(dbl, db, 1e-4f);
+    expectNear(nchwOf(dxl, N, C, H, W), dx, 1e-5f);
+    std::vector<float> yi(T), yil(T);
+    kern::batchNormInference(kHost, x.data(), w.data(), b.data(), m.data(), v.data(), yi.data(),
+                             N, C, H * W, 1e-5f, relu);
+    kern::batchNormInference(kHost, xl.data(), w.data(), b.data(), m.data(), v.data(),
+                             yil.data(), N * H * W, C, 1, 1e-5f, relu);
+    expectNear(nchwOf(yil, N, C, H, W), yi, 1e-6f);
+  }
+}
+
+// The convolutions on NHWC tensors (the engine's, or the NCHW path between
+// transposes): the NCHW results to rounding, over stride, padding,
+// dilation and groups, and a first layer of one channel.
+TEST(ChannelsLast, ConvolutionsMatchNchw) {
+  const int64_t N = 3;
+  for (auto [C, H, W, O, k, s, p, d, g] : std::vector<std::array<int64_t, 9>>{
+           {1, 9, 8, 16, 3, 1, 1, 1, 1},
+           {32, 7, 7, 24, 3, 1, 1, 1, 1},
+           {18, 9, 10, 12, 3, 2, 1, 2, 3},
+           {16, 6, 6, 16, 1, 1, 0, 1, 1}}) {
+    const auto wn = window(C, H, W, O, k, s, p, d, g, false),
+               wl = window(C, H, W, O, k, s, p, d, g, true);
+    const int64_t Ho = wn[13], Wo = wn[14];
+    const auto x = randomVec(size_t(N * C * H * W), 71);
+    const auto wt = randomVec(size_t(O * (C / g) * k * k), 72);
+    const auto bias = randomVec(size_t(O), 73);
+    const auto dy = randomVec(size_t(N * O * Ho * Wo), 74);
+    std::vector<float> cols(size_t(C * k * k * Ho * Wo));
+    std::vector<float> y(dy.size()), yl(dy.size()), dx(x.size()), dxl(x.size());
+    std::vector<float> dw(wt.size()), dwl(wt.size()), db(bias.size()), dbl(bias.size());
+    const auto xl = nhwcOf(x, N, C, H, W), dyl = nhwcOf(dy, N, O, Ho, Wo);
+    kern::conv2d(kHost, x.data(), wt.data(), bias.data(), y.data(), cols.data(), N, wn.data());
+    kern::conv2d(kHost, xl.data(), wt.data(), bias.data(), yl.data(), cols.data(), N, wl.data());
+    expectNear(nchwOf(yl, N, O, Ho, Wo), y, 1e-4f);
+    kern::conv2dGradInput(kHost, dy.data(), wt.data(), dx.data(), cols.data(), N, wn.data());
+    kern::conv2dGradInput(kHost, dyl.data(), wt.data(), dxl.data(), cols.data(), N, wl.data());
+    expectNear(nchwOf(dxl, N, C, H, W), dx, 1e-4f);
+    kern::conv2dGradWeight(kHost, x.data(), dy.data(), dw.data(), db.data(), cols.data(), N,
+                           wn.data());
+    kern::conv2dGradWeight(kHost, xl.data(), dyl.data(), dwl.data(), dbl.data(), cols.data(), N,
+                           wl.data());
+    expectNear(dwl, dw, 1e-3f);
+    expectNear(dbl, db, 1e-4f);
+  }
 }

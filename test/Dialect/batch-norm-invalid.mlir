@@ -94,3 +94,20 @@ func.func @relu_result(%x: tensor<?x3xf32>, %r: tensor<?x4xf32>, %c: tensor<3xf3
   %dx, %dw, %db = dtc.batch_norm_grad %x, %x, %c, %c, %c relu(%r : tensor<?x4xf32>) {eps = 1.0e-05 : f64} : tensor<?x3xf32>, tensor<3xf32>
   return
 }
+
+// -----
+
+// channels_last: the channels are the last dimension of a 4-D input.
+func.func @channels_last_channels(%x: tensor<?x8x8x3xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{per-channel operands must be 'tensor<3xf32>' for an input [B, 8, 8, 3], got 'tensor<8xf32>'}}
+  %y, %m, %v = dtc.batch_norm %x, %w, %w, %w, %w {channels_last, eps = 1.0e-05 : f64} : tensor<?x8x8x3xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @channels_last_rank(%x: tensor<?x3xf32>, %w: tensor<3xf32>) {
+  // expected-error @+1 {{batch_norm: channels last needs an input [N, H, W, C], got [B, 3]}}
+  %y, %m, %v = dtc.batch_norm %x, %w, %w, %w, %w {channels_last, eps = 1.0e-05 : f64} : tensor<?x3xf32>, tensor<3xf32>
+  return
+}

@@ -94,3 +94,28 @@ func.func @scratch_elsewhere(%x: tensor<?x3x8x8xf32>) {
   %y = dtc.max_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>, dtc.scratch = 0 : i64} : tensor<?x3x8x8xf32> -> tensor<?x3x4x4xf32>
   return
 }
+
+// -----
+
+// channels_last: x is [N, H, W, C] and the result [N, Ho, Wo, O].
+func.func @channels_last_result(%x: tensor<?x8x8x3xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'dtc.conv2d' op result: the convolution gives [B, 6, 6, 4], not [B, 4, 6, 6]}}
+  %y = dtc.conv2d %x, %w {channels_last, stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : tensor<?x8x8x3xf32>, tensor<4x3x3x3xf32> -> tensor<?x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @channels_last_nchw_input(%x: tensor<?x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{conv2d: the weight [4, 3, 3, 3] takes 3 channels per group, but the input [B, 8, 3, 8] has 8 (8 channels in 1 group)}}
+  %y = dtc.conv2d %x, %w {channels_last, stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : tensor<?x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<?x6x6x4xf32>
+  return
+}
+
+// -----
+
+func.func @channels_last_pool(%x: tensor<?x8x8x3xf32>) {
+  // expected-error @+1 {{'dtc.max_pool2d' op result: the pooling gives [B, 4, 4, 3], not [B, 3, 4, 4]}}
+  %y = dtc.max_pool2d %x {channels_last, kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : tensor<?x8x8x3xf32> -> tensor<?x3x4x4xf32>
+  return
+}

@@ -28,13 +28,18 @@ def load_safetensors(path):
                              dtype=types[v["dtype"]]).reshape(v["shape"]).copy()
             for k, v in header.items()}
 
+def dtc_flags():
+    """Extra dtc options of every compile of a parity run (DTC_FLAGS in the
+    environment: the suites run again with --layout=channels-last)."""
+    return os.environ.get("DTC_FLAGS", "").split()
+
 def compile_model(dtc, source, workdir, name, extra=()):
     os.makedirs(workdir, exist_ok=True)
     dsl = os.path.join(workdir, name + ".dsl")
     with open(dsl, "w") as f:
         f.write(source)
     exe = os.path.join(workdir, name)
-    subprocess.run([dtc, dsl, "-o", exe, *extra], check=True)
+    subprocess.run([dtc, *dtc_flags(), dsl, "-o", exe, *extra], check=True)
     return exe
 
 def run(cmd, **kw):

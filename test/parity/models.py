@@ -24,7 +24,7 @@ usage: models.py DTC EXAMPLES_DIR WORKDIR [--control]"""
 import gzip, os, sys
 import numpy as np
 import torch
-from common import save_safetensors, load_safetensors, run, read_losses
+from common import save_safetensors, load_safetensors, run, read_losses, dtc_flags
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
 from idx import idx  # noqa: E402
 
@@ -212,7 +212,7 @@ def check(name, dtc, examples, work, case, control):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     exe = os.path.join(d, "train")
-    run([dtc, os.path.join(examples, dsl), "-o", exe])
+    run([dtc, *dtc_flags(), os.path.join(examples, dsl), "-o", exe])
     init = os.path.join(d, "init.safetensors")
     save_safetensors(init, params)
     run([exe, "--init", init, "--shuffle", "off", "--batch", str(BATCH), "--max-steps", str(STEPS),
