@@ -1,11 +1,14 @@
 //===- norm.cpp - Batch normalization kernels (CPU) -----------------------===//
 //
 // x is [n, channels, inner] (inner: the plane of a BatchNorm2d, 1 for a
-// BatchNorm1d on [N, C]); each channel's statistics are over n * inner
-// elements, in runs of `inner` contiguous floats. The channels are split
-// over the --threads cores. A run's sum is accumulated in float, in 32 lanes
-// (vectorized), and the runs' sums in double, so that a channel of 50,000
-// elements loses no more than a run of 784 does.
+// BatchNorm1d on [N, C] and for a channels-last BatchNorm2d as
+// [N H W, C]); each channel's statistics are over n * inner elements, in
+// runs of `inner` contiguous floats. The runs are walked in memory order,
+// in blocks over the --threads cores (inner 1: blocks of rows, vectorized
+// over the channels). A run's (block's) sum is accumulated in float, in 32
+// lanes, and a channel's runs are added in double in sample order, so that
+// a channel of 50,000 elements loses no more than a run of 784 does and the
+// sums do not depend on the number of threads.
 //
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"

@@ -14,7 +14,9 @@
 // data, backward weights), each of which picks its own blocked layouts
 // (format "any": nChw16c and the like, where its JIT kernels run at 1.8x
 // its plain-NCHW implementation on the CNN example's second convolution);
-// the NCHW tensors of the step are reordered into and out of them. The
+// the NCHW tensors of the step are reordered into and out of them. Channels-
+// last tensors (dtc --layout=channels-last) go in as they are: oneDNN's
+// NHWC kernels are as fast, except for a first layer of few channels. The
 // batch is split over the --threads cores as the GEMMs are (each thread
 // runs the primitive of its share, one OpenMP thread each); the weight
 // gradients of the shares are summed in share order.
