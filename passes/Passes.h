@@ -38,6 +38,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<bool> overlap{*this, "overlap",
                        llvm::cl::desc("Overlap all-reduces with backward"),
                        llvm::cl::init(true)};
+  Option<bool> fuseMaxPoolGrad{
+      *this, "fuse-max-pool-grad",
+      llvm::cl::desc("Fold max_pool2d_grad into batch_norm_grad "
+                     "(dtc-fuse-max-pool-grad; dtc: the CPU target)"),
+      llvm::cl::init(true)};
   Option<bool> channelsLast{
       *this, "channels-last",
       llvm::cl::desc("Plan NHWC activations for convolutions "
@@ -47,7 +52,7 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
 
 /// [channels-last -> canonicalize ->] autodiff -> canonicalize -> cse ->
 /// derive-steps -> insert-grad-allreduce -> bucket-allreduce ->
-/// overlap-allreduce -> fuse-elementwise -> plan-memory
+/// overlap-allreduce -> [fuse-max-pool-grad ->] fuse-elementwise -> plan-memory
 /// -> fold-momentum -> group-updates -> verify-backend-contract
 void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 

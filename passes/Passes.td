@@ -62,6 +62,22 @@ def DeriveSteps : Pass<"dtc-derive-steps", "mlir::ModuleOp"> {
   let dependentDialects = ["dtc::DtcDialect", "mlir::func::FuncDialect"];
 }
 
+def FuseMaxPoolGrad : Pass<"dtc-fuse-max-pool-grad", "mlir::func::FuncOp"> {
+  let summary = "Folds a max_pool2d_grad into the batch_norm_grad that reads it";
+  let description = [{
+    Where `dtc.max_pool2d_grad(r, dp)` feeds only the `dy` of a
+    `dtc.batch_norm_grad` whose `relu_result` is `r` (the gradient of conv
+    -> batch_norm(relu) -> max_pool2d, NCHW), the batch_norm_grad takes
+    `dp` with the pooling's window (`pool_kernel`, `pool_stride`,
+    `pool_padding`) and the max_pool2d_grad goes: its kernel routes each
+    plane's pooled gradient in cache as it reads it, where the unfused pair
+    writes a full-size `dy` once and reads it twice. The same values, bit
+    for bit. dtc runs it for the CPU target (the CUDA kernels take the
+    unfused pair); after dtc-autodiff.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def FuseElementwise : Pass<"dtc-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Fuses chains of elementwise ops into single dtc.fused kernels";
   let description = [{

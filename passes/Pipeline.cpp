@@ -28,6 +28,8 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     if (options.overlap)
       pm.addPass(createOverlapAllReduce());
   }
+  if (options.fuseMaxPoolGrad)
+    pm.addNestedPass<func::FuncOp>(createFuseMaxPoolGrad());
   // Elementwise ops reach the emitters only inside dtc.fused: without
   // fusion (dtc --no-fuse), one kernel per op.
   FuseElementwiseOptions fuse;
@@ -52,7 +54,8 @@ void dtc::registerAllPasses() {
       "The whole dtc pipeline: [channels-last, canonicalize,] autodiff, "
       "canonicalize, cse, derive-steps, "
       "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
-      "fuse-elementwise, plan-memory, fold-momentum, group-updates, "
+      "fuse-max-pool-grad, fuse-elementwise, plan-memory, fold-momentum, "
+      "group-updates, "
       "verify-backend-contract",
       buildPipeline);
 }

@@ -493,6 +493,24 @@ LogicalResult AllReduceWaitOp::verify() {
   return success();
 }
 
+// batch_norm_grad's types: `x, weight`, then `, dy <type>` when dy's type
+// is not x's (a fused max-pool gradient).
+static ParseResult parseBatchNormGradTypes(OpAsmParser &p, Type &x,
+                                           Type &weight, Type &dy) {
+  if (p.parseType(x) || p.parseComma() || p.parseType(weight))
+    return failure();
+  dy = x;
+  if (succeeded(p.parseOptionalComma()))
+    return failure(p.parseKeyword("dy") || p.parseType(dy));
+  return success();
+}
+static void printBatchNormGradTypes(OpAsmPrinter &p, Operation *, Type x,
+                                    Type weight, Type dy) {
+  p << x << ", " << weight;
+  if (dy != x)
+    p << ", dy " << dy;
+}
+
 #define GET_OP_CLASSES
 #include "dialects/dtc/DtcOps.cpp.inc"
 

@@ -548,7 +548,7 @@ def Dtc_BatchNormOp : Dtc_Op<"batch_norm", [Pure,
 }
 
 def Dtc_BatchNormGradOp : Dtc_Op<"batch_norm_grad", [Pure,
-    AllTypesMatch<["x", "dy", "dx"]>,
+    AllTypesMatch<["x", "dx"]>,
     AllTypesMatch<["mean", "var", "weight", "dweight", "dbias"]>]> {
   let summary = "Gradient of batch normalization in training";
   let description = [{
@@ -558,19 +558,33 @@ def Dtc_BatchNormGradOp : Dtc_Op<"batch_norm_grad", [Pure,
     With `relu_result` (the result of a `dtc.batch_norm` with `relu`), `dy`
     counts only where that result is positive (the ReLU's gradient, applied
     as the kernel reads `dy`).
+
+    With `pool_kernel`, `pool_stride` and `pool_padding` (set by
+    dtc-fuse-max-pool-grad, NCHW only), `dy` is the gradient of
+    `dtc.max_pool2d` of `relu_result` with that window, of the pooling's
+    result type (printed after the types as `dy <type>`): the op routes it
+    to each window's maximum itself, as `dtc.max_pool2d_grad` would, plane
+    by plane as it reads it.
   }];
   let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
                        Dtc_F32Tensor:$mean, Dtc_F32Tensor:$var,
                        Dtc_F32Tensor:$weight, Optional<Dtc_F32Tensor>:$relu_result,
                        F64Attr:$eps,
-                       UnitAttr:$channels_last);
+                       UnitAttr:$channels_last,
+                       OptionalAttr<DenseI64ArrayAttr>:$pool_kernel,
+                       OptionalAttr<DenseI64ArrayAttr>:$pool_stride,
+                       OptionalAttr<DenseI64ArrayAttr>:$pool_padding);
   let results = (outs Dtc_F32Tensor:$dx, Dtc_F32Tensor:$dweight,
                       Dtc_F32Tensor:$dbias);
   let assemblyFormat = [{
     $x `,` $dy `,` $mean `,` $var `,` $weight (`relu` `(` $relu_result^ `:` type($relu_result) `)`)? attr-dict
-    `:` type($x) `,` type($weight)
+    `:` custom<BatchNormGradTypes>(type($x), type($weight), type($dy))
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The window of the max pooling whose gradient `dy` is, if fused.
+    std::optional<::dtc::shape::Window> maxPoolWindow();
+  }];
 }
 
 def Dtc_BatchNormInferenceOp : Dtc_Op<"batch_norm_inference", [Pure,

@@ -302,7 +302,8 @@ DTC_GRAD(BatchNormOp) {
       builder, getLoc(),
       TypeRange{getX().getType(), getWeight().getType(), getWeight().getType()},
       getX(), dy, getMean(), getVar(), getWeight(), activated, getEpsAttr(),
-      getChannelsLastAttr());
+      getChannelsLastAttr(), /*pool_kernel=*/nullptr, /*pool_stride=*/nullptr,
+      /*pool_padding=*/nullptr);
   operandGrads.append(
       {g.getDx(), g.getDweight(), g.getDbias(), Value(), Value()});
   return success();

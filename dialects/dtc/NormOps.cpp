@@ -44,10 +44,47 @@ LogicalResult BatchNormOp::verify() {
   return checkChannels(*this, getX().getType(), getWeight().getType(),
                        getEps().convertToDouble());
 }
+std::optional<shape::Window> BatchNormGradOp::maxPoolWindow() {
+  auto k = getPoolKernel(), s = getPoolStride(), p = getPoolPadding();
+  if (!k || !s || !p || k->size() != 2 || s->size() != 2 || p->size() != 2)
+    return std::nullopt;
+  shape::Window w{};
+  w.kernel = {(*k)[0], (*k)[1]};
+  w.stride = {(*s)[0], (*s)[1]};
+  w.padding = {(*p)[0], (*p)[1]};
+  w.dilation = {1, 1};
+  return w;
+}
+
 LogicalResult BatchNormGradOp::verify() {
   if (getReluResult() && getReluResult().getType() != getX().getType())
     return emitOpError("relu_result must be of the input's type ")
            << getX().getType() << ", got " << getReluResult().getType();
+  const int pooled = int(bool(getPoolKernel())) + int(bool(getPoolStride())) +
+                     int(bool(getPoolPadding()));
+  if (pooled == 0) {
+    if (getDy().getType() != getX().getType())
+      return emitOpError("dy must be of the input's type ")
+             << getX().getType() << ", got " << getDy().getType();
+  } else {
+    // A fused max_pool2d_grad (dtc-fuse-max-pool-grad): dy is the gradient
+    // of max_pool2d(relu_result).
+    auto w = maxPoolWindow();
+    if (pooled != 3 || !w)
+      return emitOpError("pool_kernel, pool_stride and pool_padding go "
+                         "together, 2 values (H, W) each");
+    if (!getReluResult())
+      return emitOpError("a fused max-pool gradient needs relu_result, the "
+                         "pooling's input");
+    if (getChannelsLast())
+      return emitOpError("a fused max-pool gradient is NCHW only");
+    auto t = shape::pool2d(getLoc(), "max_pool2d", getX().getType(), *w);
+    if (failed(t))
+      return failure();
+    if (*t != getDy().getType())
+      return emitOpError("dy: the pooling gives ")
+             << shape::str(*t) << ", not " << shape::str(getDy().getType());
+  }
   return checkChannels(*this, getX().getType(), getWeight().getType(),
                        getEps().convertToDouble());
 }

@@ -235,6 +235,11 @@ def Dtcrt_BatchNormGradOp : Dtcrt_Call<"batch_norm_grad", (ins Dtcrt_F32Ptr:$x,
     Dtcrt_F32Ptr:$relu_result, Dtcrt_F32Ptr:$dx, Dtcrt_F32Ptr:$dweight, Dtcrt_F32Ptr:$dbias,
     I64:$n, I64:$channels, I64:$inner, F32:$eps),
     "the gradient of batch normalization in training (through its ReLU unless relu_result is null)">;
+def Dtcrt_BatchNormGradMaxPoolOp : Dtcrt_Call<"batch_norm_grad_max_pool", (ins Dtcrt_F32Ptr:$x,
+    Dtcrt_F32Ptr:$pooled_dy, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var, Dtcrt_F32Ptr:$weight,
+    Dtcrt_F32Ptr:$relu_result, Dtcrt_F32Ptr:$dx, Dtcrt_F32Ptr:$dweight, Dtcrt_F32Ptr:$dbias,
+    I64:$n, I64:$channels, I64:$inner, F32:$eps, Dtcrt_I64Array:$window),
+    "batch_norm_grad through its ReLU when dy is the gradient of a max pooling (window) of relu_result: pooled_dy routed plane by plane (CPU)">;
 def Dtcrt_BatchNormInferenceOp : Dtcrt_Call<"batch_norm_inference", (ins Dtcrt_F32Ptr:$x,
     Dtcrt_F32Ptr:$weight, Dtcrt_F32Ptr:$bias, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var,
     Dtcrt_F32Ptr:$y, I64:$n, I64:$channels, I64:$inner, F32:$eps, I1:$relu),

@@ -241,6 +241,11 @@ LogicalResult Printer::printStep(func::FuncOp f, StringRef name) {
 
 LogicalResult Printer::printOp(Operation *op) {
   if (op->hasTrait<dtcrt::OpTrait::KernelCall>()) {
+    // The one call the CUDA kernels lack (dtc runs the fusion for the CPU).
+    if (target == Target::Cuda && isa<dtcrt::BatchNormGradMaxPoolOp>(op))
+      return op->emitError("the CUDA kernels have no fused max-pool and "
+                           "batch-norm gradient; plan without "
+                           "dtc-fuse-max-pool-grad (fuse-max-pool-grad=false)");
     os << "  " << ns() << "::" << dtcrt::calleeOf(op) << "(c";
     for (Value v : op->getOperands())
       os << ", " << e(v);

@@ -41,6 +41,15 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
         channelView(l, op.getX().getType(), op.getChannelsLast());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
     Value activated = op.getReluResult() ? l.ptr(op.getReluResult()) : l.null();
+    if (auto pool = op.maxPoolWindow()) { // dtc-fuse-max-pool-grad's
+      Value window =
+          l.window2d(op.getX().getType(), op.getDy().getType(), *pool, 1);
+      dtcrt::BatchNormGradMaxPoolOp::create(
+          l.b, l.loc, l.ptr(op.getX()), l.ptr(op.getDy()), l.ptr(op.getMean()),
+          l.ptr(op.getVar()), l.ptr(op.getWeight()), activated, dx, dw, db, n,
+          c, inner, eps, window);
+      return success();
+    }
     dtcrt::BatchNormGradOp::create(l.b, l.loc, l.ptr(op.getX()),
                                    l.ptr(op.getDy()), l.ptr(op.getMean()),
                                    l.ptr(op.getVar()), l.ptr(op.getWeight()),

@@ -16,6 +16,7 @@
 
 #include "gemm/engine.h"
 #include "parallel.h"
+#include "pooling.h"
 #include "simd.h"
 
 #include <algorithm>
@@ -558,27 +559,28 @@ void maxPool2d(const rt::HostContext &, const float *x, float *y, int64_t N,
   });
 }
 
+void maxPool2dGradPlane(const Window2d &w, const float *xp, const float *dyp, float *dxp) {
+  if (isPool2x2(w)) {
+    // Every element of the first 2 Ho rows and 2 Wo columns is in one
+    // window; an odd last row or column is in none.
+    if (w.H != 2 * w.Ho || w.W != 2 * w.Wo)
+      std::memset(dxp, 0, size_t(w.H * w.W) * sizeof(float));
+    for (int64_t oh = 0; oh < w.Ho; ++oh)
+      maxPool2x2GradRow(xp + 2 * oh * w.W, xp + (2 * oh + 1) * w.W, dyp + oh * w.Wo,
+                        dxp + 2 * oh * w.W, dxp + (2 * oh + 1) * w.W, w.Wo);
+    return;
+  }
+  std::memset(dxp, 0, size_t(w.H * w.W) * sizeof(float));
+  forEachArgmax(w, xp, [&](int64_t out, int64_t at) { dxp[at] += dyp[out]; });
+}
+
 void maxPool2dGrad(const rt::HostContext &, const float *x, const float *dy, float *dx,
                    int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
   if (w.channelsLast)
     return maxPool2dGradNhwc(w, x, dy, dx, N);
   forEachPlane(N * w.C, w.Ho * w.Wo * w.kH * w.kW, [&](int64_t p) {
-    const float *xp = x + p * w.H * w.W;
-    const float *dyp = dy + p * w.Ho * w.Wo;
-    float *dxp = dx + p * w.H * w.W;
-    if (isPool2x2(w)) {
-      // Every element of the first 2 Ho rows and 2 Wo columns is in one
-      // window; an odd last row or column is in none.
-      if (w.H != 2 * w.Ho || w.W != 2 * w.Wo)
-        std::memset(dxp, 0, size_t(w.H * w.W) * sizeof(float));
-      for (int64_t oh = 0; oh < w.Ho; ++oh)
-        maxPool2x2GradRow(xp + 2 * oh * w.W, xp + (2 * oh + 1) * w.W, dyp + oh * w.Wo,
-                          dxp + 2 * oh * w.W, dxp + (2 * oh + 1) * w.W, w.Wo);
-      return;
-    }
-    std::memset(dxp, 0, size_t(w.H * w.W) * sizeof(float));
-    forEachArgmax(w, xp, [&](int64_t out, int64_t at) { dxp[at] += dyp[out]; });
+    maxPool2dGradPlane(w, x + p * w.H * w.W, dy + p * w.Ho * w.Wo, dx + p * w.H * w.W);
   });
 }
 

@@ -13,11 +13,14 @@
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"
 #include "parallel.h"
+#include "pooling.h"
 #include "simd.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -483,26 +486,19 @@ void batchNormInference(const rt::HostContext &, const float *x, const float *we
   });
 }
 
+namespace {
 // With xhat = (x - mean) invstd: dbias = sum dy, dweight = sum dy xhat, and
 // dx = weight invstd (dy - dbias / count - xhat dweight / count); dy through
 // the ReLU when its result r is given.
-void batchNormGrad(const rt::HostContext &, const float *x, const float *dy, const float *mean,
-                   const float *var, const float *weight, const float *r, float *dx,
-                   float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
-                   float eps) {
-  if (inner == 1)
-    return batchNormGradRows(x, dy, mean, var, weight, r, dx, dweight, dbias, n, channels, eps);
+//
+// Pass 1 leaves sum g and sum g (x - mean) of each run in the table (g: dy
+// through the ReLU); gradCoefficients adds them per channel and gives
+// dweight, dbias and the per-channel coefficients of pass 2, dx = scale (g
+// - meanDy - (x - m) k2), which gradRun applies to one run.
+const float *gradCoefficients(const std::vector<double> &table, int64_t n, int64_t channels,
+                              int64_t inner, const float *mean, const float *var,
+                              const float *weight, float eps, float *dweight, float *dbias) {
   const double count = double(std::max<int64_t>(1, n * inner));
-  const int64_t runs = n * channels;
-  std::vector<double> &table = runTable(size_t(2 * runs));
-  // Pass 1: sum dy and sum dy (x - mean) of each run, through the ReLU.
-  overRuns(runs, inner, [&](int64_t j) {
-    double *sums = &table[size_t(2 * j)];
-    sums[0] = sums[1] = 0;
-    const int64_t at = j * inner;
-    gradSums(r ? r + at : nullptr, dy + at, x + at, inner, mean[j % channels], sums);
-  });
-  // Per channel: dx = scale (g - meanDy - (x - m) k2), g = dy through the ReLU.
   std::vector<float> &coef = channelCoefficients(size_t(4 * channels));
   for (int64_t c = 0; c < channels; ++c) {
     double sums[2];
@@ -516,28 +512,93 @@ void batchNormGrad(const rt::HostContext &, const float *x, const float *dy, con
     coef[size_t(4 * c + 2)] = float(sdyx / count) * invstd * invstd;
     coef[size_t(4 * c + 3)] = mean[c];
   }
-  // Pass 2.
-  overRuns(runs, inner, [&](int64_t j) {
-    const float *cf = &coef[size_t(4 * (j % channels))];
-    const float scale = cf[0], meanDy = cf[1], k2 = cf[2], m = cf[3];
-    const int64_t at = j * inner;
-    const float *xr = x + at, *dyr = dy + at;
-    float *dxr = dx + at;
-    if (r) {
-      const float *rr = r + at;
-      int64_t i = 0;
-      for (; i + 4 <= inner; i += 4) { // the mask selected in vectors
-        const v4i keep = load4(rr + i) > 0.0f;
-        const v4 g = (v4)((v4i)load4(dyr + i) & keep);
-        const v4 d = scale * (g - meanDy - (load4(xr + i) - m) * k2);
-        std::memcpy(dxr + i, &d, sizeof d);
-      }
-      for (; i < inner; ++i)
-        dxr[i] = scale * (through(rr, dyr, i) - meanDy - (xr[i] - m) * k2);
-    } else {
-      for (int64_t i = 0; i < inner; ++i)
-        dxr[i] = scale * (dyr[i] - meanDy - (xr[i] - m) * k2);
+  return coef.data();
+}
+// dx of one run from its dy (through the ReLU when r is given; dx may be
+// dy, in place); cf: the channel's (scale, meanDy, k2, mean).
+void gradRun(const float *xr, const float *dyr, const float *rr, float *dxr, int64_t inner,
+             const float *cf) {
+  const float scale = cf[0], meanDy = cf[1], k2 = cf[2], m = cf[3];
+  if (rr) {
+    int64_t i = 0;
+    for (; i + 4 <= inner; i += 4) { // the mask selected in vectors
+      const v4i keep = load4(rr + i) > 0.0f;
+      const v4 g = (v4)((v4i)load4(dyr + i) & keep);
+      const v4 d = scale * (g - meanDy - (load4(xr + i) - m) * k2);
+      std::memcpy(dxr + i, &d, sizeof d);
     }
+    for (; i < inner; ++i)
+      dxr[i] = scale * (through(rr, dyr, i) - meanDy - (xr[i] - m) * k2);
+  } else {
+    for (int64_t i = 0; i < inner; ++i)
+      dxr[i] = scale * (dyr[i] - meanDy - (xr[i] - m) * k2);
+  }
+}
+
+[[noreturn]] void fatal(const char *what) {
+  std::fprintf(stderr, "train: error: internal error in runtime kernel: %s\n", what);
+  std::exit(1);
+}
+} // namespace
+
+void batchNormGrad(const rt::HostContext &, const float *x, const float *dy, const float *mean,
+                   const float *var, const float *weight, const float *r, float *dx,
+                   float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
+                   float eps) {
+  if (inner == 1)
+    return batchNormGradRows(x, dy, mean, var, weight, r, dx, dweight, dbias, n, channels, eps);
+  const int64_t runs = n * channels;
+  std::vector<double> &table = runTable(size_t(2 * runs));
+  overRuns(runs, inner, [&](int64_t j) {
+    double *sums = &table[size_t(2 * j)];
+    sums[0] = sums[1] = 0;
+    const int64_t at = j * inner;
+    gradSums(r ? r + at : nullptr, dy + at, x + at, inner, mean[j % channels], sums);
+  });
+  const float *coef =
+      gradCoefficients(table, n, channels, inner, mean, var, weight, eps, dweight, dbias);
+  overRuns(runs, inner, [&](int64_t j) {
+    const int64_t at = j * inner;
+    gradRun(x + at, dy + at, r ? r + at : nullptr, dx + at, inner,
+            &coef[size_t(4 * (j % channels))]);
+  });
+}
+
+// Pass 1 routes each plane's pooled gradient (maxPool2dGrad's, on r, the
+// ReLU's result) into a buffer in L1, sums it as batchNormGrad does, and
+// stores it through the ReLU in dx; pass 2 reads it there. The same dx,
+// dweight and dbias, bit for bit, as maxPool2dGrad then batchNormGrad,
+// without the full-size dy written once and read twice, nor r read again.
+void batchNormGradMaxPool(const rt::HostContext &, const float *x, const float *pooledDy,
+                          const float *mean, const float *var, const float *weight,
+                          const float *r, float *dx, float *dweight, float *dbias, int64_t n,
+                          int64_t channels, int64_t inner, float eps, const int64_t *window) {
+  const rt::Window2d w = rt::Window2d::from(window);
+  if (!r || w.channelsLast || w.H * w.W != inner || w.C != channels)
+    fatal("batchNormGradMaxPool: needs the ReLU's NCHW result and its pooling window");
+  const int64_t runs = n * channels, pooled = w.Ho * w.Wo;
+  std::vector<double> &table = runTable(size_t(2 * runs));
+  overRuns(runs, inner, [&](int64_t j) {
+    thread_local std::vector<float> plane;
+    plane.resize(size_t(inner));
+    const int64_t at = j * inner;
+    const float *rr = r + at;
+    maxPool2dGradPlane(w, rr, pooledDy + j * pooled, plane.data());
+    double *sums = &table[size_t(2 * j)];
+    sums[0] = sums[1] = 0;
+    gradSums(rr, plane.data(), x + at, inner, mean[j % channels], sums);
+    float *g = dx + at;
+    int64_t i = 0;
+    for (; i + 4 <= inner; i += 4)
+      store4(g + i, keep4(load4(rr + i) > 0.0f, load4(plane.data() + i)));
+    for (; i < inner; ++i)
+      g[i] = through(rr, plane.data(), i);
+  });
+  const float *coef =
+      gradCoefficients(table, n, channels, inner, mean, var, weight, eps, dweight, dbias);
+  overRuns(runs, inner, [&](int64_t j) {
+    const int64_t at = j * inner;
+    gradRun(x + at, dx + at, nullptr, dx + at, inner, &coef[size_t(4 * (j % channels))]);
   });
 }
 

@@ -111,3 +111,46 @@ func.func @channels_last_rank(%x: tensor<?x3xf32>, %w: tensor<3xf32>) {
   %y, %m, %v = dtc.batch_norm %x, %w, %w, %w, %w {channels_last, eps = 1.0e-05 : f64} : tensor<?x3xf32>, tensor<3xf32>
   return
 }
+
+// -----
+
+// Without a fused pooling, dy is of the input's type.
+func.func @dy_type(%x: tensor<?x3x4x4xf32>, %dy: tensor<?x3x2x2xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm_grad' op dy must be of the input's type 'tensor<?x3x4x4xf32>', got 'tensor<?x3x2x2xf32>'}}
+  %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %c, %c, %c relu(%x : tensor<?x3x4x4xf32>) {eps = 1.0e-05 : f64} : tensor<?x3x4x4xf32>, tensor<3xf32>, dy tensor<?x3x2x2xf32>
+  return
+}
+
+// -----
+
+// A fused max-pool gradient (dtc-fuse-max-pool-grad): dy is the pooling's
+// result type, the window whole, the ReLU's result given, NCHW.
+func.func @pooled_dy(%x: tensor<?x3x4x4xf32>, %dy: tensor<?x3x3x3xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm_grad' op dy: the pooling gives [B, 3, 2, 2], not [B, 3, 3, 3]}}
+  %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %c, %c, %c relu(%x : tensor<?x3x4x4xf32>) {eps = 1.0e-05 : f64, pool_kernel = array<i64: 2, 2>, pool_stride = array<i64: 2, 2>, pool_padding = array<i64: 0, 0>} : tensor<?x3x4x4xf32>, tensor<3xf32>, dy tensor<?x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @pooled_partial(%x: tensor<?x3x4x4xf32>, %dy: tensor<?x3x2x2xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm_grad' op pool_kernel, pool_stride and pool_padding go together, 2 values (H, W) each}}
+  %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %c, %c, %c relu(%x : tensor<?x3x4x4xf32>) {eps = 1.0e-05 : f64, pool_kernel = array<i64: 2, 2>, pool_stride = array<i64: 2, 2>} : tensor<?x3x4x4xf32>, tensor<3xf32>, dy tensor<?x3x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @pooled_no_relu(%x: tensor<?x3x4x4xf32>, %dy: tensor<?x3x2x2xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm_grad' op a fused max-pool gradient needs relu_result, the pooling's input}}
+  %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %c, %c, %c {eps = 1.0e-05 : f64, pool_kernel = array<i64: 2, 2>, pool_stride = array<i64: 2, 2>, pool_padding = array<i64: 0, 0>} : tensor<?x3x4x4xf32>, tensor<3xf32>, dy tensor<?x3x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @pooled_channels_last(%x: tensor<?x4x4x3xf32>, %dy: tensor<?x2x2x3xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm_grad' op a fused max-pool gradient is NCHW only}}
+  %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %c, %c, %c relu(%x : tensor<?x4x4x3xf32>) {channels_last, eps = 1.0e-05 : f64, pool_kernel = array<i64: 2, 2>, pool_stride = array<i64: 2, 2>, pool_padding = array<i64: 0, 0>} : tensor<?x4x4x3xf32>, tensor<3xf32>, dy tensor<?x2x2x3xf32>
+  return
+}

@@ -11,8 +11,10 @@ def load(path):
         header = json.loads(f.read(n))
         data = f.read()
     header.pop("__metadata__", None)
+    # F32 parameters and buffers, and I64 counters (num_batches_tracked).
+    types = {"F32": np.float32, "I64": np.int64}
     return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]],
-                             dtype=np.float32).reshape(v["shape"])
+                             dtype=types[v.get("dtype", "F32")]).reshape(v["shape"])
             for k, v in header.items()}
 
 def main():

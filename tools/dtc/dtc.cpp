@@ -81,8 +81,11 @@ cl::opt<bool> report("report",
                      cl::desc("Print the compile-time plan "
                               "(parameters, arena, peak memory)"),
                      cl::cat(category));
-cl::opt<bool> noFuse("no-fuse", cl::desc("Do not fuse elementwise ops"),
-                     cl::cat(category));
+cl::opt<bool>
+    noFuse("no-fuse",
+           cl::desc("Do not fuse: elementwise ops one kernel each, and "
+                    "max-pool gradients not folded into batch norm's"),
+           cl::cat(category));
 cl::opt<double> bucketMB("bucket-mb",
                          cl::desc("Gradient bucket cap in MiB (PyTorch DDP's "
                                   "bucket_cap_mb; 0: one bucket per "
@@ -398,6 +401,8 @@ int main(int argc, char **argv) {
   mlir::PassManager pm(&context);
   dtc::PipelineOptions options;
   options.fuse = !noFuse;
+  // The CUDA kernels take the unfused max_pool2d_grad, batch_norm_grad pair.
+  options.fuseMaxPoolGrad = !noFuse && !cuda;
   if (bucketMB < 0 || firstBucketMB < 0)
     return fail("bucket sizes must be >= 0");
   options.bucketBytes = int64_t(bucketMB * 1048576.0);

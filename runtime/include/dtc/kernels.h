@@ -109,6 +109,14 @@ void batchNormGrad(const rt::HostContext &c, const float *x, const float *dy, co
                    const float *var, const float *weight, const float *reluResult, float *dx,
                    float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
                    float eps);
+// batchNormGradMaxPool is batchNormGrad when dy is the gradient of a max
+// pooling (`window`, NCHW) of reluResult: it takes pooledDy, the gradient of
+// the pooling's result, and gives what maxPool2dGrad then batchNormGrad give.
+void batchNormGradMaxPool(const rt::HostContext &c, const float *x, const float *pooledDy,
+                          const float *mean, const float *var, const float *weight,
+                          const float *reluResult, float *dx, float *dweight, float *dbias,
+                          int64_t n, int64_t channels, int64_t inner, float eps,
+                          const int64_t *window);
 void batchNormInference(const rt::HostContext &c, const float *x, const float *weight,
                         const float *bias, const float *mean, const float *var, float *y,
                         int64_t n, int64_t channels, int64_t inner, float eps, bool relu);
