@@ -77,9 +77,7 @@ struct ChannelsLastPass : public dtc::impl::ChannelsLastBase<ChannelsLastPass> {
       // The statistics' updates read the input the statistics are of.
       SmallVector<UpdateRunningStatsOp> updates;
       if (auto bn = dyn_cast<BatchNormOp>(op))
-        for (Operation *user : bn.getMean().getUsers())
-          if (auto u = dyn_cast<UpdateRunningStatsOp>(user))
-            updates.push_back(u);
+        updates = runningStatsUpdates(bn);
       Operation *clone = rewrite(op);
       for (UpdateRunningStatsOp u : updates) {
         u.getXMutable().assign(clone->getOperand(0));

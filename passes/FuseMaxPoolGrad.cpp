@@ -28,7 +28,9 @@ struct FuseMaxPoolGradPass
     SmallVector<MaxPool2dGradOp> pools;
     getOperation().walk([&](MaxPool2dGradOp op) { pools.push_back(op); });
     for (MaxPool2dGradOp pool : pools) {
-      if (pool.getChannelsLast() || !pool.getResult().hasOneUse())
+      // NCHW only (channels-last and blocked tensors keep the pair).
+      if (pool.getChannelsLast() || !pool.getResult().hasOneUse() ||
+          pool.getX().getType().getRank() != 4)
         continue;
       auto bn = dyn_cast<BatchNormGradOp>(*pool.getResult().user_begin());
       if (!bn || bn.getDy() != pool.getResult() || bn.getChannelsLast() ||

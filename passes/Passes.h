@@ -38,6 +38,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<bool> overlap{*this, "overlap",
                        llvm::cl::desc("Overlap all-reduces with backward"),
                        llvm::cl::init(true)};
+  Option<bool> blocked{
+      *this, "blocked",
+      llvm::cl::desc("Plan blocked (nChw16c) activations for convolutions "
+                     "(dtc-blocked-layout; dtc: the CPU target with oneDNN)"),
+      llvm::cl::init(false)};
   Option<bool> fuseMaxPoolGrad{
       *this, "fuse-max-pool-grad",
       llvm::cl::desc("Fold max_pool2d_grad into batch_norm_grad "
@@ -50,9 +55,10 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::init(false)};
 };
 
-/// [channels-last -> canonicalize ->] autodiff -> canonicalize -> cse ->
-/// derive-steps -> insert-grad-allreduce -> bucket-allreduce ->
-/// overlap-allreduce -> [fuse-max-pool-grad ->] fuse-elementwise -> plan-memory
+/// [channels-last or blocked-layout -> canonicalize ->] autodiff ->
+/// canonicalize -> cse -> derive-steps -> insert-grad-allreduce ->
+/// bucket-allreduce -> overlap-allreduce -> [fuse-max-pool-grad ->]
+/// fuse-elementwise -> plan-memory
 /// -> fold-momentum -> group-updates -> verify-backend-contract
 void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 
@@ -64,6 +70,17 @@ void registerAllPasses();
 /// Checks the contract between planning and emission
 /// (dtc-verify-backend-contract), with a diagnostic per violation.
 mlir::LogicalResult verifyBackendContract(mlir::ModuleOp module);
+
+/// The dtc.update_running_stats that fold a batch norm's statistics (the
+/// layout passes give them its new input).
+inline llvm::SmallVector<UpdateRunningStatsOp>
+runningStatsUpdates(BatchNormOp bn) {
+  llvm::SmallVector<UpdateRunningStatsOp> updates;
+  for (mlir::Operation *user : bn.getMean().getUsers())
+    if (auto u = llvm::dyn_cast<UpdateRunningStatsOp>(user))
+      updates.push_back(u);
+  return updates;
+}
 
 /// The module's optimizer (`dtc.optimizer`), or null.
 OptimizerAttr optimizerOf(mlir::ModuleOp module);

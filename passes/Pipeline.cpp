@@ -13,6 +13,9 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   if (options.channelsLast && options.autodiff) {
     pm.addNestedPass<func::FuncOp>(createChannelsLast());
     pm.addPass(createCanonicalizerPass()); // the inner transposes cancel
+  } else if (options.blocked && options.autodiff) {
+    pm.addNestedPass<func::FuncOp>(createBlockedLayout());
+    pm.addPass(createCanonicalizerPass()); // the inner conversions cancel
   }
   if (options.autodiff)
     pm.addPass(createAutodiff());
@@ -51,7 +54,8 @@ void dtc::registerAllPasses() {
   mlir::registerCSEPass();
   PassPipelineRegistration<PipelineOptions>(
       "dtc-pipeline",
-      "The whole dtc pipeline: [channels-last, canonicalize,] autodiff, "
+      "The whole dtc pipeline: [channels-last or blocked-layout, "
+      "canonicalize,] autodiff, "
       "canonicalize, cse, derive-steps, "
       "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
       "fuse-max-pool-grad, fuse-elementwise, plan-memory, fold-momentum, "

@@ -76,7 +76,7 @@ LogicalResult BatchNormGradOp::verify() {
     if (!getReluResult())
       return emitOpError("a fused max-pool gradient needs relu_result, the "
                          "pooling's input");
-    if (getChannelsLast())
+    if (getChannelsLast() || getX().getType().getRank() != 4)
       return emitOpError("a fused max-pool gradient is NCHW only");
     auto t = shape::pool2d(getLoc(), "max_pool2d", getX().getType(), *w);
     if (failed(t))

@@ -168,6 +168,39 @@ SmallVector<int64_t> nhwcToNchw(ArrayRef<int64_t> s) {
   return {s[0], s[3], s[1], s[2]};
 }
 
+bool isBlocked(Type t) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  return r && r.getRank() == 5 && r.getDimSize(4) == kBlock;
+}
+SmallVector<int64_t> nchwToBlocked(ArrayRef<int64_t> s) {
+  return {s[0], s[1] / kBlock, s[2], s[3], kBlock};
+}
+SmallVector<int64_t> blockedToNchw(ArrayRef<int64_t> s) {
+  return {s[0], s[1] * kBlock, s[2], s[3]};
+}
+bool sameOrBlocked(RankedTensorType nchw, Type actual) {
+  if (nchw == actual)
+    return true;
+  if (!isBlocked(actual) || nchw.getRank() != 4 || nchw.getDimSize(1) % kBlock)
+    return false;
+  return RankedTensorType::get(nchwToBlocked(nchw.getShape()),
+                               nchw.getElementType()) == actual;
+}
+
+/// A blocked input [N, C / 16, H, W, 16] as its NCHW view (other types as
+/// they are); a rank-5 input that is not blocked is an error.
+static FailureOr<Type> nchwView(Loc loc, StringRef what, Type x) {
+  auto t = cast<RankedTensorType>(x);
+  if (t.getRank() != 5)
+    return x;
+  if (!isBlocked(x) || ShapedType::isDynamic(t.getDimSize(1)))
+    return emitOptionalError(
+        loc, what, ": a blocked input must be [N, C / 16, H, W, 16], got ",
+        str(x));
+  return Type(
+      RankedTensorType::get(blockedToNchw(t.getShape()), t.getElementType()));
+}
+
 /// A channels-last window's shape function: the NCHW one on x's dimensions
 /// in NCHW order, its result back in NHWC order.
 template <class F>
@@ -188,6 +221,15 @@ static FailureOr<RankedTensorType> viaNchw(Type x, const Window &w,
 
 FailureOr<RankedTensorType> conv2d(Loc loc, Type x, Type weight,
                                    const Window &w, int64_t groups) {
+  if (cast<RankedTensorType>(x).getRank() == 5) {
+    if (w.channelsLast)
+      return emitOptionalError(loc,
+                               "conv2d: a blocked input is not channels last");
+    auto v = nchwView(loc, "conv2d", x);
+    if (failed(v))
+      return failure();
+    return conv2d(loc, *v, weight, w, groups);
+  }
   if (w.channelsLast)
     return viaNchw(x, w, [&](Type xn, const Window &wn) {
       return conv2d(loc, xn, weight, wn, groups);
@@ -231,6 +273,15 @@ FailureOr<RankedTensorType> conv2d(Loc loc, Type x, Type weight,
 
 FailureOr<RankedTensorType> pool2d(Loc loc, llvm::StringRef what, Type x,
                                    const Window &w) {
+  if (cast<RankedTensorType>(x).getRank() == 5) {
+    if (w.channelsLast)
+      return emitOptionalError(loc, what,
+                               ": a blocked input is not channels last");
+    auto v = nchwView(loc, what, x);
+    if (failed(v))
+      return failure();
+    return pool2d(loc, what, *v, w);
+  }
   if (w.channelsLast)
     return viaNchw(x, w, [&](Type xn, const Window &wn) {
       return pool2d(loc, what, xn, wn);
@@ -261,6 +312,15 @@ FailureOr<RankedTensorType> pool2d(Loc loc, llvm::StringRef what, Type x,
 
 FailureOr<RankedTensorType> batchNorm(Loc loc, Type x, bool channelsLast) {
   auto xs = cast<RankedTensorType>(x).getShape();
+  if (xs.size() == 5) {
+    if (channelsLast)
+      return emitOptionalError(
+          loc, "batch_norm: a blocked input is not channels last");
+    auto v = nchwView(loc, "batch_norm", x);
+    if (failed(v))
+      return failure();
+    return batchNorm(loc, *v, false);
+  }
   if (channelsLast && xs.size() != 4)
     return emitOptionalError(loc,
                              "batch_norm: channels last needs an input "

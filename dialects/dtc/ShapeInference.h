@@ -64,6 +64,18 @@ FailureOr<RankedTensorType> batchNorm(Loc loc, Type x,
 /// [N, C, H, W] as [N, H, W, C], and back.
 llvm::SmallVector<int64_t> nchwToNhwc(llvm::ArrayRef<int64_t> s);
 llvm::SmallVector<int64_t> nhwcToNchw(llvm::ArrayRef<int64_t> s);
+/// The blocked layout dtc-blocked-layout plans: [N, C, H, W] as oneDNN's
+/// nChw16c, [N, C / kBlock, H, W, kBlock]. A rank-5 operand of conv2d,
+/// the pools and batch_norm (with their gradients) is blocked; the shape
+/// functions take it as its NCHW view and give NCHW results, which an op
+/// may hold blocked.
+constexpr int64_t kBlock = 16;
+bool isBlocked(mlir::Type t);
+/// [N, C, H, W] (C a multiple of kBlock) as [N, C / 16, H, W, 16], and back.
+llvm::SmallVector<int64_t> nchwToBlocked(llvm::ArrayRef<int64_t> s);
+llvm::SmallVector<int64_t> blockedToNchw(llvm::ArrayRef<int64_t> s);
+/// Whether `actual` is the NCHW type `nchw`, or its blocked form.
+bool sameOrBlocked(mlir::RankedTensorType nchw, mlir::Type actual);
 
 /// Limits of every tensor: its rank, and its elements (per sample when it is
 /// batched). The runtime's fixed-size shape arrays hold kMaxRank dims.

@@ -75,20 +75,23 @@ LogicalResult checkConv(Operation *op, Type x, Type weight, Type y,
   auto t = shape::conv2d(op->getLoc(), x, weight, w, groups);
   if (failed(t))
     return failure();
-  if (*t != y)
+  if (!shape::sameOrBlocked(*t, y))
     return op->emitOpError() << what << ": the convolution gives "
                              << shape::str(*t) << ", not " << shape::str(y);
   return success();
 }
 
 /// im2col columns of one sample: C kH kW x Ho Wo floats (x and y in
-/// either layout).
+/// any layout).
 int64_t columnBytes(RankedTensorType x, RankedTensorType weight,
                     RankedTensorType y, bool channelsLast) {
-  auto xs = channelsLast ? shape::nhwcToNchw(x.getShape())
-                         : SmallVector<int64_t>(x.getShape());
-  auto ys = channelsLast ? shape::nhwcToNchw(y.getShape())
-                         : SmallVector<int64_t>(y.getShape());
+  auto nchw = [&](RankedTensorType t) {
+    if (shape::isBlocked(t))
+      return shape::blockedToNchw(t.getShape());
+    return channelsLast ? shape::nhwcToNchw(t.getShape())
+                        : SmallVector<int64_t>(t.getShape());
+  };
+  auto xs = nchw(x), ys = nchw(y);
   return xs[1] * weight.getDimSize(2) * weight.getDimSize(3) * ys[2] * ys[3] *
          int64_t(sizeof(float));
 }
@@ -160,9 +163,12 @@ static LogicalResult checkPool(Operation *op, StringRef what, Type x, Type y,
   auto t = shape::pool2d(op->getLoc(), what, x, w);
   if (failed(t))
     return failure();
-  if (*t != y)
+  if (!shape::sameOrBlocked(*t, y))
     return op->emitOpError() << operand << ": the pooling gives "
                              << shape::str(*t) << ", not " << shape::str(y);
+  if (shape::isBlocked(x) != shape::isBlocked(y))
+    return op->emitOpError()
+           << operand << ": blocked on both sides of the pooling, or neither";
   return success();
 }
 

@@ -228,21 +228,21 @@ def Dtcrt_DropoutGradOp : Dtcrt_Call<"dropout_grad", (ins Dtcrt_F32Ptr:$dy, Dtcr
     I64:$n, F32:$p, I64:$seed, I64:$salt), "the gradient of dropout (the same mask)">;
 def Dtcrt_BatchNormOp : Dtcrt_Call<"batch_norm", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$weight,
     Dtcrt_F32Ptr:$bias, Dtcrt_F32Ptr:$y, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var, I64:$n,
-    I64:$channels, I64:$inner, F32:$eps, I1:$relu),
-    "batch normalization of x [n, channels, inner] with the batch's statistics">;
+    I64:$channels, I64:$inner, F32:$eps, I1:$relu, I64:$lanes),
+    "batch normalization of x [n, channels, inner] (lanes 16: [n, channels / 16, inner, 16], nChw16c) with the batch's statistics">;
 def Dtcrt_BatchNormGradOp : Dtcrt_Call<"batch_norm_grad", (ins Dtcrt_F32Ptr:$x,
     Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var, Dtcrt_F32Ptr:$weight,
     Dtcrt_F32Ptr:$relu_result, Dtcrt_F32Ptr:$dx, Dtcrt_F32Ptr:$dweight, Dtcrt_F32Ptr:$dbias,
-    I64:$n, I64:$channels, I64:$inner, F32:$eps),
+    I64:$n, I64:$channels, I64:$inner, F32:$eps, I64:$lanes),
     "the gradient of batch normalization in training (through its ReLU unless relu_result is null)">;
 def Dtcrt_BatchNormGradMaxPoolOp : Dtcrt_Call<"batch_norm_grad_max_pool", (ins Dtcrt_F32Ptr:$x,
     Dtcrt_F32Ptr:$pooled_dy, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var, Dtcrt_F32Ptr:$weight,
     Dtcrt_F32Ptr:$relu_result, Dtcrt_F32Ptr:$dx, Dtcrt_F32Ptr:$dweight, Dtcrt_F32Ptr:$dbias,
-    I64:$n, I64:$channels, I64:$inner, F32:$eps, Dtcrt_I64Array:$window),
+    I64:$n, I64:$channels, I64:$inner, F32:$eps, I64:$lanes, Dtcrt_I64Array:$window),
     "batch_norm_grad through its ReLU when dy is the gradient of a max pooling (window) of relu_result: pooled_dy routed plane by plane (CPU)">;
 def Dtcrt_BatchNormInferenceOp : Dtcrt_Call<"batch_norm_inference", (ins Dtcrt_F32Ptr:$x,
     Dtcrt_F32Ptr:$weight, Dtcrt_F32Ptr:$bias, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var,
-    Dtcrt_F32Ptr:$y, I64:$n, I64:$channels, I64:$inner, F32:$eps, I1:$relu),
+    Dtcrt_F32Ptr:$y, I64:$n, I64:$channels, I64:$inner, F32:$eps, I1:$relu, I64:$lanes),
     "batch normalization with given statistics">;
 def Dtcrt_UpdateRunningStatsOp : Dtcrt_Call<"update_running_stats", (ins Dtcrt_F32Ptr:$mean,
     Dtcrt_F32Ptr:$var, Dtcrt_F32Ptr:$running_mean, Dtcrt_F32Ptr:$running_var,

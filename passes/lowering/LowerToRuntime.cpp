@@ -122,16 +122,21 @@ SmallVector<int64_t> dtc::lowering::batchAsMinusOne(ArrayRef<int64_t> shape) {
 
 Value Lowering::window2d(Type x, Type y, const shape::Window &w,
                          int64_t groups) {
-  // rt::Window2d's values: the NCHW sizes whatever the layout, and the flag.
+  // rt::Window2d's values: the NCHW sizes whatever the layout, and the
+  // layout's flags (channels last 1, x blocked 2, the result blocked 4).
   auto nchw = [&](Type t) {
     auto s = cast<RankedTensorType>(t).getShape();
+    if (shape::isBlocked(t))
+      return shape::blockedToNchw(s);
     return w.channelsLast ? shape::nhwcToNchw(s) : SmallVector<int64_t>(s);
   };
   auto xs = nchw(x), ys = nchw(y);
+  const int64_t layout = (w.channelsLast ? 1 : 0) |
+                         (shape::isBlocked(x) ? 2 : 0) |
+                         (shape::isBlocked(y) ? 4 : 0);
   return array({xs[1], xs[2], xs[3], ys[1], w.kernel[0], w.kernel[1],
                 w.stride[0], w.stride[1], w.padding[0], w.padding[1],
-                w.dilation[0], w.dilation[1], groups, ys[2], ys[3],
-                w.channelsLast ? 1 : 0},
+                w.dilation[0], w.dilation[1], groups, ys[2], ys[3], layout},
                64);
 }
 

@@ -6,16 +6,19 @@ using namespace dtc;
 using namespace dtc::lowering;
 
 namespace {
-/// [n, channels, inner] of a batch normalization's input [N, C, ...]; of a
-/// channels-last one [N, H, W, C], [N H W, C, 1].
-std::array<Value, 3> channelView(Lowering &l, Type x, bool channelsLast) {
+/// [n, channels, inner, lanes] of a batch normalization's input [N, C, ...]
+/// (lanes 1); of a channels-last one [N, H, W, C], [N H W, C, 1, 1]; of a
+/// blocked one [N, C / 16, H, W, 16] (dtc-blocked-layout), [N, C, H W, 16].
+std::array<Value, 4> channelView(Lowering &l, Type x, bool channelsLast) {
   auto s = cast<RankedTensorType>(x).getShape();
   if (channelsLast)
-    return {l.size(s, 0, s.size() - 1), l.i64(s.back()), l.i64(1)};
+    return {l.size(s, 0, s.size() - 1), l.i64(s.back()), l.i64(1), l.i64(1)};
+  if (shape::isBlocked(x))
+    return {l.size(s, 0, 1), l.i64(s[1] * s[4]), l.size(s, 2, 4), l.i64(s[4])};
   Value n = l.size(s, 0, 1);
   Value c = l.i64(s[1]);
   Value inner = l.size(s, 2, s.size());
-  return {n, c, inner};
+  return {n, c, inner, l.i64(1)};
 }
 } // namespace
 
@@ -24,20 +27,20 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
     Value y = l.resultBuffer(op, 0);
     Value mean = l.resultBuffer(op, 1);
     Value var = l.resultBuffer(op, 2);
-    auto [n, c, inner] =
+    auto [n, c, inner, lanes] =
         channelView(l, op.getX().getType(), op.getChannelsLast());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
     Value relu = l.i1(op.getRelu());
     dtcrt::BatchNormOp::create(l.b, l.loc, l.ptr(op.getX()),
                                l.ptr(op.getWeight()), l.ptr(op.getBias()), y,
-                               mean, var, n, c, inner, eps, relu);
+                               mean, var, n, c, inner, eps, relu, lanes);
     return success();
   });
   t.add<BatchNormGradOp>([](BatchNormGradOp op, Lowering &l) {
     Value dx = l.resultBuffer(op, 0);
     Value dw = l.resultBuffer(op, 1);
     Value db = l.resultBuffer(op, 2);
-    auto [n, c, inner] =
+    auto [n, c, inner, lanes] =
         channelView(l, op.getX().getType(), op.getChannelsLast());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
     Value activated = op.getReluResult() ? l.ptr(op.getReluResult()) : l.null();
@@ -47,25 +50,25 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
       dtcrt::BatchNormGradMaxPoolOp::create(
           l.b, l.loc, l.ptr(op.getX()), l.ptr(op.getDy()), l.ptr(op.getMean()),
           l.ptr(op.getVar()), l.ptr(op.getWeight()), activated, dx, dw, db, n,
-          c, inner, eps, window);
+          c, inner, eps, lanes, window);
       return success();
     }
-    dtcrt::BatchNormGradOp::create(l.b, l.loc, l.ptr(op.getX()),
-                                   l.ptr(op.getDy()), l.ptr(op.getMean()),
-                                   l.ptr(op.getVar()), l.ptr(op.getWeight()),
-                                   activated, dx, dw, db, n, c, inner, eps);
+    dtcrt::BatchNormGradOp::create(
+        l.b, l.loc, l.ptr(op.getX()), l.ptr(op.getDy()), l.ptr(op.getMean()),
+        l.ptr(op.getVar()), l.ptr(op.getWeight()), activated, dx, dw, db, n, c,
+        inner, eps, lanes);
     return success();
   });
   t.add<BatchNormInferenceOp>([](BatchNormInferenceOp op, Lowering &l) {
     Value y = l.resultBuffer(op);
-    auto [n, c, inner] =
+    auto [n, c, inner, lanes] =
         channelView(l, op.getX().getType(), op.getChannelsLast());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
     Value relu = l.i1(op.getRelu());
     dtcrt::BatchNormInferenceOp::create(
         l.b, l.loc, l.ptr(op.getX()), l.ptr(op.getWeight()),
         l.ptr(op.getBias()), l.ptr(op.getMean()), l.ptr(op.getVar()), y, n, c,
-        inner, eps, relu);
+        inner, eps, relu, lanes);
     return success();
   });
   // The buffers are updated where they live, in the persistent block.
@@ -78,10 +81,12 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
         l.placement(op.getNumBatchesTracked()).getOffset());
     auto s = op.getX().getType().getShape();
     const bool last = op.getChannelsLast();
-    Value c = l.i64(last ? s.back() : s[1]);
+    const bool blocked = shape::isBlocked(op.getX().getType());
+    Value c = l.i64(last ? s.back() : blocked ? s[1] * s[4] : s[1]);
     // The elements of a channel in this rank's batch.
     SmallVector<int64_t> perChannel{s[0]};
-    perChannel.append(s.begin() + (last ? 1 : 2), s.end() - (last ? 1 : 0));
+    perChannel.append(s.begin() + (last ? 1 : 2),
+                      s.end() - (last || blocked ? 1 : 0));
     Value count = l.size(perChannel, 0, perChannel.size());
     Value momentum = l.f32(float(op.getMomentum().convertToDouble()));
     dtcrt::UpdateRunningStatsOp::create(l.b, l.loc, l.ptr(op.getMean()),

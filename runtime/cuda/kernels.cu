@@ -1013,12 +1013,16 @@ __global__ void biasGradKernel(const float *dy, float *db, int64_t N, int64_t O,
     db[o] = float(total);
 }
 
-// The CUDA kernels are NCHW only: dtc-channels-last plans channels-last
-// tensors for the CPU's engine, never for this target.
+// The CUDA kernels are NCHW only: dtc-channels-last and dtc-blocked-layout
+// plan their layouts for the CPU's engine, never for this target.
+void planarChannels(int64_t lanes) {
+  if (lanes != 1)
+    fatal("batch norm: blocked tensors on the CUDA target");
+}
 Window2d planarWindow(const int64_t *window) {
   const Window2d w = Window2d::from(window);
-  if (w.channelsLast)
-    fatal("convolution or pooling: channels-last tensors on the CUDA target");
+  if (w.layout)
+    fatal("convolution or pooling: channels-last or blocked tensors on the CUDA target");
   return w;
 }
 
@@ -1268,7 +1272,8 @@ __global__ void updateRunningStatsKernel(const float *mean, const float *var, fl
 
 void batchNorm(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
                float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
-               float eps, bool relu) {
+               float eps, bool relu, int64_t lanes) {
+  planarChannels(lanes);
   if (channels <= 0)
     return;
   batchNormKernel<<<unsigned(channels), kThreads, 0, c.stream>>>(x, weight, bias, y, mean, var,
@@ -1279,7 +1284,8 @@ void batchNorm(const rt::DeviceContext &c, const float *x, const float *weight, 
 void batchNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, const float *mean,
                    const float *var, const float *weight, const float *reluResult, float *dx,
                    float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
-                   float eps) {
+                   float eps, int64_t lanes) {
+  planarChannels(lanes);
   if (channels <= 0)
     return;
   batchNormGradKernel<<<unsigned(channels), kThreads, 0, c.stream>>>(
@@ -1289,7 +1295,9 @@ void batchNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, 
 
 void batchNormInference(const rt::DeviceContext &c, const float *x, const float *weight,
                         const float *bias, const float *mean, const float *var, float *y,
-                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu) {
+                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu,
+                        int64_t lanes) {
+  planarChannels(lanes);
   const int64_t total = n * channels * inner;
   if (total <= 0)
     return;

@@ -16,12 +16,14 @@
 
 #include "gemm/engine.h"
 #include "parallel.h"
-#include "pooling.h"
+#include "windows.h"
 #include "simd.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -202,10 +204,12 @@ void addBias(const Window2d &w, int64_t plane, const float *bias, float *yn) {
   }
 }
 
-// Channels last without an engine convolution (OpenBLAS, or oneDNN without
-// an implementation): the NCHW kernel between transposes, through buffers
-// of the calling thread (dtc-channels-last plans this layout only where
-// the engine has the convolutions: this is the slow, correct path).
+// Channels last or blocked without an engine convolution (OpenBLAS, or
+// oneDNN without an implementation): the NCHW kernel between conversions,
+// through buffers of the calling thread (dtc-channels-last and
+// dtc-blocked-layout plan these layouts only where the engine has the
+// convolutions: this is the slow, correct path).
+namespace {
 float *transposeBuffer(int which, size_t floats) {
   thread_local std::vector<float> buffers[3];
   if (buffers[which].size() < floats)
@@ -225,24 +229,74 @@ void toNhwc(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W
       for (int64_t p = 0; p < H * W; ++p)
         y[(n * H * W + p) * C + ch] = x[(n * C + ch) * H * W + p];
 }
+} // namespace
+
+void blockedToNchw(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W) {
+  const int64_t B = Window2d::kBlock, plane = H * W;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const float *in = x + ((n * C + ch - ch % B) * plane) + ch % B;
+      float *out = y + (n * C + ch) * plane;
+      for (int64_t p = 0; p < plane; ++p)
+        out[p] = in[p * B];
+    }
+}
+void nchwToBlocked(const float *x, float *y, int64_t N, int64_t C, int64_t H, int64_t W) {
+  const int64_t B = Window2d::kBlock, plane = H * W;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const float *in = x + (n * C + ch) * plane;
+      float *out = y + ((n * C + ch - ch % B) * plane) + ch % B;
+      for (int64_t p = 0; p < plane; ++p)
+        out[p * B] = in[p];
+    }
+}
+
+namespace {
+// A tensor [N, C, H, W] of the given layout as NCHW: itself, or converted
+// into buffer `which`.
+const float *asNchw(int which, const float *x, bool nhwc, bool blocked, int64_t N, int64_t C,
+                    int64_t H, int64_t W) {
+  if (!nhwc && !blocked)
+    return x;
+  float *t = transposeBuffer(which, size_t(N * C * H * W));
+  if (nhwc)
+    toNchw(x, t, N, C, H, W);
+  else
+    blockedToNchw(x, t, N, C, H, W);
+  return t;
+}
+// Where an output of the given layout is computed in NCHW (itself, or
+// buffer `which`), and its conversion back once computed.
+float *nchwOutput(int which, float *y, bool nhwc, bool blocked, size_t floats) {
+  return nhwc || blocked ? transposeBuffer(which, floats) : y;
+}
+void storeFromNchw(const float *t, float *y, bool nhwc, bool blocked, int64_t N, int64_t C,
+                   int64_t H, int64_t W) {
+  if (nhwc)
+    toNhwc(t, y, N, C, H, W);
+  else if (blocked)
+    nchwToBlocked(t, y, N, C, H, W);
+}
 std::array<int64_t, Window2d::kValues> planar(const int64_t *window) {
   std::array<int64_t, Window2d::kValues> v;
   std::copy(window, window + Window2d::kValues, v.begin());
   v[15] = 0;
   return v;
 }
+} // namespace
 
 void conv2d(const rt::HostContext &c, const float *x, const float *weight, const float *bias,
             float *y, float *cols, int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
   if (N > 0 && rt::gemm_engine::conv2d(w, N, x, weight, bias, y))
     return;
-  if (w.channelsLast) {
-    float *xt = transposeBuffer(0, size_t(N * w.C * w.H * w.W));
-    float *yt = transposeBuffer(1, size_t(N * w.O * w.Ho * w.Wo));
-    toNchw(x, xt, N, w.C, w.H, w.W);
+  if (w.layout) {
+    const bool last = w.channelsLast();
+    const float *xt = asNchw(0, x, last, w.inBlocked(), N, w.C, w.H, w.W);
+    float *yt = nchwOutput(1, y, last, w.outBlocked(), size_t(N * w.O * w.Ho * w.Wo));
     conv2d(c, xt, weight, bias, yt, cols, N, planar(window).data());
-    toNhwc(yt, y, N, w.O, w.Ho, w.Wo);
+    storeFromNchw(yt, y, last, w.outBlocked(), N, w.O, w.Ho, w.Wo);
     return;
   }
   const Groups g(w);
@@ -267,12 +321,12 @@ void conv2dGradInput(const rt::HostContext &c, const float *dy, const float *wei
   const Window2d w = Window2d::from(window);
   if (N > 0 && rt::gemm_engine::conv2dGradInput(w, N, dy, weight, dx))
     return;
-  if (w.channelsLast) {
-    float *dyt = transposeBuffer(0, size_t(N * w.O * w.Ho * w.Wo));
-    float *dxt = transposeBuffer(1, size_t(N * w.C * w.H * w.W));
-    toNchw(dy, dyt, N, w.O, w.Ho, w.Wo);
+  if (w.layout) {
+    const bool last = w.channelsLast();
+    const float *dyt = asNchw(0, dy, last, w.outBlocked(), N, w.O, w.Ho, w.Wo);
+    float *dxt = nchwOutput(1, dx, last, w.inBlocked(), size_t(N * w.C * w.H * w.W));
     conv2dGradInput(c, dyt, weight, dxt, cols, N, planar(window).data());
-    toNhwc(dxt, dx, N, w.C, w.H, w.W);
+    storeFromNchw(dxt, dx, last, w.inBlocked(), N, w.C, w.H, w.W);
     return;
   }
   const Groups g(w);
@@ -301,11 +355,10 @@ void conv2dGradWeight(const rt::HostContext &c, const float *x, const float *dy,
   }
   if (rt::gemm_engine::conv2dGradWeight(w, N, x, dy, dw, dbias))
     return;
-  if (w.channelsLast) {
-    float *xt = transposeBuffer(0, size_t(N * w.C * w.H * w.W));
-    float *dyt = transposeBuffer(1, size_t(N * w.O * w.Ho * w.Wo));
-    toNchw(x, xt, N, w.C, w.H, w.W);
-    toNchw(dy, dyt, N, w.O, w.Ho, w.Wo);
+  if (w.layout) {
+    const bool last = w.channelsLast();
+    const float *xt = asNchw(0, x, last, w.inBlocked(), N, w.C, w.H, w.W);
+    const float *dyt = asNchw(1, dy, last, w.outBlocked(), N, w.O, w.Ho, w.Wo);
     conv2dGradWeight(c, xt, dyt, dw, dbias, cols, N, planar(window).data());
     return;
   }
@@ -380,15 +433,33 @@ inline void maxInto(float *__restrict out, const float *__restrict in, int64_t C
     out[ch] = in[ch] > out[ch] ? in[ch] : out[ch];
 }
 
-// One output row of 2x2 windows (stride 2, no padding), channels last.
+// One output row of 2x2 windows (stride 2, no padding), channels last:
+// the window's four vectors compared in registers (by >, the earlier kept
+// on ties). (Fixed: a channel count known at compile time, Window2d::kBlock
+// for the blocked layout's 16-channel blocks: the loop unrolled.)
+template <int64_t Fixed = 0>
 void maxPool2x2RowNhwc(const float *__restrict x0, const float *__restrict x1,
-                       float *__restrict y, int64_t Wo, int64_t C) {
+                       float *__restrict y, int64_t Wo, int64_t channels) {
+  using namespace simd;
+  const int64_t C = Fixed ? Fixed : channels;
   for (int64_t ow = 0; ow < Wo; ++ow) {
+    const float *a = x0 + 2 * ow * C, *b = a + C, *c = x1 + 2 * ow * C, *d = c + C;
     float *out = y + ow * C;
-    std::memcpy(out, x0 + 2 * ow * C, size_t(C) * sizeof(float));
-    maxInto(out, x0 + (2 * ow + 1) * C, C);
-    maxInto(out, x1 + 2 * ow * C, C);
-    maxInto(out, x1 + (2 * ow + 1) * C, C);
+    int64_t ch = 0;
+    for (; ch + 4 <= C; ch += 4) {
+      v4 m = load4(a + ch), t = load4(b + ch);
+      m = select4(t > m, t, m);
+      t = load4(c + ch);
+      m = select4(t > m, t, m);
+      t = load4(d + ch);
+      store4(out + ch, select4(t > m, t, m));
+    }
+    for (; ch < C; ++ch) {
+      float m = a[ch];
+      m = b[ch] > m ? b[ch] : m;
+      m = c[ch] > m ? c[ch] : m;
+      out[ch] = d[ch] > m ? d[ch] : m;
+    }
   }
 }
 
@@ -397,7 +468,11 @@ void maxPool2dNhwc(const Window2d &w, const float *x, float *y, int64_t N) {
   if (isPool2x2(w)) {
     forEachOutputRow(w, N, [&](int64_t n, int64_t oh) {
       const int64_t r0 = ((n * w.H + 2 * oh) * w.W) * C;
-      maxPool2x2RowNhwc(x + r0, x + r0 + w.W * C, y + ((n * w.Ho + oh) * w.Wo) * C, w.Wo, C);
+      float *out = y + ((n * w.Ho + oh) * w.Wo) * C;
+      if (C == Window2d::kBlock)
+        maxPool2x2RowNhwc<Window2d::kBlock>(x + r0, x + r0 + w.W * C, out, w.Wo, C);
+      else
+        maxPool2x2RowNhwc(x + r0, x + r0 + w.W * C, out, w.Wo, C);
     });
     return;
   }
@@ -416,10 +491,12 @@ void maxPool2dNhwc(const Window2d &w, const float *x, float *y, int64_t N) {
 
 // One output row of 2x2 windows (stride 2, no padding), channels last:
 // the forward's select chain as masks, dy kept where each input won.
+template <int64_t Fixed = 0>
 void maxPool2x2GradRowNhwc(const float *__restrict x0, const float *__restrict x1,
                            const float *__restrict dy, float *__restrict d0,
-                           float *__restrict d1, int64_t Wo, int64_t C) {
+                           float *__restrict d1, int64_t Wo, int64_t channels) {
   using namespace simd;
+  const int64_t C = Fixed ? Fixed : channels;
   for (int64_t ow = 0; ow < Wo; ++ow) {
     const int64_t in = 2 * ow * C, out = ow * C;
     int64_t ch = 0;
@@ -461,8 +538,11 @@ void maxPool2dGradNhwc(const Window2d &w, const float *x, const float *dy, float
       std::memset(dx, 0, size_t(N * w.H * w.W * C) * sizeof(float));
     forEachOutputRow(w, N, [&](int64_t n, int64_t oh) {
       const int64_t r0 = ((n * w.H + 2 * oh) * w.W) * C, r1 = r0 + w.W * C;
-      maxPool2x2GradRowNhwc(x + r0, x + r1, dy + ((n * w.Ho + oh) * w.Wo) * C, dx + r0, dx + r1,
-                            w.Wo, C);
+      const float *g = dy + ((n * w.Ho + oh) * w.Wo) * C;
+      if (C == Window2d::kBlock)
+        maxPool2x2GradRowNhwc<Window2d::kBlock>(x + r0, x + r1, g, dx + r0, dx + r1, w.Wo, C);
+      else
+        maxPool2x2GradRowNhwc(x + r0, x + r1, g, dx + r0, dx + r1, w.Wo, C);
     });
     return;
   }
@@ -542,10 +622,31 @@ void avgPool2dGradNhwc(const Window2d &w, const float *dy, float *dx, int64_t N,
 }
 } // namespace
 
+namespace {
+// Blocked pooling (nChw16c in and out): each block [H, W, 16] of a sample
+// is a channels-last image of 16 channels, pooled by the NHWC kernels as
+// one of N C / 16 samples (blocks(w, N)).
+Window2d blocksAsNhwc(const Window2d &w) {
+  if (!w.inBlocked() || !w.outBlocked() || w.C % Window2d::kBlock || w.channelsLast()) {
+    std::fprintf(stderr, "train: error: internal error in runtime kernel: pooling between "
+                         "layouts (both blocked, or neither)\n");
+    std::exit(1);
+  }
+  Window2d b = w;
+  b.C = b.O = Window2d::kBlock;
+  b.layout = Window2d::kChannelsLast;
+  return b;
+}
+bool blocked(const Window2d &w) { return w.inBlocked() || w.outBlocked(); }
+int64_t blocks(const Window2d &w, int64_t N) { return N * (w.C / Window2d::kBlock); }
+} // namespace
+
 void maxPool2d(const rt::HostContext &, const float *x, float *y, int64_t N,
                const int64_t *window) {
   const Window2d w = Window2d::from(window);
-  if (w.channelsLast)
+  if (blocked(w))
+    return maxPool2dNhwc(blocksAsNhwc(w), x, y, blocks(w, N));
+  if (w.channelsLast())
     return maxPool2dNhwc(w, x, y, N);
   forEachPlane(N * w.C, w.Ho * w.Wo * w.kH * w.kW, [&](int64_t p) {
     const float *xp = x + p * w.H * w.W;
@@ -577,7 +678,9 @@ void maxPool2dGradPlane(const Window2d &w, const float *xp, const float *dyp, fl
 void maxPool2dGrad(const rt::HostContext &, const float *x, const float *dy, float *dx,
                    int64_t N, const int64_t *window) {
   const Window2d w = Window2d::from(window);
-  if (w.channelsLast)
+  if (blocked(w))
+    return maxPool2dGradNhwc(blocksAsNhwc(w), x, dy, dx, blocks(w, N));
+  if (w.channelsLast())
     return maxPool2dGradNhwc(w, x, dy, dx, N);
   forEachPlane(N * w.C, w.Ho * w.Wo * w.kH * w.kW, [&](int64_t p) {
     maxPool2dGradPlane(w, x + p * w.H * w.W, dy + p * w.Ho * w.Wo, dx + p * w.H * w.W);
@@ -587,7 +690,9 @@ void maxPool2dGrad(const rt::HostContext &, const float *x, const float *dy, flo
 void avgPool2d(const rt::HostContext &, const float *x, float *y, int64_t N,
                const int64_t *window, bool countIncludePad) {
   const Window2d w = Window2d::from(window);
-  if (w.channelsLast)
+  if (blocked(w))
+    return avgPool2dNhwc(blocksAsNhwc(w), x, y, blocks(w, N), countIncludePad);
+  if (w.channelsLast())
     return avgPool2dNhwc(w, x, y, N, countIncludePad);
   forEachPlane(N * w.C, w.Ho * w.Wo * w.kH * w.kW, [&](int64_t p) {
     const float *xp = x + p * w.H * w.W;
@@ -607,7 +712,9 @@ void avgPool2d(const rt::HostContext &, const float *x, float *y, int64_t N,
 void avgPool2dGrad(const rt::HostContext &, const float *dy, float *dx, int64_t N,
                    const int64_t *window, bool countIncludePad) {
   const Window2d w = Window2d::from(window);
-  if (w.channelsLast)
+  if (blocked(w))
+    return avgPool2dGradNhwc(blocksAsNhwc(w), dy, dx, blocks(w, N), countIncludePad);
+  if (w.channelsLast())
     return avgPool2dGradNhwc(w, dy, dx, N, countIncludePad);
   forEachPlane(N * w.C, w.Ho * w.Wo * w.kH * w.kW, [&](int64_t p) {
     const float *dyp = dy + p * w.Ho * w.Wo;

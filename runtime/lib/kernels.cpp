@@ -240,25 +240,49 @@ void permute(const rt::HostContext &, const float *x, float *y, int32_t rank,
     y[0] = x[0];
     return;
   }
-  const int32_t last = rank - 1;
-  const int64_t n = yShape[last], s = src[last];
-  int64_t idx[kMaxRank] = {};
-  int64_t xoff = 0;
-  for (int64_t done = 0; done < total; done += n, y += n) {
-    const float *xp = x + xoff;
-    if (s == 1)
-      std::memcpy(y, xp, n * sizeof(float));
-    else
-      for (int64_t j = 0; j < n; ++j)
-        y[j] = xp[j * s];
-    for (int32_t d = last - 1; d >= 0; --d) { // odometer over the outer dims
-      xoff += src[d];
-      if (++idx[d] < yShape[d])
-        break;
-      xoff -= src[d] * yShape[d];
-      idx[d] = 0;
+  // Adjacent output dimensions that are adjacent in x too move as one
+  // ([N, C/16, H, W, 16] -> [N, C/16, 16, H, W]: H and W): longer rows.
+  int32_t r = 0;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (r > 0 && src[r - 1] == src[d] * yShape[d]) {
+      yShape[r - 1] *= yShape[d];
+      src[r - 1] = src[d];
+    } else {
+      yShape[r] = yShape[d];
+      src[r] = src[d];
+      ++r;
     }
   }
+  const int32_t last = r - 1;
+  const int64_t n = yShape[last], s = src[last], rows = total / n;
+  // Rows in blocks over the cores, each walked by an odometer over the
+  // outer dimensions from its first row.
+  rt::parallelFor(rows, std::max<int64_t>(1, (int64_t(1) << 14) / n), [&](int64_t b,
+                                                                          int64_t e) {
+    int64_t idx[kMaxRank] = {};
+    int64_t xoff = 0;
+    for (int64_t rest = b, d = last - 1; d >= 0; --d) {
+      idx[d] = rest % yShape[d];
+      rest /= yShape[d];
+      xoff += idx[d] * src[d];
+    }
+    float *yr = y + b * n;
+    for (int64_t row = b; row < e; ++row, yr += n) {
+      const float *xp = x + xoff;
+      if (s == 1)
+        std::memcpy(yr, xp, n * sizeof(float));
+      else
+        for (int64_t j = 0; j < n; ++j)
+          yr[j] = xp[j * s];
+      for (int32_t d = last - 1; d >= 0; --d) { // odometer over the outer dims
+        xoff += src[d];
+        if (++idx[d] < yShape[d])
+          break;
+        xoff -= src[d] * yShape[d];
+        idx[d] = 0;
+      }
+    }
+  });
 }
 
 void reduceSum(const rt::HostContext &, const float *x, float *y, int64_t outer, int64_t n,

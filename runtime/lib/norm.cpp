@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"
 #include "parallel.h"
-#include "pooling.h"
+#include "windows.h"
 #include "simd.h"
 
 #include <algorithm>
@@ -178,6 +178,23 @@ void channelSums(const std::vector<double> &table, int64_t n, int64_t channels, 
 // in row order and stored in the table, and a channel's blocks are added in
 // block order in double: the same sums whatever the number of threads.
 constexpr int64_t kRowBlock = 32;
+
+// The gradient's per-channel results from total (sum g, then sum g (x -
+// mean), C each): dweight, dbias, and pass 2's coefficients of dx = scale
+// (g - meanDy - (x - mean) k2).
+void gradCoefficientsOf(const double *total, int64_t C, double count, const float *var,
+                        const float *weight, float eps, float *dweight, float *dbias,
+                        float *scale, float *meanDy, float *k2) {
+  for (int64_t c = 0; c < C; ++c) {
+    const double sdy = total[c], sdyx = total[C + c];
+    const float invstd = 1.0f / std::sqrt(var[c] + eps);
+    dbias[c] = float(sdy);
+    dweight[c] = float(sdyx * invstd);
+    scale[c] = weight[c] * invstd;
+    meanDy[c] = float(sdy / count);
+    k2[c] = float(sdyx / count) * invstd * invstd;
+  }
+}
 
 // Rows [begin, end) of blocks over the cores: fn(block, firstRow, endRow).
 template <class F> void overRowBlocks(int64_t rows, int64_t channels, const F &fn) {
@@ -406,15 +423,7 @@ void batchNormGradRowsOf(const float *x, const float *dy, const float *mean, con
   blockSums(table, blocks, C, 2, total);
   std::vector<float> &coef = channelCoefficients(size_t(3 * C));
   float *scale = coef.data(), *meanDy = scale + C, *k2 = meanDy + C;
-  for (int64_t c = 0; c < C; ++c) {
-    const double sdy = total[c], sdyx = total[C + c];
-    const float invstd = 1.0f / std::sqrt(var[c] + eps);
-    dbias[c] = float(sdy);
-    dweight[c] = float(sdyx * invstd);
-    scale[c] = weight[c] * invstd;
-    meanDy[c] = float(sdy / count);
-    k2[c] = float(sdyx / count) * invstd * invstd;
-  }
+  gradCoefficientsOf(total, C, count, var, weight, eps, dweight, dbias, scale, meanDy, k2);
   overRowBlocks(rows, C, [&](int64_t, int64_t r0, int64_t r1) {
     gradBlock<Relu>(x, dy, r, dx, r0, r1, C, mean, scale, meanDy, k2);
   });
@@ -429,11 +438,185 @@ void batchNormGradRows(const float *x, const float *dy, const float *mean, const
     batchNormGradRowsOf<false>(x, dy, mean, var, weight, r, dx, dweight, dbias, rows, C, eps);
 }
 
+//===--- blocked: [n, channels / 16, inner, 16] (nChw16c) ----------------------===//
+//
+// dtc-blocked-layout's tensors: run j (sample j / blocks, channel block
+// j % blocks) is inner rows of 16 channels, contiguous, walked in memory
+// order as the NCHW runs are. A run's sums are accumulated per channel in
+// float (four vectors of four, two rows in flight: eight chains per sum),
+// stored in the table, and a channel's runs added in sample order in
+// double: the same sums whatever the number of threads.
+constexpr int64_t kLanes = rt::Window2d::kBlock;
+
+// The S sums of term(row, q) (the S terms of channels 4q..4q+3 of a row)
+// over a run's rows, into out[s * 16 + lane].
+template <int S, class Term> void blockRunSums(int64_t inner, const Term &term, double *out) {
+  v4 a[S][2][4] = {};
+  int64_t i = 0;
+  for (; i + 2 <= inner; i += 2) {
+#pragma GCC unroll 2
+    for (int u = 0; u < 2; ++u) {
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const std::array<v4, S> t = term(i + u, q);
+        for (int k = 0; k < S; ++k)
+          a[k][u][q] += t[k];
+      }
+    }
+  }
+  for (; i < inner; ++i)
+    for (int q = 0; q < 4; ++q) {
+      const std::array<v4, S> t = term(i, q);
+      for (int k = 0; k < S; ++k)
+        a[k][0][q] += t[k];
+    }
+  for (int k = 0; k < S; ++k)
+    for (int q = 0; q < 4; ++q) {
+      const v4 v = a[k][0][q] + a[k][1][q];
+      for (int l = 0; l < 4; ++l)
+        out[k * kLanes + 4 * q + l] = double(v[l]);
+    }
+}
+// out[s * channels + c] = the sum over samples, in order, of the runs'
+// slot s of channel c.
+void blockedChannelSums(const std::vector<double> &table, int64_t n, int64_t channels, int S,
+                        double *out) {
+  const int64_t blocks = channels / kLanes;
+  for (int s = 0; s < S; ++s)
+    for (int64_t c = 0; c < channels; ++c) {
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k)
+        sum += table[size_t(((k * blocks + c / kLanes) * S + s) * kLanes + c % kLanes)];
+      out[s * channels + c] = sum;
+    }
+}
+// y = x scale + shift (relu: max with 0) per channel over the runs.
+void scaleShiftBlocked(const float *x, float *y, int64_t n, int64_t channels, int64_t inner,
+                       const float *scale, const float *shift, bool relu) {
+  const int64_t blocks = channels / kLanes;
+  overRuns(n * blocks, inner * kLanes, [&](int64_t j) {
+    const int64_t c0 = (j % blocks) * kLanes;
+    v4 sc[4], sh[4];
+    for (int q = 0; q < 4; ++q) {
+      sc[q] = load4(scale + c0 + 4 * q);
+      sh[q] = load4(shift + c0 + 4 * q);
+    }
+    const float *__restrict xr = x + j * inner * kLanes;
+    float *__restrict yr = y + j * inner * kLanes;
+    for (int64_t i = 0; i < inner; ++i)
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const int64_t at = i * kLanes + 4 * q;
+        const v4 v = load4(xr + at) * sc[q] + sh[q];
+        store4(yr + at, relu ? Lanes<4>::relu(v) : v);
+      }
+  });
+}
+
+void batchNormBlocked(const float *x, const float *weight, const float *bias, float *y,
+                      float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
+                      float eps, bool relu) {
+  const double count = double(std::max<int64_t>(1, n * inner));
+  const int64_t blocks = channels / kLanes, runs = n * blocks;
+  std::vector<double> &table = runTable(size_t(runs * kLanes + channels));
+  double *total = &table[size_t(runs * kLanes)];
+  overRuns(runs, inner * kLanes, [&](int64_t j) {
+    const float *xr = x + j * inner * kLanes;
+    blockRunSums<1>(
+        inner, [&](int64_t i, int q) { return std::array<v4, 1>{load4(xr + i * kLanes + 4 * q)}; },
+        &table[size_t(j * kLanes)]);
+  });
+  blockedChannelSums(table, n, channels, 1, total);
+  for (int64_t c = 0; c < channels; ++c)
+    mean[c] = float(total[c] / count);
+  overRuns(runs, inner * kLanes, [&](int64_t j) {
+    const float *xr = x + j * inner * kLanes, *m = mean + (j % blocks) * kLanes;
+    blockRunSums<1>(
+        inner,
+        [&](int64_t i, int q) {
+          const v4 d = load4(xr + i * kLanes + 4 * q) - load4(m + 4 * q);
+          return std::array<v4, 1>{d * d};
+        },
+        &table[size_t(j * kLanes)]);
+  });
+  blockedChannelSums(table, n, channels, 1, total);
+  std::vector<float> &coef = channelCoefficients(size_t(2 * channels));
+  float *scale = coef.data(), *shift = scale + channels;
+  for (int64_t c = 0; c < channels; ++c) {
+    var[c] = float(total[c] / count);
+    scale[c] = weight[c] / std::sqrt(var[c] + eps);
+    shift[c] = bias[c] - mean[c] * scale[c];
+  }
+  scaleShiftBlocked(x, y, n, channels, inner, scale, shift, relu);
+}
+
+void batchNormInferenceBlocked(const float *x, const float *weight, const float *bias,
+                               const float *mean, const float *var, float *y, int64_t n,
+                               int64_t channels, int64_t inner, float eps, bool relu) {
+  std::vector<float> &coef = channelCoefficients(size_t(2 * channels));
+  float *scale = coef.data(), *shift = scale + channels;
+  for (int64_t c = 0; c < channels; ++c) {
+    scale[c] = weight[c] / std::sqrt(var[c] + eps);
+    shift[c] = bias[c] - mean[c] * scale[c];
+  }
+  scaleShiftBlocked(x, y, n, channels, inner, scale, shift, relu);
+}
+
+// g: dy, or dy through the ReLU whose result is r.
+inline v4 gradOf(const float *dy, const float *r, int64_t at) {
+  return r ? keep4(load4(r + at) > 0.0f, load4(dy + at)) : load4(dy + at);
+}
+void batchNormGradBlocked(const float *x, const float *dy, const float *mean, const float *var,
+                          const float *weight, const float *r, float *dx, float *dweight,
+                          float *dbias, int64_t n, int64_t channels, int64_t inner, float eps) {
+  const double count = double(std::max<int64_t>(1, n * inner));
+  const int64_t blocks = channels / kLanes, runs = n * blocks, run = inner * kLanes;
+  std::vector<double> &table = runTable(size_t(runs * 2 * kLanes + 2 * channels));
+  double *total = &table[size_t(runs * 2 * kLanes)];
+  overRuns(runs, run, [&](int64_t j) {
+    const float *xr = x + j * run, *gr = dy + j * run, *rr = r ? r + j * run : nullptr;
+    const float *m = mean + (j % blocks) * kLanes;
+    blockRunSums<2>(
+        inner,
+        [&](int64_t i, int q) {
+          const int64_t at = i * kLanes + 4 * q;
+          const v4 g = gradOf(gr, rr, at);
+          return std::array<v4, 2>{g, g * (load4(xr + at) - load4(m + 4 * q))};
+        },
+        &table[size_t(j * 2 * kLanes)]);
+  });
+  blockedChannelSums(table, n, channels, 2, total);
+  std::vector<float> &coef = channelCoefficients(size_t(3 * channels));
+  float *scale = coef.data(), *meanDy = scale + channels, *k2 = meanDy + channels;
+  gradCoefficientsOf(total, channels, count, var, weight, eps, dweight, dbias, scale, meanDy,
+                     k2);
+  overRuns(runs, run, [&](int64_t j) {
+    const int64_t c0 = (j % blocks) * kLanes;
+    v4 sc[4], md[4], kk[4], m[4];
+    for (int q = 0; q < 4; ++q) {
+      sc[q] = load4(scale + c0 + 4 * q);
+      md[q] = load4(meanDy + c0 + 4 * q);
+      kk[q] = load4(k2 + c0 + 4 * q);
+      m[q] = load4(mean + c0 + 4 * q);
+    }
+    const float *xr = x + j * run, *gr = dy + j * run, *rr = r ? r + j * run : nullptr;
+    float *d = dx + j * run;
+    for (int64_t i = 0; i < inner; ++i)
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const int64_t at = i * kLanes + 4 * q;
+        store4(d + at, sc[q] * (gradOf(gr, rr, at) - md[q] - (load4(xr + at) - m[q]) * kk[q]));
+      }
+  });
+}
+
 } // namespace
 
 void batchNorm(const rt::HostContext &, const float *x, const float *weight, const float *bias,
                float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
-               float eps, bool relu) {
+               float eps, bool relu, int64_t lanes) {
+  if (lanes == kLanes)
+    return batchNormBlocked(x, weight, bias, y, mean, var, n, channels, inner, eps, relu);
   if (inner == 1)
     return batchNormRows(x, weight, bias, y, mean, var, n, channels, eps, relu);
   const double count = double(std::max<int64_t>(1, n * inner));
@@ -471,7 +654,11 @@ void batchNorm(const rt::HostContext &, const float *x, const float *weight, con
 
 void batchNormInference(const rt::HostContext &, const float *x, const float *weight,
                         const float *bias, const float *mean, const float *var, float *y,
-                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu) {
+                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu,
+                        int64_t lanes) {
+  if (lanes == kLanes)
+    return batchNormInferenceBlocked(x, weight, bias, mean, var, y, n, channels, inner, eps,
+                                     relu);
   if (inner == 1)
     return batchNormInferenceRows(x, weight, bias, mean, var, y, n, channels, eps, relu);
   std::vector<double> &table = runTable(size_t(channels));
@@ -544,7 +731,10 @@ void gradRun(const float *xr, const float *dyr, const float *rr, float *dxr, int
 void batchNormGrad(const rt::HostContext &, const float *x, const float *dy, const float *mean,
                    const float *var, const float *weight, const float *r, float *dx,
                    float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
-                   float eps) {
+                   float eps, int64_t lanes) {
+  if (lanes == kLanes)
+    return batchNormGradBlocked(x, dy, mean, var, weight, r, dx, dweight, dbias, n, channels,
+                                inner, eps);
   if (inner == 1)
     return batchNormGradRows(x, dy, mean, var, weight, r, dx, dweight, dbias, n, channels, eps);
   const int64_t runs = n * channels;
@@ -572,9 +762,10 @@ void batchNormGrad(const rt::HostContext &, const float *x, const float *dy, con
 void batchNormGradMaxPool(const rt::HostContext &, const float *x, const float *pooledDy,
                           const float *mean, const float *var, const float *weight,
                           const float *r, float *dx, float *dweight, float *dbias, int64_t n,
-                          int64_t channels, int64_t inner, float eps, const int64_t *window) {
+                          int64_t channels, int64_t inner, float eps, int64_t lanes,
+                          const int64_t *window) {
   const rt::Window2d w = rt::Window2d::from(window);
-  if (!r || w.channelsLast || w.H * w.W != inner || w.C != channels)
+  if (!r || w.layout || lanes != 1 || w.H * w.W != inner || w.C != channels)
     fatal("batchNormGradMaxPool: needs the ReLU's NCHW result and its pooling window");
   const int64_t runs = n * channels, pooled = w.Ho * w.Wo;
   std::vector<double> &table = runTable(size_t(2 * runs));

@@ -352,24 +352,24 @@ TEST_F(Kernels, BatchNormMatchesTheCpu) {
     std::vector<float> rm(C, 0.0f), rv(C, 1.0f);
     int64_t tracked = 4;
     kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), mean.data(), var.data(), sh.n,
-                    sh.channels, sh.inner, eps, relu);
+                    sh.channels, sh.inner, eps, relu, 1);
     kern::batchNormGrad(kHost, x.data(), dy.data(), mean.data(), var.data(), w.data(),
                         relu ? y.data() : nullptr, dx.data(), dw.data(), db.data(), sh.n,
-                        sh.channels, sh.inner, eps);
+                        sh.channels, sh.inner, eps, 1);
     kern::batchNormInference(kHost, x.data(), w.data(), b.data(), mean.data(), var.data(),
-                             yi.data(), sh.n, sh.channels, sh.inner, eps, relu);
+                             yi.data(), sh.n, sh.channels, sh.inner, eps, relu, 1);
     kern::updateRunningStats(kHost, mean.data(), var.data(), rm.data(), rv.data(), &tracked,
                              sh.channels, sh.n * sh.inner, momentum);
     DevVec<float> dX(x), dDy(dy), dW(w), dB(b), dY(T), dMean(C), dVar(C), dDx(T), dDw(C), dDb(C),
         dYi(T), dRm(std::vector<float>(C, 0.0f)), dRv(std::vector<float>(C, 1.0f));
     DevVec<int64_t> dTracked(std::vector<int64_t>{4});
     cuda::batchNorm(c(), dX.get(), dW.get(), dB.get(), dY.get(), dMean.get(), dVar.get(), sh.n,
-                    sh.channels, sh.inner, eps, relu);
+                    sh.channels, sh.inner, eps, relu, 1);
     cuda::batchNormGrad(c(), dX.get(), dDy.get(), dMean.get(), dVar.get(), dW.get(),
                         relu ? dY.get() : nullptr, dDx.get(), dDw.get(), dDb.get(), sh.n,
-                        sh.channels, sh.inner, eps);
+                        sh.channels, sh.inner, eps, 1);
     cuda::batchNormInference(c(), dX.get(), dW.get(), dB.get(), dMean.get(), dVar.get(),
-                             dYi.get(), sh.n, sh.channels, sh.inner, eps, relu);
+                             dYi.get(), sh.n, sh.channels, sh.inner, eps, relu, 1);
     cuda::updateRunningStats(c(), dMean.get(), dVar.get(), dRm.get(), dRv.get(), dTracked.get(),
                              sh.channels, sh.n * sh.inner, momentum);
     expectClose(dY.host(), y, 1e-5f, 1e-4f, "batchNorm");

@@ -485,6 +485,53 @@ struct KernelThreads {
 
 } // namespace
 
+// y[i_0, ..., i_r] = x at the index whose dimension perm[d] is i_d: by the
+// formula, over ranks 1 to 5, the blocked layout's conversions (whose
+// contiguous dimensions the kernel moves as one) and 1 to 3 threads.
+TEST(Permute, MatchesTheIndexFormula) {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int32_t> perm;
+  };
+  const std::vector<Case> cases = {
+      {{7}, {0}},
+      {{3, 5}, {1, 0}},
+      {{2, 3, 4}, {2, 0, 1}},
+      {{4, 2, 16, 7, 7}, {0, 1, 3, 4, 2}}, // NCHW split -> nChw16c
+      {{4, 2, 7, 7, 16}, {0, 1, 4, 2, 3}}, // and back
+      {{2, 3, 4, 5}, {0, 2, 3, 1}},
+      {{3, 1, 4, 1, 5}, {4, 3, 2, 1, 0}},
+  };
+  for (int threads : {1, 2, 3}) {
+    KernelThreads pool(threads);
+    for (const Case &k : cases) {
+      const int32_t rank = int32_t(k.shape.size());
+      size_t total = 1;
+      for (int64_t d : k.shape)
+        total *= size_t(d);
+      const auto x = randomVec(total, 101);
+      std::vector<float> y(total, -7.0f), want(total);
+      std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
+      std::vector<int64_t> yShape(static_cast<size_t>(rank));
+      for (int32_t d = rank - 2; d >= 0; --d)
+        strides[size_t(d)] = strides[size_t(d + 1)] * k.shape[size_t(d + 1)];
+      for (int32_t d = 0; d < rank; ++d)
+        yShape[size_t(d)] = k.shape[size_t(k.perm[size_t(d)])];
+      for (size_t i = 0; i < total; ++i) {
+        size_t rest = i, at = 0;
+        for (int32_t d = rank - 1; d >= 0; --d) {
+          const size_t id = rest % size_t(yShape[size_t(d)]);
+          rest /= size_t(yShape[size_t(d)]);
+          at += id * size_t(strides[size_t(k.perm[size_t(d)])]);
+        }
+        want[i] = x[at];
+      }
+      kern::permute(kHost, x.data(), y.data(), rank, k.shape.data(), k.perm.data());
+      EXPECT_EQ(y, want) << "rank " << rank << ", " << threads << " threads";
+    }
+  }
+}
+
 TEST(ParallelFor, CoversEveryIndexOnceInAlignedRanges) {
   for (int threads : {1, 2, 3, 4}) {
     KernelThreads pool(threads);
@@ -769,10 +816,10 @@ TEST(BatchNorm, TrainingUsesTheBatchStatisticsAndInferenceTheGivenOnes) {
   const float eps = 1e-5f;
   std::vector<float> y(T), mean(C), var(C), yi(T);
   kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), mean.data(), var.data(), n, C,
-                  inner, eps, false);
+                  inner, eps, false, 1);
   std::vector<float> yr(T), mr(C), vr(C);
   kern::batchNorm(kHost, x.data(), w.data(), b.data(), yr.data(), mr.data(), vr.data(), n, C,
-                  inner, eps, true);
+                  inner, eps, true, 1);
   for (size_t at = 0; at < T; ++at)
     EXPECT_EQ(yr[at], std::max(y[at], 0.0f)) << "relu at " << at;
   for (int64_t c = 0; c < C; ++c) {
@@ -789,7 +836,7 @@ TEST(BatchNorm, TrainingUsesTheBatchStatisticsAndInferenceTheGivenOnes) {
   // Inference with other statistics: those, not the batch's.
   const std::vector<float> rm{1.0f, 2.0f, 3.0f}, rv{4.0f, 0.25f, 1.0f};
   kern::batchNormInference(kHost, x.data(), w.data(), b.data(), rm.data(), rv.data(), yi.data(),
-                           n, C, inner, eps, false);
+                           n, C, inner, eps, false, 1);
   for (size_t at = 0; at < T; ++at) {
     const size_t c = (at / size_t(inner)) % size_t(C);
     EXPECT_NEAR(yi[at], (x[at] - rm[c]) / std::sqrt(rv[c] + eps) * w[c] + b[c], 1e-5);
@@ -808,7 +855,7 @@ TEST(BatchNorm, GradientMatchesFiniteDifferences) {
     auto loss = [&]() {
       std::vector<float> y(T), m(2), v(2);
       kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), n, C,
-                      inner, eps, relu);
+                      inner, eps, relu, 1);
       double s = 0;
       for (size_t i = 0; i < T; ++i)
         s += double(y[i]) * K[i];
@@ -816,10 +863,10 @@ TEST(BatchNorm, GradientMatchesFiniteDifferences) {
     };
     std::vector<float> y(T), m(2), v(2), dx(T), dw(2), db(2);
     kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), n, C,
-                    inner, eps, relu);
+                    inner, eps, relu, 1);
     kern::batchNormGrad(kHost, x.data(), K.data(), m.data(), v.data(), w.data(),
                         relu ? y.data() : nullptr, dx.data(), dw.data(), db.data(), n, C, inner,
-                        eps);
+                        eps, 1);
     if (relu) {
       // The ReLU's gradient applied first, then batch norm's without it:
       // the same numbers (finite differences would cross the kink, where
@@ -828,7 +875,7 @@ TEST(BatchNorm, GradientMatchesFiniteDifferences) {
       for (size_t i = 0; i < T; ++i)
         masked[i] = y[i] > 0 ? K[i] : 0.0f;
       kern::batchNormGrad(kHost, x.data(), masked.data(), m.data(), v.data(), w.data(), nullptr,
-                          dx2.data(), dw2.data(), db2.data(), n, C, inner, eps);
+                          dx2.data(), dw2.data(), db2.data(), n, C, inner, eps, 1);
       EXPECT_EQ(dx, dx2);
       EXPECT_EQ(dw, dw2);
       EXPECT_EQ(db, db2);
@@ -939,28 +986,173 @@ TEST(ChannelsLast, BatchNormMatchesNchw) {
   for (bool relu : {false, true}) {
     std::vector<float> y(T), yl(T), m(C), ml(C), v(C), vl(C);
     kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), N, C,
-                    H * W, 1e-5f, relu);
+                    H * W, 1e-5f, relu, 1);
     kern::batchNorm(kHost, xl.data(), w.data(), b.data(), yl.data(), ml.data(), vl.data(),
-                    N * H * W, C, 1, 1e-5f, relu);
+                    N * H * W, C, 1, 1e-5f, relu, 1);
     expectNear(ml, m, 1e-6f);
     expectNear(vl, v, 1e-5f);
     expectNear(nchwOf(yl, N, C, H, W), y, 1e-5f);
     std::vector<float> dx(T), dxl(T), dw(C), dwl(C), db(C), dbl(C);
     kern::batchNormGrad(kHost, x.data(), dy.data(), m.data(), v.data(), w.data(),
                         relu ? y.data() : nullptr, dx.data(), dw.data(), db.data(), N, C, H * W,
-                        1e-5f);
+                        1e-5f, 1);
     kern::batchNormGrad(kHost, xl.data(), dyl.data(), ml.data(), vl.data(), w.data(),
                         relu ? yl.data() : nullptr, dxl.data(), dwl.data(), dbl.data(),
-                        N * H * W, C, 1, 1e-5f);
+                        N * H * W, C, 1, 1e-5f, 1);
     expectNear(dwl, dw, 1e-4f);
     expectNear(dbl, db, 1e-4f);
     expectNear(nchwOf(dxl, N, C, H, W), dx, 1e-5f);
     std::vector<float> yi(T), yil(T);
     kern::batchNormInference(kHost, x.data(), w.data(), b.data(), m.data(), v.data(), yi.data(),
-                             N, C, H * W, 1e-5f, relu);
+                             N, C, H * W, 1e-5f, relu, 1);
     kern::batchNormInference(kHost, xl.data(), w.data(), b.data(), m.data(), v.data(),
-                             yil.data(), N * H * W, C, 1, 1e-5f, relu);
+                             yil.data(), N * H * W, C, 1, 1e-5f, relu, 1);
     expectNear(nchwOf(yil, N, C, H, W), yi, 1e-6f);
+  }
+}
+
+//===--- blocked (nChw16c) against NCHW ------------------------------------===//
+
+namespace {
+// x [N, C, H, W] as [N, C / 16, H, W, 16], and back.
+std::vector<float> blockedOf(const std::vector<float> &x, int64_t N, int64_t C, int64_t H,
+                             int64_t W) {
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < H * W; ++p)
+        y[size_t(((n * (C / 16) + c / 16) * H * W + p) * 16 + c % 16)] =
+            x[size_t((n * C + c) * H * W + p)];
+  return y;
+}
+std::vector<float> unblocked(const std::vector<float> &x, int64_t N, int64_t C, int64_t H,
+                             int64_t W) {
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < H * W; ++p)
+        y[size_t((n * C + c) * H * W + p)] =
+            x[size_t(((n * (C / 16) + c / 16) * H * W + p) * 16 + c % 16)];
+  return y;
+}
+// window() with the layout's flags for blocked input and result.
+std::vector<int64_t> blockedWindow(int64_t C, int64_t H, int64_t W, int64_t O, int64_t k,
+                                   int64_t s, int64_t p, int64_t d, int64_t groups, bool in,
+                                   bool out) {
+  auto w = window(C, H, W, O, k, s, p, d, groups, false);
+  w[15] = (in ? rt::Window2d::kInBlocked : 0) | (out ? rt::Window2d::kOutBlocked : 0);
+  return w;
+}
+} // namespace
+
+// Blocked pooling is the NHWC kernels' on 16-channel blocks: the NCHW
+// results, bit for bit, ties included.
+TEST(Blocked, PoolingEqualsNchw) {
+  const int64_t N = 2;
+  for (auto [C, H, W, k, s, p] : std::vector<std::array<int64_t, 6>>{
+           {16, 6, 6, 2, 2, 0}, {32, 7, 5, 2, 2, 0}, {16, 7, 7, 3, 2, 1}, {32, 5, 6, 3, 1, 1}}) {
+    const auto wn = window(C, H, W, C, k, s, p, 1, 1, false),
+               wb = blockedWindow(C, H, W, C, k, s, p, 1, 1, true, true);
+    const int64_t Ho = wn[13], Wo = wn[14];
+    auto x = randomVec(size_t(N * C * H * W), 81);
+    for (size_t i = 0; i < x.size(); i += 7)
+      x[i] = x[i + 1 < x.size() ? i + 1 : i];
+    const auto dy = randomVec(size_t(N * C * Ho * Wo), 82);
+    const auto xb = blockedOf(x, N, C, H, W), dyb = blockedOf(dy, N, C, Ho, Wo);
+    std::vector<float> y(dy.size()), yb(dy.size()), dx(x.size()), dxb(x.size());
+    kern::maxPool2d(kHost, x.data(), y.data(), N, wn.data());
+    kern::maxPool2d(kHost, xb.data(), yb.data(), N, wb.data());
+    EXPECT_EQ(unblocked(yb, N, C, Ho, Wo), y) << "max_pool2d C " << C << " k " << k;
+    kern::maxPool2dGrad(kHost, x.data(), dy.data(), dx.data(), N, wn.data());
+    kern::maxPool2dGrad(kHost, xb.data(), dyb.data(), dxb.data(), N, wb.data());
+    EXPECT_EQ(unblocked(dxb, N, C, H, W), dx) << "max_pool2d_grad C " << C << " k " << k;
+    for (bool include : {true, false}) {
+      kern::avgPool2d(kHost, x.data(), y.data(), N, wn.data(), include);
+      kern::avgPool2d(kHost, xb.data(), yb.data(), N, wb.data(), include);
+      EXPECT_EQ(unblocked(yb, N, C, Ho, Wo), y) << "avg_pool2d C " << C << " k " << k;
+      kern::avgPool2dGrad(kHost, dy.data(), dx.data(), N, wn.data(), include);
+      kern::avgPool2dGrad(kHost, dyb.data(), dxb.data(), N, wb.data(), include);
+      EXPECT_EQ(unblocked(dxb, N, C, H, W), dx) << "avg_pool2d_grad C " << C << " k " << k;
+    }
+  }
+}
+
+// Blocked batch norm (lanes 16): the NCHW kernel's statistics, result and
+// gradients, to rounding (the sums go in another order); an odd plane
+// takes the one-row tail.
+TEST(Blocked, BatchNormMatchesNchw) {
+  const int64_t N = 5, C = 32, H = 5, W = 7;
+  const size_t T = size_t(N * C * H * W);
+  const auto x = randomVec(T, 91, -1, 3);
+  const auto w = randomVec(size_t(C), 92, 0.5f, 2.0f), b = randomVec(size_t(C), 93);
+  const auto dy = randomVec(T, 94);
+  const auto xb = blockedOf(x, N, C, H, W), dyb = blockedOf(dy, N, C, H, W);
+  for (bool relu : {false, true}) {
+    std::vector<float> y(T), yb(T), m(C), mb(C), v(C), vb(C);
+    kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), N, C,
+                    H * W, 1e-5f, relu, 1);
+    kern::batchNorm(kHost, xb.data(), w.data(), b.data(), yb.data(), mb.data(), vb.data(), N, C,
+                    H * W, 1e-5f, relu, 16);
+    expectNear(mb, m, 1e-6f);
+    expectNear(vb, v, 1e-5f);
+    expectNear(unblocked(yb, N, C, H, W), y, 1e-5f);
+    std::vector<float> dx(T), dxb(T), dw(C), dwb(C), db(C), dbb(C);
+    kern::batchNormGrad(kHost, x.data(), dy.data(), m.data(), v.data(), w.data(),
+                        relu ? y.data() : nullptr, dx.data(), dw.data(), db.data(), N, C, H * W,
+                        1e-5f, 1);
+    kern::batchNormGrad(kHost, xb.data(), dyb.data(), mb.data(), vb.data(), w.data(),
+                        relu ? yb.data() : nullptr, dxb.data(), dwb.data(), dbb.data(), N, C,
+                        H * W, 1e-5f, 16);
+    expectNear(dwb, dw, 1e-4f);
+    expectNear(dbb, db, 1e-4f);
+    expectNear(unblocked(dxb, N, C, H, W), dx, 1e-5f);
+    std::vector<float> yi(T), yib(T);
+    kern::batchNormInference(kHost, x.data(), w.data(), b.data(), m.data(), v.data(), yi.data(),
+                             N, C, H * W, 1e-5f, relu, 1);
+    kern::batchNormInference(kHost, xb.data(), w.data(), b.data(), m.data(), v.data(),
+                             yib.data(), N, C, H * W, 1e-5f, relu, 16);
+    expectNear(unblocked(yib, N, C, H, W), yi, 1e-6f);
+  }
+}
+
+// Blocked convolutions (the engine's nChw16c, or the NCHW path between
+// conversions): the NCHW results to rounding, with the input, the result or
+// both blocked (a first layer of one channel writes blocked).
+TEST(Blocked, ConvolutionsMatchNchw) {
+  const int64_t N = 3;
+  for (auto [C, H, W, O, k, s, p, d] : std::vector<std::array<int64_t, 8>>{
+           {1, 9, 8, 16, 3, 1, 1, 1},
+           {32, 7, 7, 16, 3, 1, 1, 1},
+           {16, 9, 10, 24, 3, 2, 1, 2},
+           {16, 6, 6, 32, 1, 1, 0, 1}}) {
+    const bool in = C % 16 == 0, out = O % 16 == 0;
+    const auto wn = window(C, H, W, O, k, s, p, d, 1, false),
+               wb = blockedWindow(C, H, W, O, k, s, p, d, 1, in, out);
+    const int64_t Ho = wn[13], Wo = wn[14];
+    const auto x = randomVec(size_t(N * C * H * W), 95);
+    const auto wt = randomVec(size_t(O * C * k * k), 96);
+    const auto bias = randomVec(size_t(O), 97);
+    const auto dy = randomVec(size_t(N * O * Ho * Wo), 98);
+    std::vector<float> cols(size_t(C * k * k * Ho * Wo));
+    std::vector<float> y(dy.size()), yb(dy.size()), dx(x.size()), dxb(x.size());
+    std::vector<float> dw(wt.size()), dwb(wt.size()), db(bias.size()), dbb(bias.size());
+    const auto xb = in ? blockedOf(x, N, C, H, W) : x;
+    const auto dyb = out ? blockedOf(dy, N, O, Ho, Wo) : dy;
+    auto asNchw = [&](const std::vector<float> &t, bool b, int64_t ch, int64_t h, int64_t wd) {
+      return b ? unblocked(t, N, ch, h, wd) : t;
+    };
+    kern::conv2d(kHost, x.data(), wt.data(), bias.data(), y.data(), cols.data(), N, wn.data());
+    kern::conv2d(kHost, xb.data(), wt.data(), bias.data(), yb.data(), cols.data(), N, wb.data());
+    expectNear(asNchw(yb, out, O, Ho, Wo), y, 1e-4f);
+    kern::conv2dGradInput(kHost, dy.data(), wt.data(), dx.data(), cols.data(), N, wn.data());
+    kern::conv2dGradInput(kHost, dyb.data(), wt.data(), dxb.data(), cols.data(), N, wb.data());
+    expectNear(asNchw(dxb, in, C, H, W), dx, 1e-4f);
+    kern::conv2dGradWeight(kHost, x.data(), dy.data(), dw.data(), db.data(), cols.data(), N,
+                           wn.data());
+    kern::conv2dGradWeight(kHost, xb.data(), dyb.data(), dwb.data(), dbb.data(), cols.data(), N,
+                           wb.data());
+    expectNear(dwb, dw, 1e-3f);
+    expectNear(dbb, db, 1e-4f);
   }
 }
 
@@ -981,15 +1173,15 @@ TEST(BatchNorm, FusedMaxPoolGradientEqualsThePair) {
     const auto dp = randomVec(size_t(N * C * Ho * Wo), 74);
     std::vector<float> y(T), m(C), v(C);
     kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), N, C,
-                    H * W, 1e-5f, /*relu=*/true);
+                    H * W, 1e-5f, /*relu=*/true, 1);
     ASSERT_GT(std::count(y.begin(), y.end(), 0.0f), int64_t(T / 4)) << "the ReLU's zeros";
     std::vector<float> dy(T), dx(T), dw(C), db(C), dxf(T, -1.0f), dwf(C), dbf(C);
     kern::maxPool2dGrad(kHost, y.data(), dp.data(), dy.data(), N, win.data());
     kern::batchNormGrad(kHost, x.data(), dy.data(), m.data(), v.data(), w.data(), y.data(),
-                        dx.data(), dw.data(), db.data(), N, C, H * W, 1e-5f);
+                        dx.data(), dw.data(), db.data(), N, C, H * W, 1e-5f, 1);
     kern::batchNormGradMaxPool(kHost, x.data(), dp.data(), m.data(), v.data(), w.data(),
                                y.data(), dxf.data(), dwf.data(), dbf.data(), N, C, H * W,
-                               1e-5f, win.data());
+                               1e-5f, 1, win.data());
     EXPECT_EQ(dxf, dx) << "C " << C << " H " << H << " k " << k << " s " << s;
     EXPECT_EQ(dwf, dw) << "C " << C << " H " << H << " k " << k << " s " << s;
     EXPECT_EQ(dbf, db) << "C " << C << " H " << H << " k " << k << " s " << s;

@@ -154,3 +154,28 @@ func.func @pooled_channels_last(%x: tensor<?x4x4x3xf32>, %dy: tensor<?x2x2x3xf32
   %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %c, %c, %c relu(%x : tensor<?x4x4x3xf32>) {channels_last, eps = 1.0e-05 : f64, pool_kernel = array<i64: 2, 2>, pool_stride = array<i64: 2, 2>, pool_padding = array<i64: 0, 0>} : tensor<?x4x4x3xf32>, tensor<3xf32>, dy tensor<?x2x2x3xf32>
   return
 }
+
+// -----
+
+// Blocked (dtc-blocked-layout): [N, C / 16, H, W, 16], its channels C.
+func.func @blocked_channels(%x: tensor<?x2x4x4x16xf32>, %c: tensor<16xf32>) {
+  // expected-error @+1 {{per-channel operands must be 'tensor<32xf32>' for an input [B, 2, 4, 4, 16], got 'tensor<16xf32>'}}
+  %y, %m, %v = dtc.batch_norm %x, %c, %c, %c, %c {eps = 1.0e-05 : f64} : tensor<?x2x4x4x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @blocked_not_16(%x: tensor<?x2x4x4x8xf32>, %c: tensor<16xf32>) {
+  // expected-error @+1 {{batch_norm: a blocked input must be [N, C / 16, H, W, 16], got [B, 2, 4, 4, 8]}}
+  %y, %m, %v = dtc.batch_norm %x, %c, %c, %c, %c {eps = 1.0e-05 : f64} : tensor<?x2x4x4x8xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @pooled_blocked(%x: tensor<?x1x4x4x16xf32>, %dy: tensor<?x1x2x2x16xf32>, %c: tensor<16xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm_grad' op a fused max-pool gradient is NCHW only}}
+  %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %c, %c, %c relu(%x : tensor<?x1x4x4x16xf32>) {eps = 1.0e-05 : f64, pool_kernel = array<i64: 2, 2>, pool_stride = array<i64: 2, 2>, pool_padding = array<i64: 0, 0>} : tensor<?x1x4x4x16xf32>, tensor<16xf32>, dy tensor<?x1x2x2x16xf32>
+  return
+}

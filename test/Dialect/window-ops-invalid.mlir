@@ -119,3 +119,36 @@ func.func @channels_last_pool(%x: tensor<?x8x8x3xf32>) {
   %y = dtc.max_pool2d %x {channels_last, kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : tensor<?x8x8x3xf32> -> tensor<?x3x4x4xf32>
   return
 }
+
+// -----
+
+// Blocked (dtc-blocked-layout): a rank-5 activation is [N, C / 16, H, W, 16].
+func.func @blocked_not_16(%x: tensor<?x2x8x8x8xf32>, %w: tensor<4x16x3x3xf32>) {
+  // expected-error @+1 {{conv2d: a blocked input must be [N, C / 16, H, W, 16], got [B, 2, 8, 8, 8]}}
+  %y = dtc.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : tensor<?x2x8x8x8xf32>, tensor<4x16x3x3xf32> -> tensor<?x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @blocked_result_shape(%x: tensor<?x1x8x8x16xf32>, %w: tensor<32x16x3x3xf32>) {
+  // expected-error @+1 {{'dtc.conv2d' op result: the convolution gives [B, 32, 6, 6], not [B, 2, 6, 6, 8]}}
+  %y = dtc.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : tensor<?x1x8x8x16xf32>, tensor<32x16x3x3xf32> -> tensor<?x2x6x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @blocked_pool_one_side(%x: tensor<?x1x8x8x16xf32>) {
+  // expected-error @+1 {{'dtc.max_pool2d' op result: blocked on both sides of the pooling, or neither}}
+  %y = dtc.max_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : tensor<?x1x8x8x16xf32> -> tensor<?x16x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @blocked_channels_last(%x: tensor<?x1x8x8x16xf32>) {
+  // expected-error @+1 {{max_pool2d: a blocked input is not channels last}}
+  %y = dtc.max_pool2d %x {channels_last, kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : tensor<?x1x8x8x16xf32> -> tensor<?x1x4x4x16xf32>
+  return
+}

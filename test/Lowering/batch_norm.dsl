@@ -21,12 +21,12 @@ loss = cross_entropy(o, y)
 # CHECK: dtcrt.update_running_stats(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C]], %{{.*}}, %{{.*}}, %{{.*}})
 # CHECK: dtcrt.batch_norm_grad(
 # CPP-LABEL: static void evalStep(
-# CPP: dtc::kern::batchNormInference(c, {{.*}}, B, 3, 16, 9.99999975e-06f, true);
+# CPP: dtc::kern::batchNormInference(c, {{.*}}, B, 3, 16, 9.99999975e-06f, true, 1);
 # CPP-LABEL: static void trainStep(
-# CPP: dtc::kern::batchNorm(c, [[X:.*]], [[W:v[0-9]+]], v{{[0-9]+}}, [[Y:v[0-9]+]], v{{[0-9]+}}, v{{[0-9]+}}, B, 3, 16, 9.99999975e-06f, true);
+# CPP: dtc::kern::batchNorm(c, [[X:.*]], [[W:v[0-9]+]], v{{[0-9]+}}, [[Y:v[0-9]+]], v{{[0-9]+}}, v{{[0-9]+}}, B, 3, 16, 9.99999975e-06f, true, 1);
 # CPP: int64_t *v{{[0-9]+}} = reinterpret_cast<int64_t *>(P + 704);
 # CPP: dtc::kern::updateRunningStats(c, {{.*}}, 3, B*16, 0.100000001f);
-# CPP: dtc::kern::batchNormGrad(c, [[X]], v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}, [[W]], [[Y]], {{.*}}, B, 3, 16, 9.99999975e-06f);
+# CPP: dtc::kern::batchNormGrad(c, [[X]], v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}, [[W]], [[Y]], {{.*}}, B, 3, 16, 9.99999975e-06f, 1);
 # CPP: static const dtc::rt::BufferSpec kBuffers[] = {
 # CPP-NEXT: {"n.running_mean", dtc::rt::ElementType::F32, 1, {3, 0, 0, 0, 0, 0}, 3, 576, 0},
 # CPP-NEXT: {"n.running_var", dtc::rt::ElementType::F32, 1, {3, 0, 0, 0, 0, 0}, 3, 640, 1},

@@ -26,7 +26,7 @@ train {
 # CHECK-NOT: dtcrt.max_pool2d_grad
 # CHECK: return
 # CPP-LABEL: static void trainStep(
-# CPP: dtc::kern::batchNormGradMaxPool(c, {{.*}}, B, 4, 36, 9.99999975e-06f, s{{[0-9]+}});
+# CPP: dtc::kern::batchNormGradMaxPool(c, {{.*}}, B, 4, 36, 9.99999975e-06f, 1, s{{[0-9]+}});
 # UNFUSED-LABEL: func.func @train_step()
 # UNFUSED: dtcrt.max_pool2d_grad
 # UNFUSED: dtcrt.batch_norm_grad(

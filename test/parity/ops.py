@@ -82,6 +82,11 @@ def cases():
          bias=False)
     conv("conv2d_1x1", (2, 3, 4, 4), 5, 1, "1")
     conv("conv2d_depthwise_strided", (1, 3, 8, 7), 3, 3, "3, stride=3, groups=3", stride=3, groups=3)
+    # Channels in whole blocks of 16: the ones dtc --layout=blocked holds
+    # blocked (input and result, the result only, the input only).
+    conv("conv2d_16ch", (2, 16, 6, 5), 16, 3, "3, padding=1", padding=1)
+    conv("conv2d_into_16ch", (2, 3, 6, 5), 16, 3, "3")
+    conv("conv2d_from_16ch_strided", (2, 16, 7, 6), 5, 3, "3, stride=2", stride=2)
     for name, dsl, tf in [
         ("max_pool2d", "max_pool2d(a, 2)", lambda p: F.max_pool2d(p["a"], 2)),
         ("max_pool2d_overlap_pad", "max_pool2d(a, 3, stride=[1, 2], padding=1)",
@@ -95,6 +100,8 @@ def cases():
         ("flatten", "flatten(a)", lambda p: torch.flatten(p["a"], 1)),
     ]:
         c[name] = ({"a": rnd((2, 3, 7, 6))}, dsl, tf)
+        if name != "flatten":  # and on 16 channels (blocked with --layout=blocked)
+            c[name + "_16ch"] = ({"a": rnd((2, 16, 7, 6))}, dsl, tf)
     # Batch normalization in training: `o = batch_norm(a)` declares
     # o.weight, o.bias and the buffers o.running_mean, o.running_var,
     # o.num_batches_tracked (torch.nn.BatchNorm's); the buffers after the
@@ -115,6 +122,8 @@ def cases():
     bn("batch_norm1d", (7, 5), "batch_norm(a, momentum=0.3)", momentum=0.3)
     bn("batch_norm1d_3d", (3, 4, 5), "batch_norm(a, eps=0.01)", eps=0.01)
     bn("batch_norm2d_relu", (2, 2, 3, 3), "batch_norm(a, 0.5, 1e-3, act=relu)", momentum=0.5, eps=1e-3)
+    bn("batch_norm2d_32ch", (3, 32, 3, 5), "batch_norm(a)")
+    bn("batch_norm2d_16ch_relu", (2, 16, 3, 3), "batch_norm(a, act=relu)")
     # Dropout: the masks of step 1 at seed 0 on rank 0 (the run below),
     # rebuilt from dtc's hash (dropout_mask.py); the second dropout has salt 1.
     seed1 = step_seed(0, 1, 0)

@@ -67,10 +67,11 @@ cl::opt<std::string> target(
 cl::opt<std::string> layout(
     "layout",
     cl::desc("Activation layout of convolutions, pooling and 4-D batch norm: "
-             "nchw (torch's, the default) or channels-last (NHWC between "
-             "the convolutions, dtc-channels-last; the CPU target only: "
-             "no reorders around oneDNN's convolutions, slower batch-norm "
-             "and pooling kernels for now, docs/passes.md)"),
+             "nchw (torch's, the default), channels-last (NHWC between "
+             "the convolutions, dtc-channels-last) or blocked (oneDNN's "
+             "nChw16c between them, dtc-blocked-layout); the last two the "
+             "CPU target only, without reorders around oneDNN's "
+             "convolutions (docs/passes.md)"),
     cl::init("nchw"), cl::cat(category));
 cl::opt<std::string> cudaArch("cuda-arch",
                               cl::desc("GPU architecture for nvcc (-arch)"),
@@ -316,12 +317,12 @@ int main(int argc, char **argv) {
   if (cuda && !cudaBuilt && emitKind == Emit::Exe)
     return fail("--target=cuda: this dtc was built without the CUDA runtime "
                 "(no CUDA toolkit found when it was configured)");
-  if (layout != "nchw" && layout != "channels-last")
+  if (layout != "nchw" && layout != "channels-last" && layout != "blocked")
     return fail("unknown layout '" + layout +
-                "' (expected nchw, channels-last)");
-  if (layout == "channels-last" && cuda)
-    return fail("--layout=channels-last: the CUDA kernels are NCHW only; use "
-                "--target=cpu");
+                "' (expected nchw, channels-last, blocked)");
+  if (layout != "nchw" && cuda)
+    return fail("--layout=" + layout +
+                ": the CUDA kernels are NCHW only; use --target=cpu");
   const bool onednnBuilt = StringRef(DTC_GEMM_ONEDNN_LIBRARY).size() > 0;
   if (gemmEngine == "auto")
     gemmEngine = staticLibs ? "openblas" : DTC_GEMM_DEFAULT;
@@ -409,6 +410,7 @@ int main(int argc, char **argv) {
   options.firstBucketBytes = int64_t(firstBucketMB * 1048576.0);
   options.overlap = !noOverlap;
   options.channelsLast = layout == "channels-last";
+  options.blocked = layout == "blocked";
   // IR that already has its training step (a .mlir input) keeps it.
   options.autodiff = !module->lookupSymbol(dtc::steps::kTrain);
   dtc::buildPipeline(pm, options);

@@ -109,16 +109,18 @@ void dropoutGrad(const rt::DeviceContext &c, const float *dy, float *dx, int64_t
                  int64_t salt);
 
 // Batch normalization (kernels.h): one block per channel for the statistics.
+// lanes must be 1 (the blocked layout is the CPU's).
 void batchNorm(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
                float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
-               float eps, bool relu);
+               float eps, bool relu, int64_t lanes);
 void batchNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, const float *mean,
                    const float *var, const float *weight, const float *reluResult, float *dx,
                    float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
-                   float eps);
+                   float eps, int64_t lanes);
 void batchNormInference(const rt::DeviceContext &c, const float *x, const float *weight,
                         const float *bias, const float *mean, const float *var, float *y,
-                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu);
+                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu,
+                        int64_t lanes);
 void updateRunningStats(const rt::DeviceContext &c, const float *mean, const float *var,
                         float *runningMean, float *runningVar, int64_t *numBatchesTracked,
                         int64_t channels, int64_t count, float momentum);

@@ -93,33 +93,36 @@ void dropoutGrad(const rt::HostContext &c, const float *dy, float *dx, int64_t n
                  int64_t salt);
 
 // Batch normalization of x [n, channels, inner] per channel, as
-// torch.nn.BatchNorm1d / 2d. In training (batchNorm) with the batch's
-// statistics, which it writes to mean and var (the biased variance);
-// batchNormGrad gives dx (through the statistics too), dweight and dbias;
-// batchNormInference normalizes with the given statistics. With relu the
-// result is max(y, 0); reluResult (that result, or null) makes the gradient
-// count dy only where it is positive.
+// torch.nn.BatchNorm1d / 2d (lanes 1; lanes 16: x is blocked, [n, channels
+// / 16, inner, 16], the nChw16c tensors dtc-blocked-layout plans). In
+// training (batchNorm) with the batch's statistics, which it writes to mean
+// and var (the biased variance); batchNormGrad gives dx (through the
+// statistics too), dweight and dbias; batchNormInference normalizes with the
+// given statistics. With relu the result is max(y, 0); reluResult (that
+// result, or null) makes the gradient count dy only where it is positive.
 // updateRunningStats folds a batch's statistics (count elements per channel)
 // into the running ones with `momentum` (the variance made unbiased) and
 // counts the batch in *numBatchesTracked.
 void batchNorm(const rt::HostContext &c, const float *x, const float *weight, const float *bias,
                float *y, float *mean, float *var, int64_t n, int64_t channels, int64_t inner,
-               float eps, bool relu);
+               float eps, bool relu, int64_t lanes);
 void batchNormGrad(const rt::HostContext &c, const float *x, const float *dy, const float *mean,
                    const float *var, const float *weight, const float *reluResult, float *dx,
                    float *dweight, float *dbias, int64_t n, int64_t channels, int64_t inner,
-                   float eps);
+                   float eps, int64_t lanes);
 // batchNormGradMaxPool is batchNormGrad when dy is the gradient of a max
-// pooling (`window`, NCHW) of reluResult: it takes pooledDy, the gradient of
-// the pooling's result, and gives what maxPool2dGrad then batchNormGrad give.
+// pooling (`window`, NCHW, lanes 1) of reluResult: it takes pooledDy, the
+// gradient of the pooling's result, and gives what maxPool2dGrad then
+// batchNormGrad give.
 void batchNormGradMaxPool(const rt::HostContext &c, const float *x, const float *pooledDy,
                           const float *mean, const float *var, const float *weight,
                           const float *reluResult, float *dx, float *dweight, float *dbias,
-                          int64_t n, int64_t channels, int64_t inner, float eps,
+                          int64_t n, int64_t channels, int64_t inner, float eps, int64_t lanes,
                           const int64_t *window);
 void batchNormInference(const rt::HostContext &c, const float *x, const float *weight,
                         const float *bias, const float *mean, const float *var, float *y,
-                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu);
+                        int64_t n, int64_t channels, int64_t inner, float eps, bool relu,
+                        int64_t lanes);
 void updateRunningStats(const rt::HostContext &c, const float *mean, const float *var,
                         float *runningMean, float *runningVar, int64_t *numBatchesTracked,
                         int64_t channels, int64_t count, float momentum);

@@ -88,18 +88,26 @@ struct UpdateItem {
 // The geometry of a 2-D convolution or pooling window (kern:: and
 // cuda::conv2d..., maxPool2d, avgPool2d): the kernels receive it as a host
 // array of these 16 int64 in this order. x is [N, C, H, W], the result
-// [N, O, Ho, Wo] (channelsLast 1: x [N, H, W, C] and the result
-// [N, Ho, Wo, O], the layout dtc-channels-last plans; the CPU kernels only);
-// a convolution's weight [O, C / groups, kH, kW] in either layout (torch's);
-// pooling has O == C, groups 1 and dilation 1. Padding is (pH, pW) on each
-// side; stride (sH, sW); dilation (dH, dW).
+// [N, O, Ho, Wo]; a convolution's weight [O, C / groups, kH, kW] in every
+// layout (torch's); pooling has O == C, groups 1 and dilation 1. Padding is
+// (pH, pW) on each side; stride (sH, sW); dilation (dH, dW). The sizes are
+// NCHW's whatever the layout, which is the last value, bit flags (the CPU
+// kernels only; 0 is NCHW): kChannelsLast, x [N, H, W, C] and the result
+// [N, Ho, Wo, O] (dtc-channels-last); kInBlocked, x blocked, and
+// kOutBlocked, the result blocked: oneDNN's nChw16c, [N, C / 16, H, W, 16]
+// (dtc-blocked-layout).
 struct Window2d {
-  int64_t C, H, W, O, kH, kW, sH, sW, pH, pW, dH, dW, groups, Ho, Wo, channelsLast;
+  int64_t C, H, W, O, kH, kW, sH, sW, pH, pW, dH, dW, groups, Ho, Wo, layout;
   static constexpr int kValues = 16;
+  static constexpr int64_t kChannelsLast = 1, kInBlocked = 2, kOutBlocked = 4;
+  static constexpr int64_t kBlock = 16; // channels per block of nChw16c
   static Window2d from(const int64_t *v) {
     return {v[0], v[1], v[2],  v[3],  v[4],  v[5],  v[6],  v[7],
             v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]};
   }
+  bool channelsLast() const { return layout & kChannelsLast; }
+  bool inBlocked() const { return layout & kInBlocked; }
+  bool outBlocked() const { return layout & kOutBlocked; }
 };
 
 #if defined(__CUDACC__)

@@ -16,7 +16,8 @@
 // its plain-NCHW implementation on the CNN example's second convolution);
 // the NCHW tensors of the step are reordered into and out of them. Channels-
 // last tensors (dtc --layout=channels-last) go in as they are: oneDNN's
-// NHWC kernels are as fast, except for a first layer of few channels. The
+// NHWC kernels are as fast, except for a first layer of few channels; so
+// do blocked ones (dtc --layout=blocked, nChw16c: its own choice). The
 // batch is split over the --threads cores as the GEMMs are (each thread
 // runs the primitive of its share, one OpenMP thread each); the weight
 // gradients of the shares are summed in share order.
@@ -132,7 +133,7 @@ ThreadState &state() {
 
 std::array<int64_t, Window2d::kValues> valuesOf(const Window2d &w) {
   return {w.C,  w.H,  w.W,  w.O,      w.kH, w.kW, w.sH, w.sW,
-          w.pH, w.pW, w.dH, w.dW, w.groups, w.Ho, w.Wo, w.channelsLast};
+          w.pH, w.pW, w.dH, w.dW, w.groups, w.Ho, w.Wo, w.layout};
 }
 
 Operand operand(int arg, const memory::desc &plain, const memory::desc &chosen,
@@ -158,17 +159,20 @@ std::unique_ptr<Plan> makePlan(const Key &key, ThreadState &ts) {
   const auto f32 = memory::data_type::f32;
   // Channels last: the step's tensors are NHWC, and so are the primitive's
   // (its NHWC kernels run as fast as its blocked ones: no reorders).
-  const Tag act = w.channelsLast ? Tag::nhwc : Tag::nchw;
-  memory::desc src({n, w.C, w.H, w.W}, f32, act), dst({n, w.O, w.Ho, w.Wo}, f32, act);
+  // Blocked (dtc-blocked-layout): nChw16c, the layout oneDNN's AVX-512
+  // kernels pick for themselves, taken as it is.
+  const Tag act = w.channelsLast() ? Tag::nhwc : Tag::nchw;
+  memory::desc src({n, w.C, w.H, w.W}, f32, w.inBlocked() ? Tag::nChw16c : act),
+      dst({n, w.O, w.Ho, w.Wo}, f32, w.outBlocked() ? Tag::nChw16c : act);
   memory::desc wei = g == 1 ? memory::desc({w.O, w.C, w.kH, w.kW}, f32, Tag::oihw)
                             : memory::desc({g, w.O / g, w.C / g, w.kH, w.kW}, f32, Tag::goihw);
   // Except for a first layer (fewer than 16 input channels, an image's
   // planes): oneDNN's NHWC kernels for it ran at half the speed of its
   // blocked ones (CNN example: 1.03 against 0.54 ms forward, 1.07 against
   // 0.41 weight gradient), so it gets blocked tensors and reorders.
-  const bool plain = w.channelsLast && w.C >= 16;
-  memory::desc anySrc = plain ? src : memory::desc(src.dims(), f32, Tag::any),
-               anyDst = plain ? dst : memory::desc(dst.dims(), f32, Tag::any),
+  const bool plain = w.channelsLast() && w.C >= 16;
+  memory::desc anySrc = plain || w.inBlocked() ? src : memory::desc(src.dims(), f32, Tag::any),
+               anyDst = plain || w.outBlocked() ? dst : memory::desc(dst.dims(), f32, Tag::any),
                anyWei(wei.dims(), f32, Tag::any);
   const memory::desc bias({w.O}, f32, Tag::x), none;
   const memory::dims strides{w.sH, w.sW}, dilates{w.dH - 1, w.dW - 1}, pad{w.pH, w.pW};
