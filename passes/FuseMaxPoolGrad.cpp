@@ -7,7 +7,8 @@
 // input is the ReLU's result, batch_norm_grad takes dp itself with the
 // pooling's window (pool_kernel, pool_stride, pool_padding) and routes it
 // plane by plane as it reads it (the CPU kernel batchNormGradMaxPool: the
-// same values, bit for bit). NCHW only; run after dtc-autodiff.
+// same values, bit for bit). NCHW or blocked (dtc-blocked-layout), not
+// channels last; run after dtc-autodiff.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -28,9 +29,8 @@ struct FuseMaxPoolGradPass
     SmallVector<MaxPool2dGradOp> pools;
     getOperation().walk([&](MaxPool2dGradOp op) { pools.push_back(op); });
     for (MaxPool2dGradOp pool : pools) {
-      // NCHW only (channels-last and blocked tensors keep the pair).
-      if (pool.getChannelsLast() || !pool.getResult().hasOneUse() ||
-          pool.getX().getType().getRank() != 4)
+      // NCHW or blocked (channels-last tensors keep the pair).
+      if (pool.getChannelsLast() || !pool.getResult().hasOneUse())
         continue;
       auto bn = dyn_cast<BatchNormGradOp>(*pool.getResult().user_begin());
       if (!bn || bn.getDy() != pool.getResult() || bn.getChannelsLast() ||

@@ -76,14 +76,19 @@ LogicalResult BatchNormGradOp::verify() {
     if (!getReluResult())
       return emitOpError("a fused max-pool gradient needs relu_result, the "
                          "pooling's input");
-    if (getChannelsLast() || getX().getType().getRank() != 4)
-      return emitOpError("a fused max-pool gradient is NCHW only");
+    if (getChannelsLast())
+      return emitOpError("a fused max-pool gradient is NCHW or blocked, not "
+                         "channels last");
     auto t = shape::pool2d(getLoc(), "max_pool2d", getX().getType(), *w);
     if (failed(t))
       return failure();
-    if (*t != getDy().getType())
+    if (!shape::sameOrBlocked(*t, getDy().getType()) ||
+        shape::isBlocked(getX().getType()) !=
+            shape::isBlocked(getDy().getType()))
       return emitOpError("dy: the pooling gives ")
-             << shape::str(*t) << ", not " << shape::str(getDy().getType());
+             << shape::str(*t)
+             << (shape::isBlocked(getX().getType()) ? " (blocked)" : "")
+             << ", not " << shape::str(getDy().getType());
   }
   return checkChannels(*this, getX().getType(), getWeight().getType(),
                        getEps().convertToDouble());

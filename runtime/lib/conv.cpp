@@ -529,53 +529,63 @@ void maxPool2x2GradRowNhwc(const float *__restrict x0, const float *__restrict x
   }
 }
 
-void maxPool2dGradNhwc(const Window2d &w, const float *x, const float *dy, float *dx, int64_t N) {
+// One sample's gradient of a general window, channels last.
+void maxPool2dGradNhwcWindows(const Window2d &w, const float *xn, const float *dyn, float *dxn) {
   const int64_t C = w.C;
+  std::memset(dxn, 0, size_t(w.H * w.W * C) * sizeof(float));
+  thread_local std::vector<float> best;
+  thread_local std::vector<int64_t> at;
+  best.resize(size_t(C));
+  at.resize(size_t(C));
+  for (int64_t oh = 0; oh < w.Ho; ++oh)
+    for (int64_t ow = 0; ow < w.Wo; ++ow) {
+      const Clip k = clipped(w, oh, ow);
+      const int64_t first = k.h0 * w.W + k.v0;
+      for (int64_t ch = 0; ch < C; ++ch) {
+        best[size_t(ch)] = xn[first * C + ch];
+        at[size_t(ch)] = first;
+      }
+      for (int64_t h = k.h0; h < k.h1; ++h)
+        for (int64_t v = k.v0; v < k.v1; ++v) {
+          const int64_t p = h * w.W + v;
+          const float *in = xn + p * C;
+          for (int64_t ch = 0; ch < C; ++ch)
+            if (in[ch] > best[size_t(ch)]) {
+              best[size_t(ch)] = in[ch];
+              at[size_t(ch)] = p;
+            }
+        }
+      const float *g = dyn + (oh * w.Wo + ow) * C;
+      for (int64_t ch = 0; ch < C; ++ch)
+        dxn[at[size_t(ch)] * C + ch] += g[ch];
+    }
+}
+// Output row oh of one sample's 2x2 gradient, channels last: its two input
+// rows.
+void maxPool2x2GradNhwcRow(const Window2d &w, const float *xn, const float *dyn, float *dxn,
+                           int64_t oh) {
+  const int64_t C = w.C, r0 = 2 * oh * w.W * C, r1 = r0 + w.W * C;
+  const float *g = dyn + oh * w.Wo * C;
+  if (C == Window2d::kBlock)
+    maxPool2x2GradRowNhwc<Window2d::kBlock>(xn + r0, xn + r1, g, dxn + r0, dxn + r1, w.Wo, C);
+  else
+    maxPool2x2GradRowNhwc(xn + r0, xn + r1, g, dxn + r0, dxn + r1, w.Wo, C);
+}
+
+void maxPool2dGradNhwc(const Window2d &w, const float *x, const float *dy, float *dx, int64_t N) {
+  const int64_t in = w.H * w.W * w.C, out = w.Ho * w.Wo * w.C;
   if (isPool2x2(w)) {
     // Every input position is in at most one window: each output row
     // writes its two input rows (an odd last row or column, in none, is 0).
     if (w.H != 2 * w.Ho || w.W != 2 * w.Wo)
-      std::memset(dx, 0, size_t(N * w.H * w.W * C) * sizeof(float));
+      std::memset(dx, 0, size_t(N * in) * sizeof(float));
     forEachOutputRow(w, N, [&](int64_t n, int64_t oh) {
-      const int64_t r0 = ((n * w.H + 2 * oh) * w.W) * C, r1 = r0 + w.W * C;
-      const float *g = dy + ((n * w.Ho + oh) * w.Wo) * C;
-      if (C == Window2d::kBlock)
-        maxPool2x2GradRowNhwc<Window2d::kBlock>(x + r0, x + r1, g, dx + r0, dx + r1, w.Wo, C);
-      else
-        maxPool2x2GradRowNhwc(x + r0, x + r1, g, dx + r0, dx + r1, w.Wo, C);
+      maxPool2x2GradNhwcRow(w, x + n * in, dy + n * out, dx + n * in, oh);
     });
     return;
   }
   forEachSample(w, N, [&](int64_t n) {
-    const float *xn = x + n * w.H * w.W * C;
-    float *dxn = dx + n * w.H * w.W * C;
-    std::memset(dxn, 0, size_t(w.H * w.W * C) * sizeof(float));
-    thread_local std::vector<float> best;
-    thread_local std::vector<int64_t> at;
-    best.resize(size_t(C));
-    at.resize(size_t(C));
-    for (int64_t oh = 0; oh < w.Ho; ++oh)
-      for (int64_t ow = 0; ow < w.Wo; ++ow) {
-        const Clip k = clipped(w, oh, ow);
-        const int64_t first = k.h0 * w.W + k.v0;
-        for (int64_t ch = 0; ch < C; ++ch) {
-          best[size_t(ch)] = xn[first * C + ch];
-          at[size_t(ch)] = first;
-        }
-        for (int64_t h = k.h0; h < k.h1; ++h)
-          for (int64_t v = k.v0; v < k.v1; ++v) {
-            const int64_t p = h * w.W + v;
-            const float *in = xn + p * C;
-            for (int64_t ch = 0; ch < C; ++ch)
-              if (in[ch] > best[size_t(ch)]) {
-                best[size_t(ch)] = in[ch];
-                at[size_t(ch)] = p;
-              }
-          }
-        const float *g = dy + ((n * w.Ho + oh) * w.Wo + ow) * C;
-        for (int64_t ch = 0; ch < C; ++ch)
-          dxn[at[size_t(ch)] * C + ch] += g[ch];
-      }
+    maxPool2dGradNhwcWindows(w, x + n * in, dy + n * out, dx + n * in);
   });
 }
 
@@ -640,6 +650,18 @@ Window2d blocksAsNhwc(const Window2d &w) {
 bool blocked(const Window2d &w) { return w.inBlocked() || w.outBlocked(); }
 int64_t blocks(const Window2d &w, int64_t N) { return N * (w.C / Window2d::kBlock); }
 } // namespace
+
+void maxPool2dGradBlockPlane(const Window2d &w, const float *xp, const float *dyp, float *dxp) {
+  const Window2d b = blocksAsNhwc(w);
+  if (!isPool2x2(b)) {
+    maxPool2dGradNhwcWindows(b, xp, dyp, dxp);
+    return;
+  }
+  if (b.H != 2 * b.Ho || b.W != 2 * b.Wo)
+    std::memset(dxp, 0, size_t(b.H * b.W * b.C) * sizeof(float));
+  for (int64_t oh = 0; oh < b.Ho; ++oh)
+    maxPool2x2GradNhwcRow(b, xp, dyp, dxp, oh);
+}
 
 void maxPool2d(const rt::HostContext &, const float *x, float *y, int64_t N,
                const int64_t *window) {

@@ -566,27 +566,35 @@ void batchNormInferenceBlocked(const float *x, const float *weight, const float 
 inline v4 gradOf(const float *dy, const float *r, int64_t at) {
   return r ? keep4(load4(r + at) > 0.0f, load4(dy + at)) : load4(dy + at);
 }
-void batchNormGradBlocked(const float *x, const float *dy, const float *mean, const float *var,
-                          const float *weight, const float *r, float *dx, float *dweight,
-                          float *dbias, int64_t n, int64_t channels, int64_t inner, float eps) {
+// dyOf(j) gives run j's dy: the tensor's, or (Routed) the pooled gradient
+// routed into a buffer of the calling thread, which pass 1 stores through
+// the ReLU in dx for pass 2 to read there (batchNormGradMaxPool).
+template <bool Routed, class DyOf>
+void batchNormGradBlockedOf(const float *x, const DyOf &dyOf, const float *mean,
+                            const float *var, const float *weight, const float *r, float *dx,
+                            float *dweight, float *dbias, int64_t n, int64_t channels,
+                            int64_t inner, float eps) {
   const double count = double(std::max<int64_t>(1, n * inner));
   const int64_t blocks = channels / kLanes, runs = n * blocks, run = inner * kLanes;
   std::vector<double> &table = runTable(size_t(runs * 2 * kLanes + 2 * channels));
   double *total = &table[size_t(runs * 2 * kLanes)];
   overRuns(runs, run, [&](int64_t j) {
-    const float *xr = x + j * run, *gr = dy + j * run, *rr = r ? r + j * run : nullptr;
+    const float *xr = x + j * run, *gr = dyOf(j), *rr = r ? r + j * run : nullptr;
     const float *m = mean + (j % blocks) * kLanes;
+    float *gOut = dx + j * run;
     blockRunSums<2>(
         inner,
         [&](int64_t i, int q) {
           const int64_t at = i * kLanes + 4 * q;
           const v4 g = gradOf(gr, rr, at);
+          if constexpr (Routed)
+            store4(gOut + at, g);
           return std::array<v4, 2>{g, g * (load4(xr + at) - load4(m + 4 * q))};
         },
         &table[size_t(j * 2 * kLanes)]);
   });
   blockedChannelSums(table, n, channels, 2, total);
-  std::vector<float> &coef = channelCoefficients(size_t(3 * channels));
+  std::vector<float> &coef = channelCoefficients(size_t(4 * channels));
   float *scale = coef.data(), *meanDy = scale + channels, *k2 = meanDy + channels;
   gradCoefficientsOf(total, channels, count, var, weight, eps, dweight, dbias, scale, meanDy,
                      k2);
@@ -599,7 +607,9 @@ void batchNormGradBlocked(const float *x, const float *dy, const float *mean, co
       kk[q] = load4(k2 + c0 + 4 * q);
       m[q] = load4(mean + c0 + 4 * q);
     }
-    const float *xr = x + j * run, *gr = dy + j * run, *rr = r ? r + j * run : nullptr;
+    // Routed: g is in dx already (through the ReLU), overwritten in place.
+    const float *xr = x + j * run, *gr = Routed ? dx + j * run : dyOf(j);
+    const float *rr = !Routed && r ? r + j * run : nullptr;
     float *d = dx + j * run;
     for (int64_t i = 0; i < inner; ++i)
 #pragma GCC unroll 4
@@ -608,6 +618,14 @@ void batchNormGradBlocked(const float *x, const float *dy, const float *mean, co
         store4(d + at, sc[q] * (gradOf(gr, rr, at) - md[q] - (load4(xr + at) - m[q]) * kk[q]));
       }
   });
+}
+void batchNormGradBlocked(const float *x, const float *dy, const float *mean, const float *var,
+                          const float *weight, const float *r, float *dx, float *dweight,
+                          float *dbias, int64_t n, int64_t channels, int64_t inner, float eps) {
+  const int64_t run = inner * kLanes;
+  batchNormGradBlockedOf<false>(
+      x, [&](int64_t j) { return dy + j * run; }, mean, var, weight, r, dx, dweight, dbias, n,
+      channels, inner, eps);
 }
 
 } // namespace
@@ -765,8 +783,23 @@ void batchNormGradMaxPool(const rt::HostContext &, const float *x, const float *
                           int64_t channels, int64_t inner, float eps, int64_t lanes,
                           const int64_t *window) {
   const rt::Window2d w = rt::Window2d::from(window);
-  if (!r || w.layout || lanes != 1 || w.H * w.W != inner || w.C != channels)
-    fatal("batchNormGradMaxPool: needs the ReLU's NCHW result and its pooling window");
+  const bool blocked = lanes == kLanes && w.inBlocked() && w.outBlocked();
+  if (!r || !(blocked || (lanes == 1 && w.layout == 0)) || w.H * w.W != inner ||
+      w.C != channels)
+    fatal("batchNormGradMaxPool: needs the ReLU's NCHW or blocked result and its pooling "
+          "window");
+  if (blocked) { // each run's [H, W, 16] block routed as the blocked pooling's
+    const int64_t run = inner * kLanes, pooledRun = w.Ho * w.Wo * kLanes;
+    return batchNormGradBlockedOf<true>(
+        x,
+        [&](int64_t j) {
+          thread_local std::vector<float> plane;
+          plane.resize(size_t(run));
+          maxPool2dGradBlockPlane(w, r + j * run, pooledDy + j * pooledRun, plane.data());
+          return static_cast<const float *>(plane.data());
+        },
+        mean, var, weight, r, dx, dweight, dbias, n, channels, inner, eps);
+  }
   const int64_t runs = n * channels, pooled = w.Ho * w.Wo;
   std::vector<double> &table = runTable(size_t(2 * runs));
   overRuns(runs, inner, [&](int64_t j) {

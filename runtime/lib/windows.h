@@ -17,6 +17,11 @@ namespace dtc::kern {
 /// xp [H, W] for the pooled gradient dyp [Ho, Wo]: each window's dy at its
 /// first maximum in row-major order (by >), 0 elsewhere.
 void maxPool2dGradPlane(const rt::Window2d &w, const float *xp, const float *dyp, float *dxp);
+/// The same for one 16-channel block of a blocked pooling (w: its window,
+/// x and the result blocked): xp [H, W, 16], dyp [Ho, Wo, 16], dxp [H, W,
+/// 16].
+void maxPool2dGradBlockPlane(const rt::Window2d &w, const float *xp, const float *dyp,
+                             float *dxp);
 
 /// x [N, C / 16, H, W, 16] (nChw16c) -> y [N, C, H, W], and back; C a
 /// multiple of 16.

@@ -1188,6 +1188,35 @@ TEST(BatchNorm, FusedMaxPoolGradientEqualsThePair) {
   }
 }
 
+// And on blocked tensors (lanes 16): batchNormGradMaxPool gives what the
+// blocked maxPool2dGrad then batchNormGrad give, bit for bit.
+TEST(Blocked, FusedMaxPoolGradientEqualsThePair) {
+  const int64_t N = 3;
+  for (auto [C, H, W, k, s, p] : std::vector<std::array<int64_t, 6>>{
+           {16, 6, 6, 2, 2, 0}, {32, 7, 5, 2, 2, 0}, {16, 7, 7, 3, 2, 1}}) {
+    const auto win = blockedWindow(C, H, W, C, k, s, p, 1, 1, true, true);
+    const int64_t Ho = win[13], Wo = win[14];
+    const size_t T = size_t(N * C * H * W);
+    const auto x = blockedOf(randomVec(T, 111, -2, 2), N, C, H, W);
+    const auto w = randomVec(size_t(C), 112, 0.5f, 2.0f), b = randomVec(size_t(C), 113);
+    const auto dp = randomVec(size_t(N * C * Ho * Wo), 114);
+    std::vector<float> y(T), m(C), v(C);
+    kern::batchNorm(kHost, x.data(), w.data(), b.data(), y.data(), m.data(), v.data(), N, C,
+                    H * W, 1e-5f, /*relu=*/true, 16);
+    ASSERT_GT(std::count(y.begin(), y.end(), 0.0f), int64_t(T / 4)) << "the ReLU's zeros";
+    std::vector<float> dy(T), dx(T), dw(C), db(C), dxf(T, -1.0f), dwf(C), dbf(C);
+    kern::maxPool2dGrad(kHost, y.data(), dp.data(), dy.data(), N, win.data());
+    kern::batchNormGrad(kHost, x.data(), dy.data(), m.data(), v.data(), w.data(), y.data(),
+                        dx.data(), dw.data(), db.data(), N, C, H * W, 1e-5f, 16);
+    kern::batchNormGradMaxPool(kHost, x.data(), dp.data(), m.data(), v.data(), w.data(),
+                               y.data(), dxf.data(), dwf.data(), dbf.data(), N, C, H * W,
+                               1e-5f, 16, win.data());
+    EXPECT_EQ(dxf, dx) << "C " << C << " H " << H << " k " << k << " s " << s;
+    EXPECT_EQ(dwf, dw) << "C " << C << " H " << H << " k " << k << " s " << s;
+    EXPECT_EQ(dbf, db) << "C " << C << " H " << H << " k " << k << " s " << s;
+  }
+}
+
 // The convolutions on NHWC tensors (the engine's, or the NCHW path between
 // transposes): the NCHW results to rounding, over stride, padding,
 // dilation and groups, and a first layer of one channel.

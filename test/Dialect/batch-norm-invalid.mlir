@@ -150,7 +150,7 @@ func.func @pooled_no_relu(%x: tensor<?x3x4x4xf32>, %dy: tensor<?x3x2x2xf32>, %c:
 // -----
 
 func.func @pooled_channels_last(%x: tensor<?x4x4x3xf32>, %dy: tensor<?x2x2x3xf32>, %c: tensor<3xf32>) {
-  // expected-error @+1 {{'dtc.batch_norm_grad' op a fused max-pool gradient is NCHW only}}
+  // expected-error @+1 {{'dtc.batch_norm_grad' op a fused max-pool gradient is NCHW or blocked, not channels last}}
   %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %c, %c, %c relu(%x : tensor<?x4x4x3xf32>) {channels_last, eps = 1.0e-05 : f64, pool_kernel = array<i64: 2, 2>, pool_stride = array<i64: 2, 2>, pool_padding = array<i64: 0, 0>} : tensor<?x4x4x3xf32>, tensor<3xf32>, dy tensor<?x2x2x3xf32>
   return
 }
@@ -174,8 +174,9 @@ func.func @blocked_not_16(%x: tensor<?x2x4x4x8xf32>, %c: tensor<16xf32>) {
 
 // -----
 
-func.func @pooled_blocked(%x: tensor<?x1x4x4x16xf32>, %dy: tensor<?x1x2x2x16xf32>, %c: tensor<16xf32>) {
-  // expected-error @+1 {{'dtc.batch_norm_grad' op a fused max-pool gradient is NCHW only}}
-  %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %c, %c, %c relu(%x : tensor<?x1x4x4x16xf32>) {eps = 1.0e-05 : f64, pool_kernel = array<i64: 2, 2>, pool_stride = array<i64: 2, 2>, pool_padding = array<i64: 0, 0>} : tensor<?x1x4x4x16xf32>, tensor<16xf32>, dy tensor<?x1x2x2x16xf32>
+// Blocked: dy blocked too.
+func.func @pooled_blocked(%x: tensor<?x1x4x4x16xf32>, %dy: tensor<?x16x2x2xf32>, %c: tensor<16xf32>) {
+  // expected-error @+1 {{'dtc.batch_norm_grad' op dy: the pooling gives [B, 16, 2, 2] (blocked), not [B, 16, 2, 2]}}
+  %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %c, %c, %c relu(%x : tensor<?x1x4x4x16xf32>) {eps = 1.0e-05 : f64, pool_kernel = array<i64: 2, 2>, pool_stride = array<i64: 2, 2>, pool_padding = array<i64: 0, 0>} : tensor<?x1x4x4x16xf32>, tensor<16xf32>, dy tensor<?x16x2x2xf32>
   return
 }

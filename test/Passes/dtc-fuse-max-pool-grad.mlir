@@ -27,6 +27,17 @@ func.func @overlapping(%x: tensor<?x4x6x6xf32>, %r: tensor<?x4x6x6xf32>, %dp: te
   return %dx : tensor<?x4x6x6xf32>
 }
 
+// Blocked tensors (dtc-blocked-layout) too.
+// CHECK-LABEL: func.func @blocked
+// CHECK-NOT: dtc.max_pool2d_grad
+// CHECK: dtc.batch_norm_grad {{.*}} pool_kernel = array<i64: 2, 2>, {{.*}} : tensor<?x1x6x6x16xf32>, tensor<16xf32>, dy tensor<?x1x3x3x16xf32>
+func.func @blocked(%x: tensor<?x1x6x6x16xf32>, %r: tensor<?x1x6x6x16xf32>, %dp: tensor<?x1x3x3x16xf32>,
+                   %m: tensor<16xf32>, %v: tensor<16xf32>, %w: tensor<16xf32>) -> tensor<?x1x6x6x16xf32> {
+  %dy = dtc.max_pool2d_grad %r, %dp {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>} : tensor<?x1x6x6x16xf32>, tensor<?x1x3x3x16xf32> -> tensor<?x1x6x6x16xf32>
+  %dx, %dw, %db = dtc.batch_norm_grad %x, %dy, %m, %v, %w relu(%r : tensor<?x1x6x6x16xf32>) {eps = 1.0e-05 : f64} : tensor<?x1x6x6x16xf32>, tensor<16xf32>
+  return %dx : tensor<?x1x6x6x16xf32>
+}
+
 // Not fused: dy has another use; the pooling's input is not the ReLU's
 // result; no ReLU; channels last.
 // CHECK-LABEL: func.func @kept
