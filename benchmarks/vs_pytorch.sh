@@ -15,6 +15,7 @@
 # the cores), plus at 2 ranks the all-reduce of the gradients at the
 # MPI_Allreduce time measured now.
 # usage: benchmarks/vs_pytorch.sh [rounds=5] [models="mlp deep_mlp cnn"]
+# (DTC_FLAGS: more dtc options, e.g. DTC_FLAGS=--layout=nchw)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DTC_BUILD_DIR:-$root/build}
@@ -40,7 +41,7 @@ if [ -e /usr/include/dnnl.h ] && gcc -O2 -DWITH_ONEDNN -o "$work/sgemm_peak_dnnl
 fi
 
 for model in $models; do
-  "$build/bin/dtc" "$root/examples/$model.dsl" -o "$work/train-$model"
+  "$build/bin/dtc" "$root/examples/$model.dsl" ${DTC_FLAGS:-} -o "$work/train-$model"
   "$work/train-$model" --version | sed 's/^train:/dtc program:/'
   "$work/train-$model" --epochs 0 --eval off --quiet --data-cache "$work/cache" > /dev/null
   report=$("$build/bin/dtc" "$root/examples/$model.dsl" --report --emit=mlir-opt -o /dev/null)

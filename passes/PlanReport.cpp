@@ -59,14 +59,17 @@ PlanReport::PlanReport(Operation *op) {
     gemmFlops += 2.0 * size(ta ? a[1] : a[0]) * size(ta ? a[0] : a[1]) *
                  size(tb ? b[0] : b[1]);
   });
-  // A convolution and each of its gradients: 2 N O Ho Wo (C / groups) kH kW.
+  // A convolution and each of its gradients: 2 N O Ho Wo (C / groups) kH kW
+  // (O Ho Wo: a sample's elements of y, in any layout).
   auto convFlopsOf = [&](RankedTensorType x, RankedTensorType w,
                          RankedTensorType y) {
     double n = ShapedType::isDynamic(x.getDimSize(0)) ? double(batch)
                                                       : double(x.getDimSize(0));
-    convFlops += 2.0 * n *
-                 double(y.getDimSize(1) * y.getDimSize(2) * y.getDimSize(3) *
-                        w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3));
+    double perSample = 1;
+    for (int64_t d : y.getShape().drop_front())
+      perSample *= double(d);
+    convFlops += 2.0 * n * perSample *
+                 double(w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3));
   };
   train.walk([&](Operation *op) {
     if (auto c = dyn_cast<Conv2dOp>(op))

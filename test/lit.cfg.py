@@ -49,3 +49,11 @@ if (config.dtc_vector_math and platform.machine() == "x86_64" and libc == "glibc
 config.substitutions.append(("%examples", os.path.join(config.dtc_src_root, "examples")))
 # Debian's Python with numpy and torch (the reference and the comparison scripts).
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# An AVX-512 host: dtc's default layout is blocked there when it links
+# oneDNN (tools/dtc/dtc.cpp: --layout=auto).
+try:
+    with open("/proc/cpuinfo") as f:
+        if " avx512f" in f.read():
+            config.available_features.add("avx512")
+except OSError:
+    pass

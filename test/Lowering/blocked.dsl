@@ -1,5 +1,7 @@
 # RUN: dtc %s --layout=blocked --emit=cpp | FileCheck %s
-# RUN: dtc %s --emit=cpp | FileCheck %s --check-prefix=NCHW
+# RUN: %if avx512 && gemm-onednn %{ dtc %s --emit=cpp | FileCheck %s %}
+# RUN: dtc %s --layout=nchw --emit=cpp | FileCheck %s --check-prefix=NCHW
+# RUN: dtc %s --gemm=openblas --emit=cpp | FileCheck %s --check-prefix=NCHW
 # RUN: not dtc %s --layout=blocked --target=cuda --emit=cpp 2>&1 | FileCheck %s --check-prefix=NOCUDA
 # RUN: not dtc %s --layout=nhwc --emit=cpp 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 # dtc --layout=blocked (dtc-blocked-layout): the 16-channel activations
@@ -8,7 +10,9 @@
 # blocked (4), the pooling is blocked on both sides (6); batch norm runs on
 # [n, 16, H W] in lanes of 16, its update counts N H W per channel, its
 # gradient takes the pooling's (dtc-fuse-max-pool-grad, blocked); one
-# permute back to NCHW before the flatten, none between the ops.
+# permute back to NCHW before the flatten, none between the ops. The
+# default (auto) is blocked only with oneDNN on an AVX-512 host: with
+# --gemm=openblas, NCHW.
 input x: f32[B, 3, 8, 8]
 label y: i32[B]
 c = conv2d(x, 16, 3, padding=1)
@@ -38,4 +42,4 @@ train {
 # NCHW: dtc::kern::batchNorm(c, {{.*}}, B, 16, 64, 9.99999975e-06f, true, 1);
 # NCHW: dtc::kern::batchNormGradMaxPool(c, {{.*}}, B, 16, 64, 9.99999975e-06f, 1, s{{[0-9]+}});
 # NOCUDA: error: --layout=blocked: the CUDA kernels are NCHW only; use --target=cpu
-# UNKNOWN: error: unknown layout 'nhwc' (expected nchw, channels-last, blocked)
+# UNKNOWN: error: unknown layout 'nhwc' (expected auto, nchw, channels-last, blocked)

@@ -67,12 +67,13 @@ cl::opt<std::string> target(
 cl::opt<std::string> layout(
     "layout",
     cl::desc("Activation layout of convolutions, pooling and 4-D batch norm: "
-             "nchw (torch's, the default), channels-last (NHWC between "
-             "the convolutions, dtc-channels-last) or blocked (oneDNN's "
-             "nChw16c between them, dtc-blocked-layout); the last two the "
-             "CPU target only, without reorders around oneDNN's "
-             "convolutions (docs/passes.md)"),
-    cl::init("nchw"), cl::cat(category));
+             "auto (the default: blocked for the CPU target with oneDNN on a "
+             "host with AVX-512, whose convolution kernels run nChw16c; else "
+             "nchw), nchw (torch's), channels-last (NHWC between the "
+             "convolutions, dtc-channels-last) or blocked (oneDNN's nChw16c "
+             "between them, dtc-blocked-layout); the last two for the CPU "
+             "target only (docs/passes.md)"),
+    cl::init("auto"), cl::cat(category));
 cl::opt<std::string> cudaArch("cuda-arch",
                               cl::desc("GPU architecture for nvcc (-arch)"),
                               cl::init("sm_90"), cl::cat(category));
@@ -317,10 +318,11 @@ int main(int argc, char **argv) {
   if (cuda && !cudaBuilt && emitKind == Emit::Exe)
     return fail("--target=cuda: this dtc was built without the CUDA runtime "
                 "(no CUDA toolkit found when it was configured)");
-  if (layout != "nchw" && layout != "channels-last" && layout != "blocked")
+  if (layout != "auto" && layout != "nchw" && layout != "channels-last" &&
+      layout != "blocked")
     return fail("unknown layout '" + layout +
-                "' (expected nchw, channels-last, blocked)");
-  if (layout != "nchw" && cuda)
+                "' (expected auto, nchw, channels-last, blocked)");
+  if (layout != "nchw" && layout != "auto" && cuda)
     return fail("--layout=" + layout +
                 ": the CUDA kernels are NCHW only; use --target=cpu");
   const bool onednnBuilt = StringRef(DTC_GEMM_ONEDNN_LIBRARY).size() > 0;
@@ -335,6 +337,15 @@ int main(int argc, char **argv) {
   if (gemmEngine == "onednn" && !onednnBuilt && emitKind == Emit::Exe)
     return fail("--gemm=onednn: this dtc was built without oneDNN "
                 "(libdnnl-dev was not installed when it was configured)");
+  // oneDNN's AVX-512 convolutions run on nChw16c: blocked activations take
+  // their reorders out of the step (docs/performance.md). The program is
+  // built for this host (-march=native), so its ISA decides.
+  std::string activations = layout;
+  if (activations == "auto")
+    activations =
+        !cuda && gemmEngine == "onednn" && __builtin_cpu_supports("avx512f")
+            ? "blocked"
+            : "nchw";
 
   // The output's directory is checked before any work, in dtc's words (the
   // linker would say "cannot open output file ...dtc-tmp").
@@ -409,8 +420,8 @@ int main(int argc, char **argv) {
   options.bucketBytes = int64_t(bucketMB * 1048576.0);
   options.firstBucketBytes = int64_t(firstBucketMB * 1048576.0);
   options.overlap = !noOverlap;
-  options.channelsLast = layout == "channels-last";
-  options.blocked = layout == "blocked";
+  options.channelsLast = activations == "channels-last";
+  options.blocked = activations == "blocked";
   // IR that already has its training step (a .mlir input) keeps it.
   options.autodiff = !module->lookupSymbol(dtc::steps::kTrain);
   dtc::buildPipeline(pm, options);
