@@ -158,6 +158,14 @@ std::vector<float> &channelCoefficients(size_t size) {
     coef.resize(size);
   return coef;
 }
+// Batch norm's per-channel scale and shift: y = x scale + shift.
+void scaleShiftOf(const float *weight, const float *bias, const float *mean, const float *var,
+                  float eps, int64_t C, float *scale, float *shift) {
+  for (int64_t c = 0; c < C; ++c) {
+    scale[c] = weight[c] / std::sqrt(var[c] + eps);
+    shift[c] = bias[c] - mean[c] * scale[c];
+  }
+}
 // out[c] = the sum over samples, in order, of the S-wide slots of channel c.
 template <int S>
 void channelSums(const std::vector<double> &table, int64_t n, int64_t channels, int64_t c,
@@ -373,11 +381,9 @@ void batchNormRows(const float *x, const float *weight, const float *bias, float
   blockSums(table, blocks, C, 1, total);
   std::vector<float> &coef = channelCoefficients(size_t(2 * C));
   float *scale = coef.data(), *shift = scale + C;
-  for (int64_t c = 0; c < C; ++c) {
+  for (int64_t c = 0; c < C; ++c)
     var[c] = float(total[c] / count);
-    scale[c] = weight[c] / std::sqrt(var[c] + eps);
-    shift[c] = bias[c] - mean[c] * scale[c];
-  }
+  scaleShiftOf(weight, bias, mean, var, eps, C, scale, shift);
   scaleShiftRows(x, y, rows, C, scale, shift, relu);
 }
 
@@ -386,10 +392,7 @@ void batchNormInferenceRows(const float *x, const float *weight, const float *bi
                             int64_t C, float eps, bool relu) {
   std::vector<float> &coef = channelCoefficients(size_t(2 * C));
   float *scale = coef.data(), *shift = scale + C;
-  for (int64_t c = 0; c < C; ++c) {
-    scale[c] = weight[c] / std::sqrt(var[c] + eps);
-    shift[c] = bias[c] - mean[c] * scale[c];
-  }
+  scaleShiftOf(weight, bias, mean, var, eps, C, scale, shift);
   scaleShiftRows(x, y, rows, C, scale, shift, relu);
 }
 
@@ -542,11 +545,9 @@ void batchNormBlocked(const float *x, const float *weight, const float *bias, fl
   blockedChannelSums(table, n, channels, 1, total);
   std::vector<float> &coef = channelCoefficients(size_t(2 * channels));
   float *scale = coef.data(), *shift = scale + channels;
-  for (int64_t c = 0; c < channels; ++c) {
+  for (int64_t c = 0; c < channels; ++c)
     var[c] = float(total[c] / count);
-    scale[c] = weight[c] / std::sqrt(var[c] + eps);
-    shift[c] = bias[c] - mean[c] * scale[c];
-  }
+  scaleShiftOf(weight, bias, mean, var, eps, channels, scale, shift);
   scaleShiftBlocked(x, y, n, channels, inner, scale, shift, relu);
 }
 
@@ -555,10 +556,7 @@ void batchNormInferenceBlocked(const float *x, const float *weight, const float 
                                int64_t channels, int64_t inner, float eps, bool relu) {
   std::vector<float> &coef = channelCoefficients(size_t(2 * channels));
   float *scale = coef.data(), *shift = scale + channels;
-  for (int64_t c = 0; c < channels; ++c) {
-    scale[c] = weight[c] / std::sqrt(var[c] + eps);
-    shift[c] = bias[c] - mean[c] * scale[c];
-  }
+  scaleShiftOf(weight, bias, mean, var, eps, channels, scale, shift);
   scaleShiftBlocked(x, y, n, channels, inner, scale, shift, relu);
 }
 
@@ -660,10 +658,7 @@ void batchNorm(const rt::HostContext &, const float *x, const float *weight, con
   }
   // The scale and shift of each channel, in the table's room (as floats).
   float *scale = reinterpret_cast<float *>(table.data()), *shift = scale + channels;
-  for (int64_t c = 0; c < channels; ++c) {
-    scale[c] = weight[c] / std::sqrt(var[c] + eps);
-    shift[c] = bias[c] - mean[c] * scale[c];
-  }
+  scaleShiftOf(weight, bias, mean, var, eps, channels, scale, shift);
   overRuns(runs, inner, [&](int64_t j) {
     const int64_t c = j % channels;
     scaleShiftRun(x + j * inner, y + j * inner, inner, scale[c], shift[c], relu);
@@ -681,10 +676,7 @@ void batchNormInference(const rt::HostContext &, const float *x, const float *we
     return batchNormInferenceRows(x, weight, bias, mean, var, y, n, channels, eps, relu);
   std::vector<double> &table = runTable(size_t(channels));
   float *scale = reinterpret_cast<float *>(table.data()), *shift = scale + channels;
-  for (int64_t c = 0; c < channels; ++c) {
-    scale[c] = weight[c] / std::sqrt(var[c] + eps);
-    shift[c] = bias[c] - mean[c] * scale[c];
-  }
+  scaleShiftOf(weight, bias, mean, var, eps, channels, scale, shift);
   overRuns(n * channels, inner, [&](int64_t j) {
     const int64_t c = j % channels;
     scaleShiftRun(x + j * inner, y + j * inner, inner, scale[c], shift[c], relu);
