@@ -150,9 +150,6 @@ template <class F> void forEachArgmax(const Window2d &w, const float *x, const F
 // at a time in select form (no branches: which element wins is as good as
 // random on real activations, and a mispredicted branch per comparison made
 // the general loop 8x slower); the same first maximum as forEachArgmax.
-bool isPool2x2(const Window2d &w) {
-  return w.kH == 2 && w.kW == 2 && w.sH == 2 && w.sW == 2 && w.pH == 0 && w.pW == 0;
-}
 void maxPool2x2Row(const float *__restrict r0, const float *__restrict r1, float *__restrict y,
                    int64_t Wo) {
   for (int64_t ow = 0; ow < Wo; ++ow) {

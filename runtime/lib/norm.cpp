@@ -564,33 +564,19 @@ void batchNormInferenceBlocked(const float *x, const float *weight, const float 
 inline v4 gradOf(const float *dy, const float *r, int64_t at) {
   return r ? keep4(load4(r + at) > 0.0f, load4(dy + at)) : load4(dy + at);
 }
-// dyOf(j) gives run j's dy: the tensor's, or (Routed) the pooled gradient
-// routed into a buffer of the calling thread, which pass 1 stores through
-// the ReLU in dx for pass 2 to read there (batchNormGradMaxPool).
-template <bool Routed, class DyOf>
-void batchNormGradBlockedOf(const float *x, const DyOf &dyOf, const float *mean,
-                            const float *var, const float *weight, const float *r, float *dx,
-                            float *dweight, float *dbias, int64_t n, int64_t channels,
-                            int64_t inner, float eps) {
+// pass1(j, slot) leaves run j's sum g and sum g (x - mean) in slot[0..32)
+// (g: dy through the ReLU). dy null: pass 1 also stored g in dx (the routed
+// pooled gradient of batchNormGradMaxPool), for pass 2 to read there.
+template <class Pass1>
+void batchNormGradBlockedOf(const Pass1 &pass1, const float *x, const float *dy,
+                            const float *mean, const float *var, const float *weight,
+                            const float *r, float *dx, float *dweight, float *dbias, int64_t n,
+                            int64_t channels, int64_t inner, float eps) {
   const double count = double(std::max<int64_t>(1, n * inner));
   const int64_t blocks = channels / kLanes, runs = n * blocks, run = inner * kLanes;
   std::vector<double> &table = runTable(size_t(runs * 2 * kLanes + 2 * channels));
   double *total = &table[size_t(runs * 2 * kLanes)];
-  overRuns(runs, run, [&](int64_t j) {
-    const float *xr = x + j * run, *gr = dyOf(j), *rr = r ? r + j * run : nullptr;
-    const float *m = mean + (j % blocks) * kLanes;
-    float *gOut = dx + j * run;
-    blockRunSums<2>(
-        inner,
-        [&](int64_t i, int q) {
-          const int64_t at = i * kLanes + 4 * q;
-          const v4 g = gradOf(gr, rr, at);
-          if constexpr (Routed)
-            store4(gOut + at, g);
-          return std::array<v4, 2>{g, g * (load4(xr + at) - load4(m + 4 * q))};
-        },
-        &table[size_t(j * 2 * kLanes)]);
-  });
+  overRuns(runs, run, [&](int64_t j) { pass1(j, &table[size_t(j * 2 * kLanes)]); });
   blockedChannelSums(table, n, channels, 2, total);
   std::vector<float> &coef = channelCoefficients(size_t(4 * channels));
   float *scale = coef.data(), *meanDy = scale + channels, *k2 = meanDy + channels;
@@ -605,9 +591,10 @@ void batchNormGradBlockedOf(const float *x, const DyOf &dyOf, const float *mean,
       kk[q] = load4(k2 + c0 + 4 * q);
       m[q] = load4(mean + c0 + 4 * q);
     }
-    // Routed: g is in dx already (through the ReLU), overwritten in place.
-    const float *xr = x + j * run, *gr = Routed ? dx + j * run : dyOf(j);
-    const float *rr = !Routed && r ? r + j * run : nullptr;
+    // Routed (dy null): g is in dx already (through the ReLU), overwritten
+    // in place.
+    const float *xr = x + j * run, *gr = dy ? dy + j * run : dx + j * run;
+    const float *rr = dy && r ? r + j * run : nullptr;
     float *d = dx + j * run;
     for (int64_t i = 0; i < inner; ++i)
 #pragma GCC unroll 4
@@ -617,13 +604,99 @@ void batchNormGradBlockedOf(const float *x, const DyOf &dyOf, const float *mean,
       }
   });
 }
+// Pass 1 of one run: the sums of g = gradOf(gr, rr) against x; with gOut,
+// g stored there too.
+void blockedGradSums(const float *xr, const float *gr, const float *rr, const float *m,
+                     float *gOut, int64_t inner, double *slot) {
+  blockRunSums<2>(
+      inner,
+      [&](int64_t i, int q) {
+        const int64_t at = i * kLanes + 4 * q;
+        const v4 g = gradOf(gr, rr, at);
+        if (gOut)
+          store4(gOut + at, g);
+        return std::array<v4, 2>{g, g * (load4(xr + at) - load4(m + 4 * q))};
+      },
+      slot);
+}
 void batchNormGradBlocked(const float *x, const float *dy, const float *mean, const float *var,
                           const float *weight, const float *r, float *dx, float *dweight,
                           float *dbias, int64_t n, int64_t channels, int64_t inner, float eps) {
-  const int64_t run = inner * kLanes;
-  batchNormGradBlockedOf<false>(
-      x, [&](int64_t j) { return dy + j * run; }, mean, var, weight, r, dx, dweight, dbias, n,
-      channels, inner, eps);
+  const int64_t run = inner * kLanes, blocks = channels / kLanes;
+  batchNormGradBlockedOf(
+      [&](int64_t j, double *slot) {
+        blockedGradSums(x + j * run, dy + j * run, r ? r + j * run : nullptr,
+                        mean + (j % blocks) * kLanes, nullptr, inner, slot);
+      },
+      x, dy, mean, var, weight, r, dx, dweight, dbias, n, channels, inner, eps);
+}
+
+// Pass 1 of the fused gradient on one blocked run [H, W, 16] under a 2x2,
+// stride-2 max pooling of its ReLU result r (W even): each window's pooled
+// gradient gp is routed in registers as maxPool2x2GradRowNhwc routes it,
+// through the ReLU, and stored in g; the sums are accumulated as
+// blockedGradSums accumulates them (position i in chain i % 2, each chain
+// in memory order), so they are the same bit for bit, without the routed
+// plane's round trip. A bottom row's g is read back from g, where its top
+// row's windows stored it; an odd last row is in no window (g = 0).
+void routedGradSums2x2(const rt::Window2d &w, const float *r, const float *gp, const float *x,
+                       const float *m, float *g, double *slot) {
+  const int64_t W = w.W, Wo = w.Wo, row = W * kLanes;
+  v4 a[2][2][4] = {}; // [sum][chain][four channels]
+  v4 mq[4];
+  for (int q = 0; q < 4; ++q)
+    mq[q] = load4(m + 4 * q);
+  const auto add = [&](int u, int q, int64_t at, v4 gv) {
+    a[0][u][q] += gv;
+    a[1][u][q] += gv * (load4(x + at) - mq[q]);
+  };
+  const v4 zero = {};
+  for (int64_t h = 0; h < w.H; ++h) {
+    const int64_t at0 = h * row;
+    if (h >= 2 * w.Ho || h % 2 == 1) { // g stored above, or 0 (in no window)
+      const bool none = h >= 2 * w.Ho;
+      for (int64_t v = 0; v < W; v += 2)
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) {
+          const int64_t at = at0 + v * kLanes + 4 * q;
+          const v4 g0 = none ? zero : load4(g + at), g1 = none ? zero : load4(g + at + kLanes);
+          if (none) {
+            store4(g + at, zero);
+            store4(g + at + kLanes, zero);
+          }
+          add(0, q, at, g0);
+          add(1, q, at + kLanes, g1);
+        }
+      continue;
+    }
+    const float *gr = gp + (h / 2) * Wo * kLanes;
+    for (int64_t ow = 0; ow < Wo; ++ow)
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const int64_t at = at0 + 2 * ow * kLanes + 4 * q, bt = at + kLanes, ct = at + row,
+                      dt = ct + kLanes;
+        const v4 ra = load4(r + at), rb = load4(r + bt), rc = load4(r + ct), rd = load4(r + dt);
+        const v4 gv = load4(gr + ow * kLanes + 4 * q);
+        const v4i gb = rb > ra;
+        const v4 mab = simd::select4(gb, rb, ra);
+        const v4i gc = rc > mab;
+        const v4i gd = rd > simd::select4(gc, rc, mab);
+        const v4 g0 = keep4(~gb & ~gc & ~gd & (ra > 0.0f), gv);
+        const v4 g1 = keep4(gb & ~gc & ~gd & (rb > 0.0f), gv);
+        store4(g + at, g0);
+        store4(g + bt, g1);
+        store4(g + ct, keep4(gc & ~gd & (rc > 0.0f), gv));
+        store4(g + dt, keep4(gd & (rd > 0.0f), gv));
+        add(0, q, at, g0);
+        add(1, q, bt, g1);
+      }
+  }
+  for (int k = 0; k < 2; ++k)
+    for (int q = 0; q < 4; ++q) {
+      const v4 v = a[k][0][q] + a[k][1][q];
+      for (int l = 0; l < 4; ++l)
+        slot[k * kLanes + 4 * q + l] = double(v[l]);
+    }
 }
 
 } // namespace
@@ -780,17 +853,26 @@ void batchNormGradMaxPool(const rt::HostContext &, const float *x, const float *
       w.C != channels)
     fatal("batchNormGradMaxPool: needs the ReLU's NCHW or blocked result and its pooling "
           "window");
-  if (blocked) { // each run's [H, W, 16] block routed as the blocked pooling's
-    const int64_t run = inner * kLanes, pooledRun = w.Ho * w.Wo * kLanes;
-    return batchNormGradBlockedOf<true>(
-        x,
-        [&](int64_t j) {
+  if (blocked) {
+    const int64_t run = inner * kLanes, pooledRun = w.Ho * w.Wo * kLanes,
+                  blocks = channels / kLanes;
+    if (isPool2x2(w) && w.W % 2 == 0)
+      return batchNormGradBlockedOf(
+          [&](int64_t j, double *slot) {
+            routedGradSums2x2(w, r + j * run, pooledDy + j * pooledRun, x + j * run,
+                              mean + (j % blocks) * kLanes, dx + j * run, slot);
+          },
+          x, nullptr, mean, var, weight, r, dx, dweight, dbias, n, channels, inner, eps);
+    // Each run's [H, W, 16] block routed as the blocked pooling's, in L1.
+    return batchNormGradBlockedOf(
+        [&](int64_t j, double *slot) {
           thread_local std::vector<float> plane;
           plane.resize(size_t(run));
           maxPool2dGradBlockPlane(w, r + j * run, pooledDy + j * pooledRun, plane.data());
-          return static_cast<const float *>(plane.data());
+          blockedGradSums(x + j * run, plane.data(), r + j * run, mean + (j % blocks) * kLanes,
+                          dx + j * run, inner, slot);
         },
-        mean, var, weight, r, dx, dweight, dbias, n, channels, inner, eps);
+        x, nullptr, mean, var, weight, r, dx, dweight, dbias, n, channels, inner, eps);
   }
   const int64_t runs = n * channels, pooled = w.Ho * w.Wo;
   std::vector<double> &table = runTable(size_t(2 * runs));

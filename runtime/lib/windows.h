@@ -13,6 +13,12 @@
 
 namespace dtc::kern {
 
+/// The 2x2, stride-2 window without padding: each input element in at most
+/// one window (the kernels' fast path).
+inline bool isPool2x2(const rt::Window2d &w) {
+  return w.kH == 2 && w.kW == 2 && w.sH == 2 && w.sW == 2 && w.pH == 0 && w.pW == 0;
+}
+
 /// dxp [H, W] = the gradient of max pooling (window w, NCHW) of the plane
 /// xp [H, W] for the pooled gradient dyp [Ho, Wo]: each window's dy at its
 /// first maximum in row-major order (by >), 0 elsewhere.

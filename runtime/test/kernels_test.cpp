@@ -1189,11 +1189,16 @@ TEST(BatchNorm, FusedMaxPoolGradientEqualsThePair) {
 }
 
 // And on blocked tensors (lanes 16): batchNormGradMaxPool gives what the
-// blocked maxPool2dGrad then batchNormGrad give, bit for bit.
+// blocked maxPool2dGrad then batchNormGrad give, bit for bit: 2x2 windows
+// on an even width (routed in registers; an odd last row in no window),
+// an odd width and a general window (routed into a plane first).
 TEST(Blocked, FusedMaxPoolGradientEqualsThePair) {
   const int64_t N = 3;
-  for (auto [C, H, W, k, s, p] : std::vector<std::array<int64_t, 6>>{
-           {16, 6, 6, 2, 2, 0}, {32, 7, 5, 2, 2, 0}, {16, 7, 7, 3, 2, 1}}) {
+  for (auto [C, H, W, k, s, p] : std::vector<std::array<int64_t, 6>>{{16, 6, 6, 2, 2, 0},
+                                                                       {32, 7, 6, 2, 2, 0},
+                                                                       {16, 28, 28, 2, 2, 0},
+                                                                       {32, 7, 5, 2, 2, 0},
+                                                                       {16, 7, 7, 3, 2, 1}}) {
     const auto win = blockedWindow(C, H, W, C, k, s, p, 1, 1, true, true);
     const int64_t Ho = win[13], Wo = win[14];
     const size_t T = size_t(N * C * H * W);
