@@ -78,12 +78,19 @@ static LogicalResult differentiate(func::FuncOp step) {
       return op->emitError("'")
              << op->getName() << "' is not differentiable but the loss "
              << "depends on it through a parameter";
-    // Results without a gradient contribute zero.
+    // Results without a gradient contribute zero (a batch-shaped one
+    // broadcast from a 0-d zero: constants are static).
     for (auto [r, g] : llvm::zip(op->getResults(), resultGrads))
-      if (!g)
-        g = ConstantOp::create(b, op->getLoc(),
-                               cast<RankedTensorType>(r.getType()),
+      if (!g) {
+        auto t = cast<RankedTensorType>(r.getType());
+        auto zeroType = t.hasStaticShape()
+                            ? t
+                            : RankedTensorType::get({}, t.getElementType());
+        g = ConstantOp::create(b, op->getLoc(), zeroType,
                                b.getF32FloatAttr(0.0f));
+        if (!t.hasStaticShape())
+          g = BroadcastToOp::create(b, op->getLoc(), t, g);
+      }
     SmallVector<Value> operandGrads;
     if (failed(diff.buildGradients(b, resultGrads, operandGrads)))
       return failure();

@@ -51,13 +51,21 @@ PlanReport::PlanReport(Operation *op) {
   });
   train.walk([&](MatmulOp m) {
     auto a = m.getLhs().getType().getShape();
-    auto b = m.getRhs().getType().getShape();
     auto size = [&](int64_t d) {
       return ShapedType::isDynamic(d) ? double(batch) : double(d);
     };
-    bool ta = m.getTransposeLhs(), tb = m.getTransposeRhs();
-    gemmFlops += 2.0 * size(ta ? a[1] : a[0]) * size(ta ? a[0] : a[1]) *
-                 size(tb ? b[0] : b[1]);
+    // 2 x the result's elements x the inner dimension (every leading
+    // position's, summed, under contract_batch).
+    double inner = 1;
+    if (m.getContractBatch())
+      for (int64_t d : a.drop_back())
+        inner *= size(d);
+    else
+      inner = size(m.getTransposeLhs() ? a[a.size() - 2] : a.back());
+    double elements = 1;
+    for (int64_t d : m.getType().getShape())
+      elements *= size(d);
+    gemmFlops += 2.0 * elements * inner;
   });
   // A convolution and each of its gradients: 2 N O Ho Wo (C / groups) kH kW
   // (O Ho Wo: a sample's elements of y, in any layout).

@@ -293,7 +293,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> l, Adaptor a,
                                          SmallVectorImpl<Type> &out) {
   auto t = shape::matmul(l, a.getLhs().getType(), a.getRhs().getType(),
-                         a.getTransposeLhs(), a.getTransposeRhs());
+                         a.getTransposeLhs(), a.getTransposeRhs(),
+                         a.getContractBatch());
   if (failed(t))
     return failure();
   out.push_back(*t);
@@ -307,8 +308,16 @@ struct FoldTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
+    // A transpose of the last two dimensions only.
     auto swapsAxes = [](TransposeOp t) {
-      return t && llvm::equal(t.getPerm(), ArrayRef<int64_t>{1, 0});
+      if (!t)
+        return false;
+      ArrayRef<int64_t> p = t.getPerm();
+      int64_t r = p.size();
+      for (int64_t i = 0; i + 2 < r; ++i)
+        if (p[i] != i)
+          return false;
+      return r >= 2 && p[r - 2] == r - 1 && p[r - 1] == r - 2;
     };
     auto lhsT = op.getLhs().getDefiningOp<TransposeOp>();
     auto rhsT = op.getRhs().getDefiningOp<TransposeOp>();
@@ -322,7 +331,14 @@ struct FoldTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
     Value rhs = rhsT ? rhsT.getX() : op.getRhs();
     bool tl = op.getTransposeLhs() ^ (lhsT != nullptr);
     bool tr = op.getTransposeRhs() ^ (rhsT != nullptr);
-    rewriter.replaceOpWithNewOp<MatmulOp>(op, op.getType(), lhs, rhs, tl, tr);
+    // Only where the flags are legal (a broadcast 2-D rhs takes an lhs
+    // that is not transposed; contract_batch an lhs that is, and not the
+    // rhs).
+    if (failed(shape::matmul(std::nullopt, lhs.getType(), rhs.getType(), tl, tr,
+                             op.getContractBatch())))
+      return failure();
+    rewriter.replaceOpWithNewOp<MatmulOp>(op, op.getType(), lhs, rhs, tl, tr,
+                                          op.getContractBatch());
     return success();
   }
 };

@@ -145,6 +145,9 @@ def Dtc_TanhOp : Dtc_UnaryOp<"tanh", "hyperbolic tangent">;
 def Dtc_SigmoidOp : Dtc_UnaryOp<"sigmoid", "logistic sigmoid: 1 / (1 + exp(-x))">;
 def Dtc_GeluOp : Dtc_UnaryOp<"gelu",
     "GELU, exact form: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))">;
+def Dtc_GeluTanhOp : Dtc_UnaryOp<"gelu_tanh",
+    "GELU, tanh approximation (GPT-2's; torch's approximate='tanh'): "
+    "0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))">;
 def Dtc_ExpOp : Dtc_UnaryOp<"exp", "exponential">;
 def Dtc_LogOp : Dtc_UnaryOp<"log", "natural logarithm">;
 def Dtc_SqrtOp : Dtc_UnaryOp<"sqrt", "square root">;
@@ -184,6 +187,9 @@ def Dtc_ReluGradOp : Dtc_GradHelperOp<"relu_grad",
     "Gradient of relu from its input or result: dy where x > 0, else 0">;
 def Dtc_GeluGradOp : Dtc_GradHelperOp<"gelu_grad",
     "Gradient of exact GELU: dy * (Phi(x) + x phi(x))">;
+def Dtc_GeluTanhGradOp : Dtc_GradHelperOp<"gelu_tanh_grad",
+    "Gradient of the tanh GELU: dy * (0.5 (1 + t) + 0.5 x (1 - t^2) "
+    "sqrt(2 / pi) (1 + 3 0.044715 x^2)), t = tanh(sqrt(2 / pi) (x + 0.044715 x^3))">;
 
 def Dtc_BroadcastToOp : Dtc_Op<"broadcast_to", [Pure, Dtc_Elementwise,
     DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
@@ -248,15 +254,26 @@ def Dtc_TransposeOp : Dtc_Op<"transpose", [Pure, InferTypeOpAdaptor,
 
 def Dtc_MatmulOp : Dtc_Op<"matmul", [Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
-  let summary = "Matrix product of two 2-D tensors, with optional transposes";
+  let summary = "Matrix product, batched over leading dimensions, with optional transposes";
   let description = [{
-    `result = op(lhs) x op(rhs)` where `op` transposes its operand when the
-    matching flag is set; the flags let GEMM libraries read a transposed
-    operand in place (canonicalization folds `dtc.transpose` into them).
+    `result = op(lhs) x op(rhs)` where `op` transposes the last two
+    dimensions of its operand when the matching flag is set; the flags let
+    GEMM libraries read a transposed operand in place (canonicalization
+    folds `dtc.transpose` into them).
+
+    Operands of rank 2 or more: `[..., M, K] x [..., K, N] -> [..., M, N]`,
+    one product per leading (batch) index, both operands with the same
+    leading dimensions (torch.matmul; the frontend broadcasts them first);
+    or a 2-D rhs `[K, N]` broadcast over the lhs's leading dimensions (the
+    lhs not transposed: nn.Linear on any rank, one GEMM over all its rows).
+    With `contract_batch` the leading dimensions are summed over instead:
+    `[..., K, M]^T x [..., K, N] -> [M, N]` (the gradient of the broadcast
+    rhs: one GEMM whose inner dimension is every row).
   }];
   let arguments = (ins Dtc_F32Tensor:$lhs, Dtc_F32Tensor:$rhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
-                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
+                       UnitAttr:$contract_batch);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
@@ -605,6 +622,54 @@ def Dtc_BatchNormInferenceOp : Dtc_Op<"batch_norm_inference", [Pure,
     $x `,` $weight `,` $bias `,` $mean `,` $var attr-dict `:` type($x) `,` type($weight)
   }];
   let hasVerifier = 1;
+}
+
+def Dtc_LayerNormOp : Dtc_Op<"layer_norm", [Pure,
+    AllTypesMatch<["x", "result"]>, AllTypesMatch<["weight", "bias"]>,
+    AllTypesMatch<["mean", "rstd"]>,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Layer normalization over the last dimension (torch.nn.LayerNorm)";
+  let description = [{
+    `x` is `[..., D]`; each row of D elements is normalized by its own mean
+    and biased variance: `y = (x - mean) * rstd * weight + bias`, `rstd =
+    1 / sqrt(var + eps)`, with `weight` and `bias` `[D]`. Also returns each
+    row's `mean` and `rstd` (x's shape without its last dimension), which
+    the gradient reads. The same in training and evaluation.
+
+    ```mlir
+    %y, %mean, %rstd = dtc.layer_norm %x, %w, %b {eps = 1.0e-05 : f64}
+        : tensor<?x64x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight,
+                       Dtc_F32Tensor:$bias, F64Attr:$eps);
+  let results = (outs Dtc_F32Tensor:$result, Dtc_F32Tensor:$mean,
+                      Dtc_F32Tensor:$rstd);
+  let assemblyFormat = [{
+    $x `,` $weight `,` $bias attr-dict `:` type($x) `,` type($weight) `,` type($mean)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dtc_LayerNormGradOp : Dtc_Op<"layer_norm_grad", [Pure,
+    AllTypesMatch<["x", "dy", "dx"]>,
+    AllTypesMatch<["weight", "dweight", "dbias"]>, AllTypesMatch<["mean", "rstd"]>]> {
+  let summary = "Gradient of layer normalization";
+  let description = [{
+    From the input `x`, the gradient `dy` of the result, each row's `mean`
+    and `rstd` and the `weight` of a `dtc.layer_norm`: with `xhat = (x -
+    mean) rstd` and `g = dy weight`, `dx = rstd (g - mean(g) - xhat
+    mean(g xhat))` (means over the row), `dweight = sum dy xhat` and `dbias
+    = sum dy` over every row.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
+                       Dtc_F32Tensor:$mean, Dtc_F32Tensor:$rstd,
+                       Dtc_F32Tensor:$weight);
+  let results = (outs Dtc_F32Tensor:$dx, Dtc_F32Tensor:$dweight,
+                      Dtc_F32Tensor:$dbias);
+  let assemblyFormat = [{
+    $x `,` $dy `,` $mean `,` $rstd `,` $weight attr-dict `:` type($x) `,` type($weight) `,` type($mean)
+  }];
 }
 
 def Dtc_UpdateRunningStatsOp : Dtc_Op<"update_running_stats", [

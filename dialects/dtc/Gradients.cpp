@@ -38,9 +38,10 @@ struct G {
       return g;
     return SumToOp::create(b, loc, type, g);
   }
-  Value matmul(Value l, Value r, bool tl, bool tr) {
-    auto t = shape::matmul(std::nullopt, l.getType(), r.getType(), tl, tr);
-    return MatmulOp::create(b, loc, *t, l, r, tl, tr);
+  Value matmul(Value l, Value r, bool tl, bool tr, bool contract = false) {
+    auto t =
+        shape::matmul(std::nullopt, l.getType(), r.getType(), tl, tr, contract);
+    return MatmulOp::create(b, loc, *t, l, r, tl, tr, contract);
   }
   /// dy of a reduction over `axis` spread back over the input's shape.
   Value unreduce(Value dy, RankedTensorType xType, int64_t axis) {
@@ -79,6 +80,12 @@ DTC_GRAD(GeluOp) {
   DTC_G;
   operandGrads.push_back(
       GeluGradOp::create(builder, getLoc(), getType(), getX(), dy));
+  return success();
+}
+DTC_GRAD(GeluTanhOp) {
+  DTC_G;
+  operandGrads.push_back(
+      GeluTanhGradOp::create(builder, getLoc(), getType(), getX(), dy));
   return success();
 }
 DTC_GRAD(TanhOp) { // dy * (1 - y^2)
@@ -181,7 +188,20 @@ DTC_GRAD(MatmulOp) {
   DTC_G;
   bool ta = getTransposeLhs(), tb = getTransposeRhs();
   Value a = getLhs(), bm = getRhs();
-  // dop(A) = dC op(B)^T ; dop(B) = op(A)^T dC ; transposed back when stored so.
+  if (getContractBatch())
+    return emitOpError("has no gradient (it is one: dtc derives first "
+                       "derivatives only)");
+  // dop(A) = dC op(B)^T ; dop(B) = op(A)^T dC ; transposed back when stored
+  // so; per leading index when both are batched.
+  if (cast<RankedTensorType>(bm.getType()).getRank() == 2 &&
+      cast<RankedTensorType>(a.getType()).getRank() > 2) {
+    // B broadcast over A's leading dimensions (A not transposed): dA per
+    // row as for 2-D, dB summed over every row (contract_batch).
+    operandGrads.push_back(g.matmul(dy, bm, false, !tb));
+    operandGrads.push_back(tb ? g.matmul(dy, a, true, false, true)
+                              : g.matmul(a, dy, true, false, true));
+    return success();
+  }
   operandGrads.push_back(ta ? g.matmul(bm, dy, tb, true)
                             : g.matmul(dy, bm, false, !tb));
   operandGrads.push_back(tb ? g.matmul(dy, a, true, ta)
@@ -295,6 +315,15 @@ DTC_GRAD(DropoutOp) {
 // The statistics' own gradients are zero (they feed only the running
 // statistics); the running statistics take none. With relu, the gradient
 // reads the result for the ReLU's mask.
+DTC_GRAD(LayerNormOp) {
+  auto g = LayerNormGradOp::create(
+      builder, getLoc(),
+      TypeRange{getX().getType(), getWeight().getType(), getWeight().getType()},
+      getX(), resultGrads[0], getMean(), getRstd(), getWeight());
+  operandGrads.append({g.getDx(), g.getDweight(), g.getDbias()});
+  return success();
+}
+
 DTC_GRAD(BatchNormOp) {
   Value dy = resultGrads[0];
   Value activated = getRelu() ? getResult() : Value();

@@ -40,6 +40,27 @@ LogicalResult checkBuffer(Operation *op, FlatSymbolRefAttr name, Type type,
 }
 } // namespace
 
+LogicalResult LayerNormOp::verify() {
+  auto x = getX().getType().getShape();
+  auto w = getWeight().getType().getShape();
+  auto m = getMean().getType().getShape();
+  if (x.empty() || ShapedType::isDynamic(x.back()))
+    return emitOpError("normalizes the last dimension of its input, which "
+                       "needs one that is not the batch, got ")
+           << getX().getType();
+  if (w.size() != 1 || w[0] != x.back())
+    return emitOpError("weight and bias must be [")
+           << x.back() << "], the input's last dimension, got "
+           << getWeight().getType();
+  if (m != x.drop_back())
+    return emitOpError("mean and rstd must be the input's shape without its "
+                       "last dimension, got ")
+           << getMean().getType();
+  if (!(getEps().convertToDouble() > 0))
+    return emitOpError("eps must be > 0");
+  return success();
+}
+
 LogicalResult BatchNormOp::verify() {
   return checkChannels(*this, getX().getType(), getWeight().getType(),
                        getEps().convertToDouble());

@@ -63,14 +63,53 @@ FailureOr<RankedTensorType> broadcast(Loc loc, Type lhs, Type rhs) {
 }
 
 FailureOr<RankedTensorType> matmul(Loc loc, Type lhs, Type rhs, bool transLhs,
-                                   bool transRhs) {
+                                   bool transRhs, bool contractBatch) {
   auto a = cast<RankedTensorType>(lhs).getShape();
   auto b = cast<RankedTensorType>(rhs).getShape();
-  if (a.size() != 2 || b.size() != 2)
-    return emitOptionalError(loc, "matmul needs 2-D operands, got ", str(lhs),
-                             " and ", str(rhs));
-  int64_t m = transLhs ? a[1] : a[0], k1 = transLhs ? a[0] : a[1];
-  int64_t k2 = transRhs ? b[1] : b[0], n = transRhs ? b[0] : b[1];
+  if (a.size() < 2 || b.size() < 2)
+    return emitOptionalError(loc,
+                             "matmul needs operands of at least 2 "
+                             "dimensions, got ",
+                             str(lhs), " and ", str(rhs));
+  auto leadA = a.drop_back(2), leadB = b.drop_back(2);
+  auto last2 = [](ArrayRef<int64_t> s, bool t) {
+    size_t r = s.size();
+    return std::pair<int64_t, int64_t>{t ? s[r - 1] : s[r - 2],
+                                       t ? s[r - 2] : s[r - 1]};
+  };
+  if (contractBatch) {
+    // sum over every leading position l of op(A_l) op(B_l): the weight
+    // gradient of a matmul whose rhs is broadcast (one GEMM over the rows
+    // of both operands, viewed 2-D).
+    if (a.size() != b.size() || a.drop_back() != b.drop_back() || !transLhs ||
+        transRhs)
+      return emitOptionalError(loc,
+                               "matmul contract_batch needs operands of "
+                               "the same leading dimensions, the lhs "
+                               "transposed and the rhs not, got ",
+                               str(lhs), " and ", str(rhs));
+    int64_t m = a.back(), n = b.back();
+    if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n))
+      return emitOptionalError(loc, "matmul contract_batch result dimensions "
+                                    "cannot be the batch dimension");
+    if (failed(size(loc, {m, n})))
+      return failure();
+    return f32({m, n}, lhs);
+  }
+  if (!leadB.empty() && leadA != leadB)
+    return emitOptionalError(
+        loc,
+        "matmul operands need the same leading (batch) dimensions, or a "
+        "2-D rhs, got ",
+        str(lhs), " and ", str(rhs));
+  if (leadB.empty() && !leadA.empty() && transLhs)
+    return emitOptionalError(loc,
+                             "matmul with a 2-D rhs broadcast over the "
+                             "lhs's leading dimensions cannot transpose "
+                             "the lhs, got ",
+                             str(lhs));
+  auto [m, k1] = last2(a, transLhs);
+  auto [k2, n] = last2(b, transRhs);
   if (k1 != k2)
     return emitOptionalError(loc, "matmul inner dimensions differ: ", str(lhs),
                              transLhs ? "^T" : "", " x ", str(rhs),
@@ -78,9 +117,14 @@ FailureOr<RankedTensorType> matmul(Loc loc, Type lhs, Type rhs, bool transLhs,
   if (ShapedType::isDynamic(n))
     return emitOptionalError(loc, "matmul result columns cannot be the batch "
                                   "dimension");
-  if (failed(size(loc, {m, n})))
+  if (ShapedType::isDynamic(m) && !leadA.empty())
+    return emitOptionalError(loc, "matmul result rows cannot be the batch "
+                                  "dimension under leading dimensions");
+  SmallVector<int64_t> out(leadA.begin(), leadA.end());
+  out.append({m, n});
+  if (failed(size(loc, out)))
     return failure();
-  return f32({m, n}, lhs);
+  return f32(out, lhs);
 }
 
 FailureOr<RankedTensorType> transpose(Loc loc, Type x, ArrayRef<int64_t> perm) {

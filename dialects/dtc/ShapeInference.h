@@ -27,8 +27,13 @@ std::string str(Type type);
 FailureOr<RankedTensorType> broadcast(Loc loc, Type lhs, Type rhs);
 /// Whether `from` broadcasts to `to` (numpy rules, `to` the larger shape).
 bool broadcastsTo(mlir::ArrayRef<int64_t> from, mlir::ArrayRef<int64_t> to);
+/// op(lhs) x op(rhs) (op: a transpose of the last two dimensions when its
+/// flag is set): [..., M, K] x [..., K, N] -> [..., M, N] over the same
+/// leading (batch) dimensions, or a 2-D rhs [K, N] broadcast over the lhs's
+/// (nn.Linear on any rank). contractBatch: the leading dimensions summed
+/// over instead, [..., K, M]^T x [..., K, N] -> [M, N].
 FailureOr<RankedTensorType> matmul(Loc loc, Type lhs, Type rhs, bool transLhs,
-                                   bool transRhs);
+                                   bool transRhs, bool contractBatch = false);
 FailureOr<RankedTensorType> transpose(Loc loc, Type x,
                                       mlir::ArrayRef<int64_t> perm);
 FailureOr<RankedTensorType> reduce(Loc loc, Type x, int64_t axis);

@@ -165,6 +165,11 @@ def Dtcrt_UpdateItemsOp : Dtcrt_Op<"update_items", [Pure, AttrSizedOperandSegmen
 def Dtcrt_GemmOp : Dtcrt_Call<"gemm", (ins I1:$trans_a, I1:$trans_b, I64:$m, I64:$n,
     I64:$k, F32:$alpha, Dtcrt_F32Ptr:$a, Dtcrt_F32Ptr:$b, F32:$beta, Dtcrt_F32Ptr:$c),
     "C[M,N] = alpha op(A) op(B) + beta C (row-major)">;
+def Dtcrt_GemmBatchedOp : Dtcrt_Call<"gemm_batched", (ins I1:$trans_a, I1:$trans_b,
+    I64:$count, I64:$m, I64:$n, I64:$k, F32:$alpha, Dtcrt_F32Ptr:$a, Dtcrt_F32Ptr:$b,
+    F32:$beta, Dtcrt_F32Ptr:$c),
+    "gemm on count products stored one after another (A_i at a + i M K, B_i at "
+    "b + i K N, C_i at c + i M N)">;
 def Dtcrt_PermuteOp : Dtcrt_Call<"permute", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$y,
     I32:$rank, Dtcrt_I64Array:$x_shape, Dtcrt_I32Array:$perm),
     "y = x with its dimensions permuted">;
@@ -226,6 +231,14 @@ def Dtcrt_DropoutOp : Dtcrt_Call<"dropout", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$
     "inverted dropout of n elements (dtc::rt::dropoutKeeps decides each)">;
 def Dtcrt_DropoutGradOp : Dtcrt_Call<"dropout_grad", (ins Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$dx,
     I64:$n, F32:$p, I64:$seed, I64:$salt), "the gradient of dropout (the same mask)">;
+def Dtcrt_LayerNormOp : Dtcrt_Call<"layer_norm", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$weight,
+    Dtcrt_F32Ptr:$bias, Dtcrt_F32Ptr:$y, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$rstd, I64:$rows,
+    I64:$d, F32:$eps),
+    "layer normalization of each row of x [rows, d]">;
+def Dtcrt_LayerNormGradOp : Dtcrt_Call<"layer_norm_grad", (ins Dtcrt_F32Ptr:$x,
+    Dtcrt_F32Ptr:$dy, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$rstd, Dtcrt_F32Ptr:$weight,
+    Dtcrt_F32Ptr:$dx, Dtcrt_F32Ptr:$dweight, Dtcrt_F32Ptr:$dbias, I64:$rows, I64:$d),
+    "the gradient of layer normalization">;
 def Dtcrt_BatchNormOp : Dtcrt_Call<"batch_norm", (ins Dtcrt_F32Ptr:$x, Dtcrt_F32Ptr:$weight,
     Dtcrt_F32Ptr:$bias, Dtcrt_F32Ptr:$y, Dtcrt_F32Ptr:$mean, Dtcrt_F32Ptr:$var, I64:$n,
     I64:$channels, I64:$inner, F32:$eps, I1:$relu, I64:$lanes),

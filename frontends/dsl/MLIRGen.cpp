@@ -70,6 +70,8 @@ private:
   Value gen(const Expr &e, llvm::StringRef assignedName = "");
   Value genCall(const Expr &e, llvm::StringRef assignedName);
   Value genBinary(char op, Loc l, Value lhs, Value rhs);
+  Value genMatmul(Loc l, Value lhs, Value rhs);
+  Value genTranspose(const Expr &e);
   Value genLinear(const Expr &e, llvm::StringRef assignedName);
   Value genReduce(const Expr &e, llvm::StringRef kind);
   Value genConv2d(const Expr &e, llvm::StringRef assignedName);
@@ -78,6 +80,7 @@ private:
   Value genFlatten(const Expr &e);
   Value genDropout(const Expr &e);
   Value genBatchNorm(const Expr &e, llvm::StringRef assignedName);
+  Value genLayerNorm(const Expr &e, llvm::StringRef assignedName);
   Value activation(const Expr &call, Value y);
   Value requireF32(const Expr &e, llvm::StringRef what);
   Value requireLabels(const Expr &e);
@@ -101,6 +104,9 @@ private:
   pairOf(const Expr &e, llvm::StringRef what, int64_t min);
   std::optional<int64_t> axisOf(const Expr &call, size_t pos, int64_t rank,
                                 std::optional<int64_t> dflt);
+  /// A dimension of a rank-`rank` tensor, -rank..rank-1 (negative from the
+  /// end, as PyTorch's dims), normalized to >= 0.
+  std::optional<int64_t> dimOf(const Expr &e, int64_t rank);
 
   // Recipe
   // ---------------------------------------------------------------------
@@ -339,14 +345,69 @@ Value Gen::requireLabels(const Expr &e) {
   return v;
 }
 
+/// a @ b as torch.matmul: a 1-D lhs is a row [1, K] and a 1-D rhs a
+/// column [K, 1], the added dimension dropped from the result; the leading
+/// (batch) dimensions of operands of rank 3 or more broadcast (numpy),
+/// except that a 2-D rhs is applied to every row of the lhs as it is.
+Value Gen::genMatmul(Loc l, Value lhs, Value rhs) {
+  Location at = loc(l);
+  auto shapeOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  auto f32 = b.getF32Type();
+  auto reshaped = [&](Value v, ArrayRef<int64_t> shape) -> Value {
+    return ReshapeOp::create(b, at, RankedTensorType::get(shape, f32), v);
+  };
+  if (shapeOf(lhs).empty() || shapeOf(rhs).empty()) {
+    error(l) << "matmul needs tensors of at least 1 dimension, got "
+             << shape::str(lhs.getType()) << " and "
+             << shape::str(rhs.getType());
+    return {};
+  }
+  const bool row = shapeOf(lhs).size() == 1, column = shapeOf(rhs).size() == 1;
+  if (row)
+    lhs = reshaped(lhs, {1, shapeOf(lhs)[0]});
+  if (column)
+    rhs = reshaped(rhs, {shapeOf(rhs)[0], 1});
+  if (shapeOf(rhs).size() > 2) {
+    // Both to the broadcast of their leading dimensions.
+    auto lead = [&](Value v) {
+      return RankedTensorType::get(shapeOf(v).drop_back(2), f32);
+    };
+    auto common = shape::broadcast(std::nullopt, lead(lhs), lead(rhs));
+    if (failed(common)) {
+      error(l) << "matmul leading (batch) dimensions " << shape::str(lead(lhs))
+               << " and " << shape::str(lead(rhs))
+               << " do not broadcast: " << shape::str(lhs.getType()) << " @ "
+               << shape::str(rhs.getType());
+      return {};
+    }
+    for (Value *v : {&lhs, &rhs}) {
+      SmallVector<int64_t> to(common->getShape());
+      to.append(shapeOf(*v).take_back(2).begin(),
+                shapeOf(*v).take_back(2).end());
+      if (ArrayRef<int64_t>(to) != shapeOf(*v))
+        *v = BroadcastToOp::create(b, at, RankedTensorType::get(to, f32), *v);
+    }
+  }
+  auto t = shape::matmul(at, lhs.getType(), rhs.getType(), false, false);
+  if (failed(t))
+    return hadError = true, Value();
+  Value y = MatmulOp::create(b, at, *t, lhs, rhs, false, false);
+  SmallVector<int64_t> out(t->getShape());
+  if (column)
+    out.erase(out.end() - 1);
+  if (row)
+    out.erase(out.end() - 1 - (column ? 0 : 1));
+  if (row || column)
+    y = reshaped(y, out);
+  return y;
+}
+
 Value Gen::genBinary(char op, Loc l, Value lhs, Value rhs) {
   Location at = loc(l);
-  if (op == '@') {
-    auto t = shape::matmul(at, lhs.getType(), rhs.getType(), false, false);
-    if (failed(t))
-      return hadError = true, Value();
-    return MatmulOp::create(b, at, *t, lhs, rhs, false, false);
-  }
+  if (op == '@')
+    return genMatmul(l, lhs, rhs);
   auto t = shape::broadcast(at, lhs.getType(), rhs.getType());
   if (failed(t))
     return hadError = true, Value();
@@ -475,6 +536,17 @@ std::optional<bool> Gen::boolean(const Expr &e, llvm::StringRef what) {
   return std::nullopt;
 }
 
+std::optional<int64_t> Gen::dimOf(const Expr &e, int64_t rank) {
+  if (e.kind != Expr::Kind::Number || !e.isInteger || e.number < -rank ||
+      e.number >= rank) {
+    error(e.loc) << "expected a dimension from " << -rank << " to " << rank - 1
+                 << " of a rank-" << rank << " tensor";
+    return std::nullopt;
+  }
+  int64_t d = (int64_t)e.number;
+  return d < 0 ? d + rank : d;
+}
+
 std::optional<int64_t> Gen::axisOf(const Expr &call, size_t pos, int64_t rank,
                                    std::optional<int64_t> dflt) {
   const Expr *a = arg(call, pos, "axis", !dflt);
@@ -515,12 +587,12 @@ Value Gen::genLinear(const Expr &e, llvm::StringRef assignedName) {
   if (!x || !units)
     return {};
   auto xt = cast<RankedTensorType>(x.getType());
-  if (xt.getRank() != 2) {
-    error(xe->loc) << e.text << "() needs a 2-D input [batch, features], got "
-                   << shape::str(xt);
+  if (xt.getRank() < 2) {
+    error(xe->loc) << e.text << "() needs an input of at least 2 dimensions "
+                   << "[..., features], got " << shape::str(xt);
     return {};
   }
-  int64_t in = xt.getDimSize(1);
+  int64_t in = xt.getShape().back();
   if (ShapedType::isDynamic(in)) {
     error(xe->loc) << e.text << "() input features cannot be the batch";
     return {};
@@ -565,7 +637,7 @@ Value Gen::activation(const Expr &call, Value y) {
     return y;
   if (a->kind != Expr::Kind::Name) {
     error(a->loc) << "expected an activation name (relu, tanh, sigmoid, "
-                     "gelu, none)";
+                     "gelu, gelu_tanh, none)";
     return {};
   }
   Location at = loc(call.loc);
@@ -578,10 +650,12 @@ Value Gen::activation(const Expr &call, Value y) {
     return SigmoidOp::create(b, at, y.getType(), y);
   if (act == "gelu")
     return GeluOp::create(b, at, y.getType(), y);
+  if (act == "gelu_tanh")
+    return GeluTanhOp::create(b, at, y.getType(), y);
   if (act == "none")
     return y;
   error(a->loc) << "unknown activation '" << act
-                << "' (expected relu, tanh, sigmoid, gelu, none)";
+                << "' (expected relu, tanh, sigmoid, gelu, gelu_tanh, none)";
   return {};
 }
 
@@ -843,6 +917,53 @@ static std::string shortNumber(double v) {
 /// parameters `name.weight` (ones) and `name.bias` (zeros) and the buffers
 /// `name.running_mean` (zeros), `name.running_var` (ones) and
 /// `name.num_batches_tracked` (int64), as the torch module has them.
+/// layer_norm(x, eps=1e-5): torch.nn.LayerNorm(x.shape[-1]) over the last
+/// dimension, with parameters `<name>.weight` (ones) and `<name>.bias`
+/// (zeros), [D] each; the same in training and evaluation.
+Value Gen::genLayerNorm(const Expr &e, llvm::StringRef assignedName) {
+  if (assignedName.empty()) {
+    error(e.loc) << "layer_norm() must be assigned to a name (the name of its "
+                    "parameters), as in 'ln1 = layer_norm(x)'";
+    return {};
+  }
+  if (!checkArgs(e, 2, {"x", "eps"}))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true);
+  Value x = xe ? requireF32(*xe, "the input of layer_norm()") : Value();
+  if (!x)
+    return {};
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() < 2 || ShapedType::isDynamic(xt.getShape().back())) {
+    error(xe->loc) << "layer_norm() normalizes the last dimension of an input "
+                      "[B, ..., D], got "
+                   << shape::str(xt);
+    return {};
+  }
+  double eps = 1e-5;
+  if (const Expr *ee = arg(e, 1, "eps", false)) {
+    auto v = number(*ee, "the eps of layer_norm()");
+    if (!v)
+      return {};
+    if (!(*v > 0)) {
+      error(ee->loc) << "layer_norm() eps must be > 0, got " << shortNumber(*v);
+      return {};
+    }
+    eps = *v;
+  }
+  auto f32 = b.getF32Type();
+  auto pt = RankedTensorType::get({xt.getShape().back()}, f32);
+  std::string n = assignedName.str();
+  Value w = declareParam(n + ".weight", e.loc, pt, InitKind::Constant, 1, 0);
+  Value bias =
+      w ? declareParam(n + ".bias", e.loc, pt, InitKind::Zeros, 0, 0) : Value();
+  if (!bias)
+    return {};
+  auto st = RankedTensorType::get(xt.getShape().drop_back(), f32);
+  auto ln = LayerNormOp::create(b, loc(e.loc), xt, st, st, x, w, bias,
+                                b.getF64FloatAttr(eps));
+  return ln.getResult();
+}
+
 Value Gen::genBatchNorm(const Expr &e, llvm::StringRef assignedName) {
   if (assignedName.empty()) {
     error(e.loc) << "batch_norm() must be assigned to a name (the name of its "
@@ -986,6 +1107,68 @@ Value Gen::genReduce(const Expr &e, llvm::StringRef kind) {
   return x;
 }
 
+/// transpose(x, dim0, dim1) (torch.transpose: two dimensions swapped),
+/// transpose(x) (every dimension reversed; a matrix's transpose),
+/// transpose(x, [perm]) and permute(x, [dims]) (torch.permute); the batch
+/// dimension B stays first.
+Value Gen::genTranspose(const Expr &e) {
+  const std::string &f = e.text;
+  const bool isPermute = f == "permute";
+  if (!checkArgs(e, isPermute ? 2 : 3,
+                 isPermute ? SmallVector<llvm::StringRef>{"x", "dims"}
+                           : SmallVector<llvm::StringRef>{"x", "dim0", "dim1"}))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true);
+  Value x = xe ? requireF32(*xe, "the input of " + f + "()") : Value();
+  if (!x)
+    return {};
+  Location at = loc(e.loc);
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  SmallVector<int64_t> perm;
+  const Expr *first = arg(e, 1, isPermute ? "dims" : "dim0", isPermute);
+  if (isPermute && !first)
+    return {};
+  if (first && first->kind == Expr::Kind::List) {
+    if (!isPermute && arg(e, 2, "dim1", false)) {
+      error(first->loc) << "transpose() takes two dimensions or one "
+                           "permutation, not both";
+      return {};
+    }
+    for (const ExprPtr &d : first->args) {
+      auto n = dimOf(*d, rank);
+      if (!n)
+        return {};
+      perm.push_back(*n);
+    }
+  } else if (isPermute) {
+    error(first->loc) << "expected a permutation such as [0, 2, 1, 3]";
+    return {};
+  } else if (first) {
+    const Expr *second = arg(e, 2, "dim1", true);
+    if (!second)
+      return {};
+    auto d0 = dimOf(*first, rank), d1 = d0 ? dimOf(*second, rank) : d0;
+    if (!d1)
+      return {};
+    for (int64_t i = 0; i < rank; ++i)
+      perm.push_back(i);
+    std::swap(perm[*d0], perm[*d1]);
+  } else {
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  }
+  auto t = shape::transpose(at, x.getType(), perm);
+  if (failed(t))
+    return hadError = true, Value();
+  if (shape::isBatched(*t) && !ShapedType::isDynamic(t->getDimSize(0))) {
+    error(e.loc) << f
+                 << " cannot move the batch dimension away from the "
+                    "first position";
+    return {};
+  }
+  return TransposeOp::create(b, at, *t, x, perm);
+}
+
 Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
   const std::string &f = e.text;
   Location at = loc(e.loc);
@@ -996,6 +1179,29 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     Value x = xe ? requireF32(*xe, "the input of " + f + "()") : Value();
     return x ? create(x) : Value();
   };
+  if (f == "gelu") { // gelu(x, approximate="none" | "tanh"), as F.gelu
+    if (!checkArgs(e, 2, {"x", "approximate"}))
+      return {};
+    const Expr *xe = arg(e, 0, "x", true);
+    Value x = xe ? requireF32(*xe, "the input of gelu()") : Value();
+    if (!x)
+      return {};
+    std::string approximate = "none";
+    if (const Expr *ae = arg(e, 1, "approximate", false)) {
+      auto v = string(*ae, "gelu's approximate (\"none\" or \"tanh\")");
+      if (!v)
+        return {};
+      if (*v != "none" && *v != "tanh") {
+        error(ae->loc) << "gelu's approximate is \"none\" or \"tanh\", got \""
+                       << *v << "\"";
+        return {};
+      }
+      approximate = *v;
+    }
+    if (approximate == "tanh")
+      return GeluTanhOp::create(b, at, x.getType(), x);
+    return GeluOp::create(b, at, x.getType(), x);
+  }
 #define DTC_UNARY(NAME, OP)                                                    \
   if (f == NAME)                                                               \
     return unary(                                                              \
@@ -1003,7 +1209,6 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
   DTC_UNARY("relu", ReluOp)
   DTC_UNARY("tanh", TanhOp)
   DTC_UNARY("sigmoid", SigmoidOp)
-  DTC_UNARY("gelu", GeluOp)
   DTC_UNARY("exp", ExpOp)
   DTC_UNARY("log", LogOp)
   DTC_UNARY("neg", NegOp)
@@ -1039,6 +1244,8 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     return genDropout(e);
   if (f == "batch_norm")
     return genBatchNorm(e, assignedName);
+  if (f == "layer_norm")
+    return genLayerNorm(e, assignedName);
   if (f == "softmax" || f == "log_softmax") {
     if (!checkArgs(e, 2, {"x", "axis"}))
       return {};
@@ -1083,40 +1290,8 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
       return hadError = true, Value();
     return ReshapeOp::create(b, at, *t, x);
   }
-  if (f == "transpose") {
-    if (!checkArgs(e, 2, {"x", "perm"}))
-      return {};
-    const Expr *xe = arg(e, 0, "x", true);
-    Value x = xe ? requireF32(*xe, "the input of transpose()") : Value();
-    if (!x)
-      return {};
-    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
-    SmallVector<int64_t> perm;
-    if (const Expr *pe = arg(e, 1, "perm", false)) {
-      if (pe->kind != Expr::Kind::List) {
-        error(pe->loc) << "expected a permutation such as [1, 0]";
-        return {};
-      }
-      for (const ExprPtr &d : pe->args) {
-        auto n = integer(*d, "an axis", 0);
-        if (!n)
-          return {};
-        perm.push_back(*n);
-      }
-    } else {
-      for (int64_t i = rank - 1; i >= 0; --i)
-        perm.push_back(i);
-    }
-    auto t = shape::transpose(at, x.getType(), perm);
-    if (failed(t))
-      return hadError = true, Value();
-    if (shape::isBatched(*t) && !ShapedType::isDynamic(t->getDimSize(0))) {
-      error(e.loc) << "transpose cannot move the batch dimension away from "
-                      "the first position";
-      return {};
-    }
-    return TransposeOp::create(b, at, *t, x, perm);
-  }
+  if (f == "transpose" || f == "permute")
+    return genTranspose(e);
   if (f == "cross_entropy" || f == "softmax_cross_entropy" || f == "accuracy") {
     if (!checkArgs(e, 2, {"logits", "labels"}))
       return {};

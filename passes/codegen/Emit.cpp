@@ -101,6 +101,11 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
         return "0.5f * " + x[0] + " * (1.0f + erff(" + x[0] +
                " * 0.70710678118654752f))";
       })
+      .Case([&](GeluTanhOp) { // sqrt(2 / pi) = 0.79788456080286536
+        return "0.5f * " + x[0] + " * (1.0f + tanhf(0.79788456080286536f * (" +
+               x[0] + " + 0.044715f * " + x[0] + " * " + x[0] + " * " + x[0] +
+               ")))";
+      })
       .Case([&](ExpOp) { return "expf(" + x[0] + ")"; })
       .Case([&](LogOp) { return "logf(" + x[0] + ")"; })
       .Case([&](SqrtOp) { return "sqrtf(" + x[0] + ")"; })
@@ -110,6 +115,19 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
                " * 0.70710678118654752f)) + " + x[0] +
                " * 0.39894228040143268f * expf(-0.5f * " + x[0] + " * " + x[0] +
                "))";
+      })
+      .Case([&](GeluTanhGradOp) {
+        // t = tanh(u), u = sqrt(2 / pi) (x + 0.044715 x^3): dy (0.5 (1 + t)
+        // + 0.5 x (1 - t^2) sqrt(2 / pi) (1 + 0.134145 x^2)); t in a lambda
+        // (the expression is one C++ expression).
+        const std::string &v = x[0];
+        return x[1] +
+               " * [](float x) { const float t = tanhf(0.79788456080286536f * "
+               "(x + "
+               "0.044715f * x * x * x)); return 0.5f * (1.0f + t) + 0.5f * x * "
+               "(1.0f - t * t) * 0.79788456080286536f * (1.0f + 0.134145f * x "
+               "* x); }(" +
+               v + ")";
       })
       .Case<BroadcastToOp, CopyOp>([&](Operation *) { return x[0]; })
       .Default([](Operation *) { return std::string(); });

@@ -71,6 +71,26 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
         inner, eps, relu, lanes);
     return success();
   });
+  // Layer norm: x [..., D] as [rows, D].
+  t.add<LayerNormOp>([](LayerNormOp op, Lowering &l) {
+    auto s = op.getX().getType().getShape();
+    Value rows = l.size(s, 0, s.size() - 1), d = l.i64(s.back());
+    Value eps = l.f32(float(op.getEps().convertToDouble()));
+    dtcrt::LayerNormOp::create(l.b, l.loc, l.ptr(op.getX()),
+                               l.ptr(op.getWeight()), l.ptr(op.getBias()),
+                               l.resultBuffer(op, 0), l.resultBuffer(op, 1),
+                               l.resultBuffer(op, 2), rows, d, eps);
+    return success();
+  });
+  t.add<LayerNormGradOp>([](LayerNormGradOp op, Lowering &l) {
+    auto s = op.getX().getType().getShape();
+    Value rows = l.size(s, 0, s.size() - 1), d = l.i64(s.back());
+    dtcrt::LayerNormGradOp::create(
+        l.b, l.loc, l.ptr(op.getX()), l.ptr(op.getDy()), l.ptr(op.getMean()),
+        l.ptr(op.getRstd()), l.ptr(op.getWeight()), l.resultBuffer(op, 0),
+        l.resultBuffer(op, 1), l.resultBuffer(op, 2), rows, d);
+    return success();
+  });
   // The buffers are updated where they live, in the persistent block.
   t.add<UpdateRunningStatsOp>([](UpdateRunningStatsOp op, Lowering &l) {
     Value rm = l.persistent(l.placement(op.getRunningMean()).getOffset());

@@ -599,6 +599,28 @@ void gemm(const rt::DeviceContext &c, bool transA, bool transB, int64_t M, int64
   }
 }
 
+void gemmBatched(const rt::DeviceContext &c, bool transA, bool transB, int64_t count, int64_t M,
+                 int64_t N, int64_t K, float alpha, const float *A, const float *B, float beta,
+                 float *C) {
+  if (count <= 0 || M <= 0 || N <= 0)
+    return;
+  if (K <= 0)
+    return gemm(c, transA, transB, count * M, N, K, alpha, A, B, beta, C);
+  // Column-major C_i^T = op(B_i)^T op(A_i)^T, as gemm, over count strided
+  // products.
+  const int64_t lda = transA ? M : K;
+  const int64_t ldb = transB ? K : N;
+  const cublasStatus_t st = cublasSgemmStridedBatched_64(
+      c.blas, transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
+      &alpha, B, ldb, K * N, A, lda, M * K, &beta, C, N, M * N, count);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "train: error: cublasSgemmStridedBatched failed: %s\n",
+                 cublasGetStatusString(st));
+    die();
+  }
+}
+
 void permute(const rt::DeviceContext &c, const float *x, float *y, int32_t rank,
              const int64_t *xShape, const int32_t *perm) {
   if (rank < 0 || rank > kMaxRank)
@@ -1258,6 +1280,70 @@ __global__ void batchNormInferenceKernel(const float *x, const float *weight, co
   }
 }
 
+// Layer normalization: one block per row (blockIdx.x) of x [rows, d].
+__global__ void layerNormKernel(const float *x, const float *weight, const float *bias, float *y,
+                                float *mean, float *rstd, int64_t d, float eps) {
+  __shared__ double sm[32];
+  const float *xr = x + int64_t(blockIdx.x) * d;
+  float s = 0;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+    s += xr[i];
+  const float m = float(blockSumAll(s, sm) / double(d));
+  float q = 0;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    const float v = xr[i] - m;
+    q += v * v;
+  }
+  const float is = rsqrtf(float(blockSumAll(q, sm) / double(d)) + eps);
+  if (threadIdx.x == 0) {
+    mean[blockIdx.x] = m;
+    rstd[blockIdx.x] = is;
+  }
+  float *yr = y + int64_t(blockIdx.x) * d;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+    yr[i] = (xr[i] - m) * is * weight[i] + bias[i];
+}
+
+// dx of one row per block.
+__global__ void layerNormGradKernel(const float *x, const float *dy, const float *mean,
+                                    const float *rstd, const float *weight, float *dx,
+                                    int64_t d) {
+  __shared__ double sm[32];
+  const int64_t at = int64_t(blockIdx.x) * d;
+  const float m = mean[blockIdx.x], is = rstd[blockIdx.x];
+  float a = 0, b = 0;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    const float g = dy[at + i] * weight[i];
+    a += g;
+    b += g * ((x[at + i] - m) * is);
+  }
+  const float mg = float(blockSumAll(a, sm) / double(d)),
+              mgx = float(blockSumAll(b, sm) / double(d));
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    const float xh = (x[at + i] - m) * rstd[blockIdx.x];
+    dx[at + i] = is * (dy[at + i] * weight[i] - mg - xh * mgx);
+  }
+}
+
+// dweight and dbias of one column per block (blockIdx.x), over every row.
+__global__ void layerNormParamGradKernel(const float *x, const float *dy, const float *mean,
+                                         const float *rstd, float *dweight, float *dbias,
+                                         int64_t rows, int64_t d) {
+  __shared__ double sm[32];
+  const int64_t i = blockIdx.x;
+  float a = 0, b = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    const float g = dy[r * d + i];
+    a += g;
+    b += g * ((x[r * d + i] - mean[r]) * rstd[r]);
+  }
+  const double db = blockSumAll(a, sm), dw = blockSumAll(b, sm);
+  if (threadIdx.x == 0) {
+    dbias[i] = float(db);
+    dweight[i] = float(dw);
+  }
+}
+
 __global__ void updateRunningStatsKernel(const float *mean, const float *var, float *runningMean,
                                          float *runningVar, int64_t *numBatchesTracked,
                                          int64_t channels, float unbias, float momentum) {
@@ -1291,6 +1377,30 @@ void batchNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, 
   batchNormGradKernel<<<unsigned(channels), kThreads, 0, c.stream>>>(
       x, dy, mean, var, weight, reluResult, dx, dweight, dbias, n, channels, inner, eps);
   checkLaunch("batchNormGrad");
+}
+
+void layerNorm(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
+               float *y, float *mean, float *rstd, int64_t rows, int64_t d, float eps) {
+  if (rows <= 0 || d <= 0)
+    return;
+  layerNormKernel<<<unsigned(rows), kThreads, 0, c.stream>>>(x, weight, bias, y, mean, rstd, d,
+                                                             eps);
+  checkLaunch("layerNorm");
+}
+
+void layerNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, const float *mean,
+                   const float *rstd, const float *weight, float *dx, float *dweight,
+                   float *dbias, int64_t rows, int64_t d) {
+  if (d <= 0)
+    return;
+  if (rows > 0) {
+    layerNormGradKernel<<<unsigned(rows), kThreads, 0, c.stream>>>(x, dy, mean, rstd, weight,
+                                                                   dx, d);
+    checkLaunch("layerNormGrad");
+  }
+  layerNormParamGradKernel<<<unsigned(d), kThreads, 0, c.stream>>>(x, dy, mean, rstd, dweight,
+                                                                   dbias, rows, d);
+  checkLaunch("layerNormGrad (weight, bias)");
 }
 
 void batchNormInference(const rt::DeviceContext &c, const float *x, const float *weight,

@@ -219,6 +219,16 @@ void gemm(const rt::HostContext &, bool transA, bool transB, int64_t M, int64_t 
                         transB ? K : N, beta, C, N);
 }
 
+void gemmBatched(const rt::HostContext &c, bool transA, bool transB, int64_t count, int64_t M,
+                 int64_t N, int64_t K, float alpha, const float *A, const float *B, float beta,
+                 float *C) {
+  if (count <= 0 || M <= 0 || N <= 0)
+    return;
+  if (K <= 0) // C = beta * C, as gemm
+    return gemm(c, transA, transB, count * M, N, K, alpha, A, B, beta, C);
+  rt::gemm_engine::gemmBatched(transA, transB, count, M, N, K, alpha, A, B, beta, C);
+}
+
 void permute(const rt::HostContext &, const float *x, float *y, int32_t rank,
              const int64_t *xShape, const int32_t *perm) {
   if (rank < 0 || rank > kMaxRank)

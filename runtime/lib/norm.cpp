@@ -900,6 +900,78 @@ void batchNormGradMaxPool(const rt::HostContext &, const float *x, const float *
   });
 }
 
+//===--- layer normalization: [rows, d], each row by its own statistics ----===//
+//
+// Rows go over the cores in blocks of kRowBlock. A row's sums are runSums'
+// (32 float lanes, then double); the weight's and bias's gradients are
+// summed per block in float in row order, and the blocks added in block
+// order in double: the same results whatever the number of threads.
+
+void layerNorm(const rt::HostContext &, const float *x, const float *weight, const float *bias,
+               float *y, float *mean, float *rstd, int64_t rows, int64_t d, float eps) {
+  overRowBlocks(rows, d, [&](int64_t, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float *xr = x + r * d;
+      double s = 0, q = 0;
+      runSum(xr, d, s);
+      const float m = float(s / double(d));
+      runCenteredSquares(xr, d, m, q);
+      const float is = 1.0f / std::sqrt(float(q / double(d)) + eps);
+      mean[r] = m;
+      rstd[r] = is;
+      float *__restrict yr = y + r * d;
+      for (int64_t i = 0; i < d; ++i)
+        yr[i] = (xr[i] - m) * is * weight[i] + bias[i];
+    }
+  });
+}
+
+void layerNormGrad(const rt::HostContext &, const float *x, const float *dy, const float *mean,
+                   const float *rstd, const float *weight, float *dx, float *dweight,
+                   float *dbias, int64_t rows, int64_t d) {
+  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+  std::vector<double> &table = runTable(size_t((blocks + 1) * 2 * d));
+  overRowBlocks(rows, d, [&](int64_t block, int64_t r0, int64_t r1) {
+    thread_local std::vector<float> acc;
+    acc.assign(size_t(2 * d), 0.0f);
+    float *__restrict db = acc.data(), *__restrict dw = db + d;
+    for (int64_t r = r0; r < r1; ++r) {
+      const float *xr = x + r * d, *gr = dy + r * d;
+      const float m = mean[r], is = rstd[r];
+      // sum g and sum g xhat, g = dy weight, xhat = (x - mean) rstd.
+      double sums[2] = {0, 0};
+      runSums<2>(
+          d,
+          [&](int64_t i) {
+            const v4 g = load4(gr + i) * load4(weight + i);
+            return std::array<v4, 2>{g, g * ((load4(xr + i) - m) * is)};
+          },
+          [&](int64_t i) {
+            const float g = gr[i] * weight[i];
+            return std::array<float, 2>{g, g * ((xr[i] - m) * is)};
+          },
+          sums);
+      const float mg = float(sums[0] / double(d)), mgx = float(sums[1] / double(d));
+      float *__restrict dr = dx + r * d;
+      for (int64_t i = 0; i < d; ++i) {
+        const float xh = (xr[i] - m) * is;
+        dr[i] = is * (gr[i] * weight[i] - mg - xh * mgx);
+        db[i] += gr[i];
+        dw[i] += gr[i] * xh;
+      }
+    }
+    double *slot = &table[size_t(block * 2 * d)];
+    for (int64_t i = 0; i < 2 * d; ++i)
+      slot[i] = double(acc[size_t(i)]);
+  });
+  double *total = &table[size_t(blocks * 2 * d)];
+  blockSums(table, blocks, d, 2, total);
+  for (int64_t i = 0; i < d; ++i) {
+    dbias[i] = float(total[i]);
+    dweight[i] = float(total[d + i]);
+  }
+}
+
 void updateRunningStats(const rt::HostContext &, const float *mean, const float *var,
                         float *runningMean, float *runningVar, int64_t *numBatchesTracked,
                         int64_t channels, int64_t count, float momentum) {

@@ -138,6 +138,7 @@ struct SameAfterContext<void (*)(const rt::HostContext &, A...),
 #define DTC_SAME_ABI(fn)                                                       \
   static_assert(SameAfterContext<decltype(&kern::fn), decltype(&cuda::fn)>::value, #fn)
 DTC_SAME_ABI(gemm);
+DTC_SAME_ABI(gemmBatched);
 DTC_SAME_ABI(permute);
 DTC_SAME_ABI(reduceSum);
 DTC_SAME_ABI(reduceMax);
@@ -172,6 +173,8 @@ DTC_SAME_ABI(batchNorm);
 DTC_SAME_ABI(batchNormGrad);
 DTC_SAME_ABI(batchNormInference);
 DTC_SAME_ABI(updateRunningStats);
+DTC_SAME_ABI(layerNorm);
+DTC_SAME_ABI(layerNormGrad);
 DTC_SAME_ABI(exportPrediction);
 #undef DTC_SAME_ABI
 
@@ -197,6 +200,22 @@ TEST_F(Kernels, GemmMatchesTheCpuInEveryTransposition) {
   DevVec<float> dC(C);
   cuda::gemm(c(), false, false, 2, 2, 0, 1.0f, nullptr, nullptr, 0.5f, dC.get());
   expectClose(dC.host(), {0.5f, 1, 1.5f, 2}, 0, 0, "gemm K=0");
+}
+
+TEST_F(Kernels, GemmBatchedMatchesTheCpuInEveryTransposition) {
+  const int64_t count = 6, M = 9, N = 7, K = 5;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      auto A = randomVec(size_t(count * M * K), 4), B = randomVec(size_t(count * K * N), 5),
+           C = randomVec(size_t(count * M * N), 6);
+      DevVec<float> dA(A), dB(B), dC(C);
+      kern::gemmBatched(kHost, ta, tb, count, M, N, K, 1.5f, A.data(), B.data(), 0.25f,
+                        C.data());
+      cuda::gemmBatched(c(), ta, tb, count, M, N, K, 1.5f, dA.get(), dB.get(), 0.25f,
+                        dC.get());
+      expectClose(dC.host(), C, 1e-5f, 1e-4f,
+                  ("gemmBatched " + std::to_string(ta) + std::to_string(tb)).c_str());
+    }
 }
 
 //===--- permute, sumTo -------------------------------------------------------===//
@@ -335,6 +354,29 @@ TEST_F(Kernels, DropoutDrawsTheCpuMasks) {
     cuda::dropoutGrad(c(), dX.get(), dDx.get(), n, p, seed, 4);
     expectClose(dY.host(), y, 0, 0, "dropout");
     expectClose(dDx.host(), dx, 0, 0, "dropoutGrad");
+  }
+}
+
+TEST_F(Kernels, LayerNormMatchesTheCpu) {
+  for (auto [rows, d] : std::vector<std::pair<int64_t, int64_t>>{{5, 7}, {4096, 128}, {70, 67}}) {
+    const size_t T = size_t(rows * d), D = size_t(d), R = size_t(rows);
+    auto x = randomVec(T, 31), dy = randomVec(T, 32), w = randomVec(D, 33), b = randomVec(D, 34);
+    std::vector<float> y(T), mean(R), rstd(R), dx(T), dw(D), db(D);
+    kern::layerNorm(kHost, x.data(), w.data(), b.data(), y.data(), mean.data(), rstd.data(), rows,
+                    d, 1e-5f);
+    kern::layerNormGrad(kHost, x.data(), dy.data(), mean.data(), rstd.data(), w.data(), dx.data(),
+                        dw.data(), db.data(), rows, d);
+    DevVec<float> dX(x), dDy(dy), dW(w), dB(b), dY(T), dMean(R), dRstd(R), dDx(T), dDw(D), dDb(D);
+    cuda::layerNorm(c(), dX.get(), dW.get(), dB.get(), dY.get(), dMean.get(), dRstd.get(), rows, d,
+                    1e-5f);
+    cuda::layerNormGrad(c(), dX.get(), dDy.get(), dMean.get(), dRstd.get(), dW.get(), dDx.get(),
+                        dDw.get(), dDb.get(), rows, d);
+    expectClose(dY.host(), y, 1e-5f, 1e-4f, "layerNorm");
+    expectClose(dMean.host(), mean, 1e-6f, 1e-5f, "layerNorm mean");
+    expectClose(dRstd.host(), rstd, 1e-5f, 1e-4f, "layerNorm rstd");
+    expectClose(dDx.host(), dx, 1e-5f, 1e-4f, "layerNormGrad dx");
+    expectClose(dDw.host(), dw, 1e-4f, 1e-4f, "layerNormGrad dweight");
+    expectClose(dDb.host(), db, 1e-4f, 1e-4f, "layerNormGrad dbias");
   }
 }
 

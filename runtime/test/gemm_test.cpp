@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -91,6 +92,44 @@ TEST_P(GemmTest, MatchesNaive) {
 INSTANTIATE_TEST_SUITE_P(Engine, GemmTest,
                          ::testing::Combine(::testing::Bool(), ::testing::Bool(),
                                             ::testing::Range(0, 4), ::testing::Values(1, 2, 3)));
+
+// (transA, transB, threads): kern::gemmBatched against the naive product
+// of each matrix pair, for products small enough to go to the threads whole
+// (attention's per-head scores) and large enough to be split each.
+class GemmBatchedTest : public ::testing::TestWithParam<std::tuple<bool, bool, int>> {};
+
+TEST_P(GemmBatchedTest, MatchesEachProduct) {
+  auto [ta, tb, threads] = GetParam();
+  Threads t(threads);
+  for (auto [count, M, N, K] : std::vector<std::array<int64_t, 4>>{
+           {7, 5, 6, 3}, {24, 16, 16, 8}, {3, 130, 140, 150}}) {
+    auto A = randomVec(count * M * K, 6), B = randomVec(count * K * N, 7),
+         C = randomVec(count * M * N, 8);
+    for (float beta : {0.25f, 0.0f}) {
+      std::vector<float> got(C);
+      if (beta == 0)
+        std::fill(got.begin(), got.end(), std::numeric_limits<float>::quiet_NaN());
+      kern::gemmBatched(kHost, ta, tb, count, M, N, K, 1.5f, A.data(), B.data(), beta,
+                        got.data());
+      const float tol = 1e-6f * float(K) + 1e-5f;
+      for (int64_t i = 0; i < count; ++i) {
+        auto at = [&](const std::vector<float> &v, int64_t n) {
+          return std::vector<float>(v.begin() + i * n, v.begin() + (i + 1) * n);
+        };
+        const std::vector<float> want =
+            naive(ta, tb, M, N, K, 1.5f, at(A, M * K), at(B, K * N), beta, at(C, M * N));
+        for (int64_t j = 0; j < M * N; ++j)
+          ASSERT_NEAR(got[size_t(i * M * N + j)], want[size_t(j)], tol)
+              << "product " << i << " of " << count << " [" << M << ", " << N << ", " << K
+              << "] beta " << beta << " element " << j;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, GemmBatchedTest,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool(),
+                                            ::testing::Values(1, 2, 3)));
 
 int threadsOfThisProcess() {
   int n = 0;

@@ -843,6 +843,65 @@ TEST(BatchNorm, TrainingUsesTheBatchStatisticsAndInferenceTheGivenOnes) {
   }
 }
 
+// Layer norm against a double-precision reference of torch.nn.LayerNorm's
+// formulas, and the same bits at any --threads (rows over several blocks).
+TEST(LayerNorm, MatchesTheReferenceAtAnyThreadCount) {
+  const int64_t rows = 70, d = 37;
+  const size_t T = size_t(rows * d), R = size_t(rows), D = size_t(d);
+  const auto x = randomVec(T, 41, -3, 5), dy = randomVec(T, 42), w = randomVec(size_t(d), 43),
+             b = randomVec(size_t(d), 44);
+  const float eps = 1e-5f;
+  std::vector<double> ry(T), rdx(T), rdw(size_t(d), 0), rdb(size_t(d), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0, v = 0;
+    for (int64_t i = 0; i < d; ++i)
+      m += x[size_t(r * d + i)];
+    m /= double(d);
+    for (int64_t i = 0; i < d; ++i)
+      v += (x[size_t(r * d + i)] - m) * (x[size_t(r * d + i)] - m);
+    const double is = 1 / std::sqrt(v / double(d) + eps);
+    double mg = 0, mgx = 0;
+    for (int64_t i = 0; i < d; ++i) {
+      const size_t at = size_t(r * d + i);
+      const double xh = (x[at] - m) * is, g = double(dy[at]) * w[size_t(i)];
+      ry[at] = xh * w[size_t(i)] + b[size_t(i)];
+      mg += g / double(d);
+      mgx += g * xh / double(d);
+      rdw[size_t(i)] += dy[at] * xh;
+      rdb[size_t(i)] += dy[at];
+    }
+    for (int64_t i = 0; i < d; ++i) {
+      const size_t at = size_t(r * d + i);
+      const double xh = (x[at] - m) * is;
+      rdx[at] = is * (double(dy[at]) * w[size_t(i)] - mg - xh * mgx);
+    }
+  }
+  std::vector<float> first;
+  for (int threads : {1, 3}) {
+    KernelThreads t(threads);
+    std::vector<float> y(T), mean(R), rstd(R), dx(T), dw(D), db(D);
+    kern::layerNorm(kHost, x.data(), w.data(), b.data(), y.data(), mean.data(), rstd.data(), rows,
+                    d, eps);
+    kern::layerNormGrad(kHost, x.data(), dy.data(), mean.data(), rstd.data(), w.data(),
+                        dx.data(), dw.data(), db.data(), rows, d);
+    for (size_t i = 0; i < T; ++i) {
+      ASSERT_NEAR(y[i], ry[i], 2e-5) << "y " << i;
+      ASSERT_NEAR(dx[i], rdx[i], 2e-5) << "dx " << i;
+    }
+    for (size_t i = 0; i < size_t(d); ++i) {
+      ASSERT_NEAR(dw[i], rdw[i], 1e-4) << "dweight " << i;
+      ASSERT_NEAR(db[i], rdb[i], 1e-4) << "dbias " << i;
+    }
+    std::vector<float> all(y);
+    for (auto *v : {&dx, &dw, &db})
+      all.insert(all.end(), v->begin(), v->end());
+    if (first.empty())
+      first = all;
+    else
+      EXPECT_EQ(all, first) << "--threads " << threads;
+  }
+}
+
 TEST(BatchNorm, GradientMatchesFiniteDifferences) {
   const int64_t n = 4, C = 2, inner = 3;
   const size_t T = size_t(n * C * inner);

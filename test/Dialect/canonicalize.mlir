@@ -27,6 +27,26 @@ func.func @identity_perm(%a: tensor<5x3xf32>, %b: tensor<3x4xf32>) -> tensor<5x4
 
 // -----
 
+// Over leading dimensions, a swap of the last two is read in place too; a
+// permutation that moves a leading dimension is not, nor a transposed lhs
+// that a broadcast 2-D rhs cannot take.
+// CHECK-LABEL: func.func @batched_transpose_into_matmul
+// CHECK: %[[T:.*]] = dtc.transpose %arg0 {perm = array<i64: 0, 2, 1>}
+// CHECK: dtc.matmul %arg0, %arg1 {transpose_lhs = true} : tensor<2x5x3xf32>, tensor<2x5x4xf32> -> tensor<2x3x4xf32>
+// CHECK: %[[P:.*]] = dtc.transpose %arg0 {perm = array<i64: 1, 0, 2>}
+// CHECK: dtc.matmul %[[P]], %arg3 : tensor<5x2x3xf32>, tensor<5x3x4xf32> -> tensor<5x2x4xf32>
+// CHECK: dtc.matmul %[[T]], %arg2 : tensor<2x3x5xf32>, tensor<5x4xf32> -> tensor<2x3x4xf32>
+func.func @batched_transpose_into_matmul(%a: tensor<2x5x3xf32>, %b: tensor<2x5x4xf32>, %w: tensor<5x4xf32>, %c: tensor<5x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<5x2x4xf32>, tensor<2x3x4xf32>) {
+  %at = dtc.transpose %a {perm = array<i64: 0, 2, 1>} : tensor<2x5x3xf32> -> tensor<2x3x5xf32>
+  %m = dtc.matmul %at, %b : tensor<2x3x5xf32>, tensor<2x5x4xf32> -> tensor<2x3x4xf32>
+  %ap = dtc.transpose %a {perm = array<i64: 1, 0, 2>} : tensor<2x5x3xf32> -> tensor<5x2x3xf32>
+  %p = dtc.matmul %ap, %c : tensor<5x2x3xf32>, tensor<5x3x4xf32> -> tensor<5x2x4xf32>
+  %r = dtc.matmul %at, %w : tensor<2x3x5xf32>, tensor<5x4xf32> -> tensor<2x3x4xf32>
+  return %m, %p, %r : tensor<2x3x4xf32>, tensor<5x2x4xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @identities
 // CHECK-NEXT: return %arg0
 func.func @identities(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {

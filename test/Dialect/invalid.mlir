@@ -36,10 +36,55 @@ func.func @matmul_inner(%a: tensor<?x3xf32>, %b: tensor<4x5xf32>) {
 
 // -----
 
-func.func @matmul_rank(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) {
-  // expected-error @+2 {{matmul needs 2-D operands, got [2, 3, 4] and [4, 5]}}
+func.func @matmul_rank(%a: tensor<4xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{matmul needs operands of at least 2 dimensions, got [4] and [4, 5]}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = dtc.matmul %a, %b : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x5xf32>
+  %0 = dtc.matmul %a, %b : tensor<4xf32>, tensor<4x5xf32> -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_leading(%a: tensor<?x3x4xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @+2 {{matmul operands need the same leading (batch) dimensions, or a 2-D rhs, got [B, 3, 4] and [2, 4, 5]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.matmul %a, %b : tensor<?x3x4xf32>, tensor<2x4x5xf32> -> tensor<?x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_lhs_broadcast(%a: tensor<3x4xf32>, %b: tensor<?x4x5xf32>) {
+  // expected-error @+2 {{matmul operands need the same leading (batch) dimensions, or a 2-D rhs, got [3, 4] and [B, 4, 5]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.matmul %a, %b : tensor<3x4xf32>, tensor<?x4x5xf32> -> tensor<?x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_broadcast_transposed(%a: tensor<?x4x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{matmul with a 2-D rhs broadcast over the lhs's leading dimensions cannot transpose the lhs, got [B, 4, 3]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.matmul %a, %b {transpose_lhs = true} : tensor<?x4x3xf32>, tensor<4x5xf32> -> tensor<?x3x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contract_flags(%a: tensor<?x4x3xf32>, %b: tensor<?x4x5xf32>) {
+  // expected-error @+2 {{matmul contract_batch needs operands of the same leading dimensions, the lhs transposed and the rhs not, got [B, 4, 3] and [B, 4, 5]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.matmul %a, %b {contract_batch} : tensor<?x4x3xf32>, tensor<?x4x5xf32> -> tensor<3x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contract_rows(%a: tensor<?x4x3xf32>, %b: tensor<?x2x5xf32>) {
+  // expected-error @+2 {{matmul contract_batch needs operands of the same leading dimensions}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = dtc.matmul %a, %b {contract_batch, transpose_lhs = true} : tensor<?x4x3xf32>, tensor<?x2x5xf32> -> tensor<3x5xf32>
   return
 }
 

@@ -15,6 +15,17 @@ func.func @all_ops(%x: tensor<?x4xf32>, %y: tensor<?xi32>, %t: tensor<?x3xf32>) 
   %bs = dtc.batch_size : tensor<f32>
   // CHECK: dtc.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : tensor<?x4xf32>, tensor<3x4xf32> -> tensor<?x3xf32>
   %m = dtc.matmul %x, %w {transpose_rhs = true} : tensor<?x4xf32>, tensor<3x4xf32> -> tensor<?x3xf32>
+  // Batched over leading dimensions, a 2-D rhs on every row, and the
+  // leading dimensions contracted.
+  // CHECK: dtc.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : tensor<?x2x5x4xf32>, tensor<?x2x6x4xf32> -> tensor<?x2x5x6xf32>
+  %bq = dtc.reshape %x : tensor<?x4xf32> -> tensor<?x1x1x4xf32>
+  %bb = dtc.broadcast_to %bq : tensor<?x1x1x4xf32> -> tensor<?x2x5x4xf32>
+  %bk = dtc.broadcast_to %bq : tensor<?x1x1x4xf32> -> tensor<?x2x6x4xf32>
+  %bm = dtc.matmul %bb, %bk {transpose_rhs = true} : tensor<?x2x5x4xf32>, tensor<?x2x6x4xf32> -> tensor<?x2x5x6xf32>
+  // CHECK: dtc.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : tensor<?x2x5x4xf32>, tensor<3x4xf32> -> tensor<?x2x5x3xf32>
+  %rows = dtc.matmul %bb, %w {transpose_rhs = true} : tensor<?x2x5x4xf32>, tensor<3x4xf32> -> tensor<?x2x5x3xf32>
+  // CHECK: dtc.matmul %{{.*}}, %{{.*}} {contract_batch, transpose_lhs = true} : tensor<?x2x5x4xf32>, tensor<?x2x5x3xf32> -> tensor<4x3xf32>
+  %dw = dtc.matmul %bb, %rows {contract_batch, transpose_lhs = true} : tensor<?x2x5x4xf32>, tensor<?x2x5x3xf32> -> tensor<4x3xf32>
   %a = dtc.add %m, %b : tensor<?x3xf32>, tensor<3xf32> -> tensor<?x3xf32>
   %s = dtc.sub %a, %c : tensor<?x3xf32>, tensor<f32> -> tensor<?x3xf32>
   %p = dtc.mul %s, %s : tensor<?x3xf32>, tensor<?x3xf32> -> tensor<?x3xf32>

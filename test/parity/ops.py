@@ -13,7 +13,7 @@ Tolerance: fp32 on both sides with different summation orders; the largest
 difference is compared against 1e-4 x (1 + max |value|) per tensor — a
 wrong gradient (missing term, wrong broadcast sum, wrong sign or scale) is
 off by O(max |value|).
-usage: ops.py DTC WORKDIR"""
+usage: ops.py DTC WORKDIR [ONLY] (ONLY: just the cases whose name contains it)"""
 import os, sys
 import numpy as np
 import torch
@@ -37,6 +37,8 @@ def cases():
     for op, tf in [("relu", F.relu), ("tanh", torch.tanh), ("sigmoid", torch.sigmoid),
                    ("gelu", F.gelu), ("exp", torch.exp), ("neg", torch.neg)]:
         c[op] = ({"a": rnd((3, 5))}, f"{op}(a)", lambda p, tf=tf: tf(p["a"]))
+    c["gelu_tanh"] = ({"a": rnd((8, 25)) * 2}, 'gelu(a, approximate="tanh")',
+                      lambda p: F.gelu(p["a"], approximate="tanh"))
     c["log"] = ({"a": pos((4, 3))}, "log(a)", lambda p: torch.log(p["a"]))
     c["sqrt"] = ({"a": pos((4, 3))}, "sqrt(a)", lambda p: torch.sqrt(p["a"]))
     for op, sym, tf in [("add", "+", torch.add), ("sub", "-", torch.sub),
@@ -50,6 +52,34 @@ def cases():
     c["matmul_transposed"] = ({"a": rnd((3, 5)), "b": rnd((4, 3))}, "transpose(a) @ transpose(b)",
                               lambda p: p["a"].T @ p["b"].T)
     c["transpose_perm"] = ({"a": rnd((2, 3, 4))}, "transpose(a, [2, 0, 1])", lambda p: p["a"].permute(2, 0, 1))
+    # torch.matmul over leading dimensions: batched, broadcast, a 2-D rhs on
+    # every row, transposed in place, and 1-D operands.
+    c["matmul_batched"] = ({"a": rnd((2, 3, 4, 5)), "b": rnd((2, 3, 5, 2))}, "a @ b",
+                           lambda p: p["a"] @ p["b"])
+    c["matmul_batched_bcast"] = ({"a": rnd((3, 4, 5)), "b": rnd((2, 1, 5, 6))}, "matmul(a, b)",
+                                 lambda p: torch.matmul(p["a"], p["b"]))
+    c["matmul_lhs_2d"] = ({"a": rnd((4, 5)), "b": rnd((3, 5, 2))}, "a @ b", lambda p: p["a"] @ p["b"])
+    c["matmul_rhs_2d"] = ({"a": rnd((2, 3, 4)), "b": rnd((4, 5))}, "a @ b", lambda p: p["a"] @ p["b"])
+    c["matmul_batched_transposed"] = ({"a": rnd((2, 5, 3)), "b": rnd((2, 4, 5))},
+                                      "transpose(a, 1, 2) @ transpose(b, -1, -2)",
+                                      lambda p: p["a"].transpose(1, 2) @ p["b"].transpose(-1, -2))
+    c["matmul_vector_rhs"] = ({"a": rnd((2, 3, 4)), "b": rnd((4,))}, "a @ b", lambda p: p["a"] @ p["b"])
+    c["matmul_vector_lhs"] = ({"a": rnd((4,)), "b": rnd((2, 4, 3))}, "a @ b", lambda p: p["a"] @ p["b"])
+    c["transpose_dims"] = ({"a": rnd((2, 3, 4))}, "transpose(a, 0, -1)", lambda p: p["a"].transpose(0, -1))
+    c["permute"] = ({"a": rnd((2, 3, 4, 5))}, "permute(a, [0, 2, 3, 1])",
+                    lambda p: p["a"].permute(0, 2, 3, 1))
+    # nn.LayerNorm over the last dimension: `o = layer_norm(...)` declares
+    # o.weight and o.bias [D] (random here); rows over several of the
+    # kernel's blocks of 32, and a row length with a tail after its 32 lanes.
+    c["layer_norm"] = ({"a": rnd((2, 3, 8)), "o.weight": rnd((8,)), "o.bias": rnd((8,))},
+                       "layer_norm(a)", lambda p: F.layer_norm(p["a"], (8,), p["o.weight"], p["o.bias"]))
+    c["layer_norm_rows_eps"] = ({"a": rnd((70, 67)) * 3 + 1, "o.weight": rnd((67,)), "o.bias": rnd((67,))},
+                                "layer_norm(a, eps=1e-3)",
+                                lambda p: F.layer_norm(p["a"], (67,), p["o.weight"], p["o.bias"], 1e-3))
+    # nn.Linear on the last dimension of a 3-D input: `o = linear(...)`
+    # declares o.weight [out, in] and o.bias [out].
+    c["linear_3d"] = ({"a": rnd((2, 3, 5)), "o.weight": rnd((4, 5)), "o.bias": rnd((4,))},
+                      "linear(a, 4)", lambda p: F.linear(p["a"], p["o.weight"], p["o.bias"]))
     c["reshape"] = ({"a": rnd((2, 6))}, "reshape(a, [3, 4])", lambda p: p["a"].reshape(3, 4))
     for op, tf in [("sum", torch.sum), ("mean", torch.mean)]:
         c[op + "_axis0"] = ({"a": rnd((3, 4))}, f"{op}(a, axis=0)", lambda p, tf=tf: tf(p["a"], 0))
@@ -138,8 +168,11 @@ def cases():
 
 def main():
     dtc, work = sys.argv[1], sys.argv[2]
+    only = sys.argv[3] if len(sys.argv) > 3 else ""  # the cases whose name contains it
     failures = 0
     for name, (params, expr, tf, *extra) in cases().items():
+        if only not in name:
+            continue
         tp = {k: torch.tensor(v, requires_grad=not k.endswith(BUFFER)) for k, v in params.items()}
         out = tf(tp)
         if name.endswith("_relu"):
@@ -181,7 +214,8 @@ train {{
         ok = worst <= 1e-4
         failures += not ok
         print(f"{name:22s} {'ok  ' if ok else 'FAIL'} " + " ".join(f"{k} {v:.1e}" for k, v in errs.items()))
-    print(f"{len(cases()) - failures} passed, {failures} failed")
+    ran = sum(only in n for n in cases())
+    print(f"{ran - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 if __name__ == "__main__":

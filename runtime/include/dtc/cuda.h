@@ -57,6 +57,11 @@ void gemm(const rt::DeviceContext &c, bool transA, bool transB, int64_t M,
           int64_t N, int64_t K, float alpha, const float *A, const float *B,
           float beta, float *C);
 
+// count such products stored one after another (as kernels.h).
+void gemmBatched(const rt::DeviceContext &c, bool transA, bool transB,
+                 int64_t count, int64_t M, int64_t N, int64_t K, float alpha,
+                 const float *A, const float *B, float beta, float *C);
+
 void permute(const rt::DeviceContext &c, const float *x, float *y,
              int32_t rank, const int64_t *xShape, const int32_t *perm);
 void reduceSum(const rt::DeviceContext &c, const float *x, float *y,
@@ -124,6 +129,11 @@ void batchNormInference(const rt::DeviceContext &c, const float *x, const float 
 void updateRunningStats(const rt::DeviceContext &c, const float *mean, const float *var,
                         float *runningMean, float *runningVar, int64_t *numBatchesTracked,
                         int64_t channels, int64_t count, float momentum);
+void layerNorm(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,
+               float *y, float *mean, float *rstd, int64_t rows, int64_t d, float eps);
+void layerNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, const float *mean,
+                   const float *rstd, const float *weight, float *dx, float *dweight,
+                   float *dbias, int64_t rows, int64_t d);
 
 // Convolution and pooling (kernels.h): im2col + cuBLAS per sample; cols is device scratch.
 void conv2d(const rt::DeviceContext &c, const float *x, const float *weight, const float *bias,

@@ -23,6 +23,13 @@ namespace dtc::kern {
 void gemm(const rt::HostContext &c, bool transA, bool transB, int64_t M, int64_t N,
           int64_t K, float alpha, const float *A, const float *B, float beta, float *C);
 
+// count such products, each operand's matrices one after another: A_i at
+// A + i M K, B_i at B + i K N, C_i at C + i M N (torch.bmm; a batched
+// dtc.matmul).
+void gemmBatched(const rt::HostContext &c, bool transA, bool transB, int64_t count, int64_t M,
+                 int64_t N, int64_t K, float alpha, const float *A, const float *B, float beta,
+                 float *C);
+
 // y = x with dimensions permuted: y.shape[i] = x.shape[perm[i]]; rank <= 6.
 void permute(const rt::HostContext &c, const float *x, float *y, int32_t rank,
              const int64_t *xShape, const int32_t *perm);
@@ -126,6 +133,16 @@ void batchNormInference(const rt::HostContext &c, const float *x, const float *w
 void updateRunningStats(const rt::HostContext &c, const float *mean, const float *var,
                         float *runningMean, float *runningVar, int64_t *numBatchesTracked,
                         int64_t channels, int64_t count, float momentum);
+
+// Layer normalization (torch.nn.LayerNorm over the last dimension) of each
+// row of x [rows, d]: y = (x - mean) rstd weight + bias, rstd = 1 /
+// sqrt(var + eps) (biased variance), mean and rstd [rows] kept for the
+// gradient, which writes dx, dweight and dbias (summed over the rows).
+void layerNorm(const rt::HostContext &c, const float *x, const float *weight, const float *bias,
+               float *y, float *mean, float *rstd, int64_t rows, int64_t d, float eps);
+void layerNormGrad(const rt::HostContext &c, const float *x, const float *dy, const float *mean,
+                   const float *rstd, const float *weight, float *dx, float *dweight,
+                   float *dbias, int64_t rows, int64_t d);
 
 // Convolution and pooling of NCHW tensors, as torch.nn's Conv2d, MaxPool2d
 // and AvgPool2d; N samples, `window` a rt::Window2d's 15 values. cols is

@@ -34,6 +34,14 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
           const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
           int64_t ldc);
 
+// count products C_i = alpha op(A_i) op(B_i) + beta C_i, each operand's
+// matrices stored one after another (A_i at A + i M K, ...), contiguous
+// (lda = transA ? M : K, ldb = transB ? K : N, ldc = N); M, N, K >= 1.
+// The engine spreads them over the --threads cores (small products) or each
+// product (large ones).
+void gemmBatched(bool transA, bool transB, int64_t count, int64_t M, int64_t N, int64_t K,
+                 float alpha, const float *A, const float *B, float beta, float *C);
+
 // Convolutions of N NCHW samples (kern::conv2d and its gradients,
 // kernels.h): true when the engine computed it, false when it has no
 // convolution of its own (OpenBLAS), and the caller runs im2col + gemm.

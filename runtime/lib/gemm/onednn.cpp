@@ -343,6 +343,31 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
   }
 }
 
+void gemmBatched(bool transA, bool transB, int64_t count, int64_t M, int64_t N, int64_t K,
+                 float alpha, const float *A, const float *B, float beta, float *C) {
+  const int64_t lda = transA ? M : K, ldb = transB ? K : N;
+  auto one = [&](int64_t i, bool split) {
+    const float *a = A + i * M * K, *b = B + i * K * N;
+    float *c = C + i * M * N;
+    if (split)
+      gemm(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, N);
+    else
+      sgemm(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, N);
+  };
+  // Large products split themselves (gemm); small ones (attention's [T, T]
+  // scores of a head) go to the cores whole, in contiguous runs.
+  if (M * N * K >= kMinSplitMacs || kernelThreads() <= 1) {
+    for (int64_t i = 0; i < count; ++i)
+      one(i, true);
+    return;
+  }
+  const int64_t per = std::max<int64_t>(1, kMinSplitMacs / (M * N * K));
+  parallelFor(count, per, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      one(i, false);
+  });
+}
+
 bool conv2d(const Window2d &w, int64_t N, const float *x, const float *weight, const float *bias,
             float *y) {
   const int64_t xs = w.C * w.H * w.W, ys = w.O * w.Ho * w.Wo;

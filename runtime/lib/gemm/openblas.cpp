@@ -30,6 +30,15 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
               ldc);
 }
 
+// One call per product (OpenBLAS's own threads split each); this
+// OpenBLAS has no batched interface.
+void gemmBatched(bool transA, bool transB, int64_t count, int64_t M, int64_t N, int64_t K,
+                 float alpha, const float *A, const float *B, float beta, float *C) {
+  for (int64_t i = 0; i < count; ++i)
+    gemm(transA, transB, M, N, K, alpha, A + i * M * K, transA ? M : K, B + i * K * N,
+         transB ? K : N, beta, C + i * M * N, N);
+}
+
 // No convolutions of its own: im2col + gemm (conv.cpp).
 bool conv2d(const Window2d &, int64_t, const float *, const float *, const float *, float *) {
   return false;
