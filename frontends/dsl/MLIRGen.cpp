@@ -81,6 +81,7 @@ private:
   Value genDropout(const Expr &e);
   Value genBatchNorm(const Expr &e, llvm::StringRef assignedName);
   Value genLayerNorm(const Expr &e, llvm::StringRef assignedName);
+  std::optional<double> epsOf(const Expr &call, size_t pos, double dflt);
   Value activation(const Expr &call, Value y);
   Value requireF32(const Expr &e, llvm::StringRef what);
   Value requireLabels(const Expr &e);
@@ -917,6 +918,23 @@ static std::string shortNumber(double v) {
 /// parameters `name.weight` (ones) and `name.bias` (zeros) and the buffers
 /// `name.running_mean` (zeros), `name.running_var` (ones) and
 /// `name.num_batches_tracked` (int64), as the torch module has them.
+/// A normalization's `eps` (argument `pos` or the keyword), > 0; `dflt`
+/// when absent.
+std::optional<double> Gen::epsOf(const Expr &call, size_t pos, double dflt) {
+  const Expr *ee = arg(call, pos, "eps", false);
+  if (!ee)
+    return dflt;
+  auto v = number(*ee, "the eps of " + call.text + "()");
+  if (!v)
+    return std::nullopt;
+  if (!(*v > 0)) {
+    error(ee->loc) << call.text << "() eps must be > 0, got "
+                   << shortNumber(*v);
+    return std::nullopt;
+  }
+  return v;
+}
+
 /// layer_norm(x, eps=1e-5): torch.nn.LayerNorm(x.shape[-1]) over the last
 /// dimension, with parameters `<name>.weight` (ones) and `<name>.bias`
 /// (zeros), [D] each; the same in training and evaluation.
@@ -939,17 +957,9 @@ Value Gen::genLayerNorm(const Expr &e, llvm::StringRef assignedName) {
                    << shape::str(xt);
     return {};
   }
-  double eps = 1e-5;
-  if (const Expr *ee = arg(e, 1, "eps", false)) {
-    auto v = number(*ee, "the eps of layer_norm()");
-    if (!v)
-      return {};
-    if (!(*v > 0)) {
-      error(ee->loc) << "layer_norm() eps must be > 0, got " << shortNumber(*v);
-      return {};
-    }
-    eps = *v;
-  }
+  auto eps = epsOf(e, 1, 1e-5);
+  if (!eps)
+    return {};
   auto f32 = b.getF32Type();
   auto pt = RankedTensorType::get({xt.getShape().back()}, f32);
   std::string n = assignedName.str();
@@ -960,7 +970,7 @@ Value Gen::genLayerNorm(const Expr &e, llvm::StringRef assignedName) {
     return {};
   auto st = RankedTensorType::get(xt.getShape().drop_back(), f32);
   auto ln = LayerNormOp::create(b, loc(e.loc), xt, st, st, x, w, bias,
-                                b.getF64FloatAttr(eps));
+                                b.getF64FloatAttr(*eps));
   return ln.getResult();
 }
 
@@ -988,16 +998,10 @@ Value Gen::genBatchNorm(const Expr &e, llvm::StringRef assignedName) {
     }
     momentum = *v;
   }
-  if (const Expr *ee = arg(e, 2, "eps", false)) {
-    auto v = number(*ee, "the eps of batch_norm()");
-    if (!v)
-      return {};
-    if (!(*v > 0)) {
-      error(ee->loc) << "batch_norm() eps must be > 0, got " << shortNumber(*v);
-      return {};
-    }
+  if (auto v = epsOf(e, 2, eps))
     eps = *v;
-  }
+  else
+    return {};
   Location at = loc(e.loc);
   auto ct = shape::batchNorm(loc(xe->loc), x.getType());
   if (failed(ct))
