@@ -289,6 +289,27 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
 // Matmul
 //===----------------------------------------------------------------------===//
 
+LogicalResult SplitOp::verify() {
+  if (getResults().empty())
+    return emitOpError("has no results");
+  auto whole = shape::concat(getLoc(), getResults().getTypes(), getAxis());
+  if (failed(whole))
+    return failure();
+  if (*whole != getX().getType())
+    return emitOpError("results join into ")
+           << *whole << ", not the input's " << getX().getType();
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  auto whole = shape::concat(getLoc(), getInputs().getTypes(), getAxis());
+  if (failed(whole))
+    return failure();
+  if (*whole != getType())
+    return emitOpError("result must be ") << *whole << ", got " << getType();
+  return success();
+}
+
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> l, Adaptor a,
                                          SmallVectorImpl<Type> &out) {

@@ -236,6 +236,37 @@ def Dtc_ReshapeOp : Dtc_Op<"reshape", [Pure,
   let hasVerifier = 1;
 }
 
+def Dtc_SplitOp : Dtc_Op<"split", [Pure,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Consecutive pieces of a tensor along an axis";
+  let description = [{
+    Result i is the i-th run of `x` along `axis` (each result's size along
+    it; they add up to x's): `q, k, v = split(x, 3, axis=-1)` in the DSL,
+    torch.chunk. The axis is not the batch dimension.
+
+    ```mlir
+    %q, %k, %v = dtc.split %x {axis = 2 : i64} : tensor<?x4x12xf32> -> tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, I64Attr:$axis);
+  let results = (outs Variadic<Dtc_F32Tensor>:$results);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($results)";
+  let hasVerifier = 1;
+}
+
+def Dtc_ConcatOp : Dtc_Op<"concat", [Pure,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Tensors joined along an axis (torch.cat)";
+  let description = [{
+    The operands, of the same shape except along `axis` (not the batch
+    dimension), one after another along it.
+  }];
+  let arguments = (ins Variadic<Dtc_F32Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Dtc_TransposeOp : Dtc_Op<"transpose", [Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
   let summary = "Permutes the dimensions of a tensor";

@@ -182,6 +182,23 @@ DTC_GRAD(TransposeOp) {
   return success();
 }
 
+// Split and concat: each other's gradient
+// --------------------------------------
+
+DTC_GRAD(SplitOp) {
+  auto types = getX().getType();
+  operandGrads.push_back(
+      ConcatOp::create(builder, getLoc(), types, resultGrads, getAxis()));
+  return success();
+}
+DTC_GRAD(ConcatOp) {
+  SmallVector<Type> types(getInputs().getTypes());
+  auto split =
+      SplitOp::create(builder, getLoc(), types, resultGrads[0], getAxis());
+  operandGrads.append(split.getResults().begin(), split.getResults().end());
+  return success();
+}
+
 // Matmul: C = op(A) op(B) ---------------------------------------------------
 
 DTC_GRAD(MatmulOp) {

@@ -2,6 +2,7 @@
 #include "dialects/dtc/ShapeInference.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TypeRange.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/MathExtras.h"
@@ -125,6 +126,34 @@ FailureOr<RankedTensorType> matmul(Loc loc, Type lhs, Type rhs, bool transLhs,
   if (failed(size(loc, out)))
     return failure();
   return f32(out, lhs);
+}
+
+FailureOr<RankedTensorType> concat(Loc loc, mlir::TypeRange pieces,
+                                   int64_t ax) {
+  if (pieces.empty())
+    return emitOptionalError(loc, "concat of no tensors");
+  auto first = cast<RankedTensorType>(pieces.front()).getShape();
+  if (failed(axis(loc, first.size(), ax)))
+    return failure();
+  if (ShapedType::isDynamic(first[ax]))
+    return emitOptionalError(loc, "cannot split or concatenate along the "
+                                  "batch dimension B");
+  SmallVector<int64_t> out(first.begin(), first.end());
+  out[ax] = 0;
+  for (Type t : pieces) {
+    auto s = cast<RankedTensorType>(t).getShape();
+    bool same = s.size() == first.size();
+    for (size_t i = 0; same && i < s.size(); ++i)
+      same = int64_t(i) == ax || s[i] == first[i];
+    if (!same)
+      return emitOptionalError(loc, "tensors joined along axis ", ax,
+                               " must have the same shape elsewhere, got ",
+                               str(pieces.front()), " and ", str(t));
+    out[ax] += s[ax];
+  }
+  if (failed(size(loc, out)))
+    return failure();
+  return f32(out, pieces.front());
 }
 
 FailureOr<RankedTensorType> transpose(Loc loc, Type x, ArrayRef<int64_t> perm) {

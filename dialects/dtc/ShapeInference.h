@@ -34,6 +34,11 @@ bool broadcastsTo(mlir::ArrayRef<int64_t> from, mlir::ArrayRef<int64_t> to);
 /// over instead, [..., K, M]^T x [..., K, N] -> [M, N].
 FailureOr<RankedTensorType> matmul(Loc loc, Type lhs, Type rhs, bool transLhs,
                                    bool transRhs, bool contractBatch = false);
+/// Operands joined along `axis` (concat), or checked as the pieces of
+/// `whole` along it (split): the same shape elsewhere, the sizes along the
+/// axis adding up, the axis not the batch dimension.
+FailureOr<RankedTensorType> concat(Loc loc, mlir::TypeRange pieces,
+                                   int64_t axis);
 FailureOr<RankedTensorType> transpose(Loc loc, Type x,
                                       mlir::ArrayRef<int64_t> perm);
 FailureOr<RankedTensorType> reduce(Loc loc, Type x, int64_t axis);

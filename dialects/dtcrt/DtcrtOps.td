@@ -265,6 +265,9 @@ def Dtcrt_ExportPredictionOp : Dtcrt_Call<"export_prediction", (ins Dtcrt_F32Ptr
     Dtcrt_F32Ptr:$src, I64:$n), "dst[0..n) = src[0..n) unless dst is null">;
 def Dtcrt_FillOp : Dtcrt_Call<"fill", (ins Dtcrt_F32Ptr:$x, I64:$n, F32:$value),
     "x[0..n) = value">;
+def Dtcrt_CopyRowsOp : Dtcrt_Call<"copy_rows", (ins Dtcrt_F32Ptr:$src, I64:$src_stride,
+    Dtcrt_F32Ptr:$dst, I64:$dst_stride, I64:$rows, I64:$len),
+    "dst[r * dst_stride + i] = src[r * src_stride + i] for rows r, i < len (a split or concat piece)">;
 def Dtcrt_CopyOp : Dtcrt_Call<"copy", (ins Dtcrt_F32Ptr:$dst, Dtcrt_F32Ptr:$src, I64:$n),
     "dst[0..n) = src[0..n)">;
 def Dtcrt_SgdUpdateOp : Dtcrt_Call<"sgd_update", (ins Dtcrt_ItemsType:$items,

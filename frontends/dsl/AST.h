@@ -56,6 +56,9 @@ struct Stmt {
   Loc loc;     // the statement's start
   Loc nameLoc; // the name it defines
   std::string name;
+  // Assign of several names, `q, k, v = split(x, 3, axis=-1)`: all of
+  // them, the first being `name` (empty for one name).
+  std::vector<std::pair<std::string, Loc>> names;
   TypeDecl type; // Input, Label, Param
   ExprPtr value; // Assign, Loss, Metric, Param initializer (optional)
 };

@@ -72,6 +72,8 @@ private:
   Value genBinary(char op, Loc l, Value lhs, Value rhs);
   Value genMatmul(Loc l, Value lhs, Value rhs);
   Value genTranspose(const Expr &e);
+  SmallVector<Value> genSplit(const Expr &e, size_t names);
+  Value genConcat(const Expr &e);
   Value genLinear(const Expr &e, llvm::StringRef assignedName);
   Value genReduce(const Expr &e, llvm::StringRef kind);
   Value genConv2d(const Expr &e, llvm::StringRef assignedName);
@@ -433,7 +435,17 @@ Value Gen::gen(const Expr &e, llvm::StringRef assignedName) {
     if (poisoned.contains(e.text))
       return {}; // its definition already failed with an error
     if (it == names.end()) {
-      error(e.loc) << "unknown name '" << e.text << "'";
+      // A layer's parameter by its full name (`wte.weight`): the same
+      // parameter read again (GPT-2's output head tied to the token
+      // embedding); its gradients add up.
+      if (auto p = module.lookupSymbol<ParamOp>(e.text))
+        return ParamRefOp::create(b, loc(e.loc), p.getType(),
+                                  FlatSymbolRefAttr::get(ctx, e.text));
+      InFlightDiagnostic d = error(e.loc);
+      d << "unknown name '" << e.text << "'";
+      if (llvm::StringRef(e.text).contains('.'))
+        d << " (a dotted name is a layer's parameter, usable after the "
+             "layer that declares it)";
       return {};
     }
     return it->second.first;
@@ -1111,6 +1123,76 @@ Value Gen::genReduce(const Expr &e, llvm::StringRef kind) {
   return x;
 }
 
+/// q, k, v = split(x, 3, axis=-1): x cut into `chunks` equal consecutive
+/// pieces along the axis (torch.chunk; the default axis is the last, since
+/// dimension 0 is the batch); one name per piece. Empty after an error.
+SmallVector<Value> Gen::genSplit(const Expr &e, size_t names) {
+  if (!checkArgs(e, 2, {"x", "chunks", "axis"}))
+    return {};
+  const Expr *xe = arg(e, 0, "x", true), *ce = arg(e, 1, "chunks", true);
+  Value x = xe ? requireF32(*xe, "the input of split()") : Value();
+  auto chunks =
+      x && ce ? integer(*ce, "the number of pieces", 1) : std::nullopt;
+  if (!chunks)
+    return {};
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto ax = axisOf(e, 2, xt.getRank(), -1);
+  if (!ax)
+    return {};
+  if (size_t(*chunks) != names) {
+    error(ce->loc) << "split() into " << *chunks << " pieces gives " << *chunks
+                   << " values, but " << names << " names are assigned";
+    return {};
+  }
+  const int64_t n = xt.getDimSize(*ax);
+  if (ShapedType::isDynamic(n)) {
+    error(e.loc) << "split() cannot cut the batch dimension B";
+    return {};
+  }
+  if (n % *chunks != 0) {
+    error(ce->loc) << "split() cannot cut dimension " << *ax << " of "
+                   << shape::str(xt) << " (" << n << ") into " << *chunks
+                   << " equal pieces";
+    return {};
+  }
+  SmallVector<int64_t> piece(xt.getShape());
+  piece[*ax] = n / *chunks;
+  SmallVector<Type> types(size_t(*chunks),
+                          RankedTensorType::get(piece, b.getF32Type()));
+  auto op = SplitOp::create(b, loc(e.loc), types, x, *ax);
+  return SmallVector<Value>(op.getResults().begin(), op.getResults().end());
+}
+
+/// concat([a, b, ...], axis=-1): torch.cat along an axis (the last by
+/// default, since dimension 0 is the batch).
+Value Gen::genConcat(const Expr &e) {
+  if (!checkArgs(e, 2, {"tensors", "axis"}))
+    return {};
+  const Expr *le = arg(e, 0, "tensors", true);
+  if (!le)
+    return {};
+  if (le->kind != Expr::Kind::List || le->args.empty()) {
+    error(le->loc) << "expected a list of tensors such as [a, b]";
+    return {};
+  }
+  SmallVector<Value> inputs;
+  for (const ExprPtr &t : le->args) {
+    Value v = requireF32(*t, "a tensor of concat()");
+    if (!v)
+      return {};
+    inputs.push_back(v);
+  }
+  auto ax =
+      axisOf(e, 1, cast<RankedTensorType>(inputs[0].getType()).getRank(), -1);
+  if (!ax)
+    return {};
+  Location at = loc(e.loc);
+  auto t = shape::concat(at, ValueRange(inputs).getTypes(), *ax);
+  if (failed(t))
+    return hadError = true, Value();
+  return ConcatOp::create(b, at, *t, inputs, *ax);
+}
+
 /// transpose(x, dim0, dim1) (torch.transpose: two dimensions swapped),
 /// transpose(x) (every dimension reversed; a matrix's transpose),
 /// transpose(x, [perm]) and permute(x, [dims]) (torch.permute); the batch
@@ -1296,6 +1378,13 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
   }
   if (f == "transpose" || f == "permute")
     return genTranspose(e);
+  if (f == "concat")
+    return genConcat(e);
+  if (f == "split") {
+    error(e.loc) << "split() gives several values: assign one name to each, "
+                    "as in 'q, k, v = split(x, 3, axis=-1)'";
+    return {};
+  }
   if (f == "cross_entropy" || f == "softmax_cross_entropy" || f == "accuracy") {
     if (!checkArgs(e, 2, {"logits", "labels"}))
       return {};
@@ -1619,6 +1708,26 @@ OwningOpRef<ModuleOp> Gen::run(const Program &p) {
     case Stmt::Kind::Assign:
     case Stmt::Kind::Loss:
     case Stmt::Kind::Metric: {
+      if (!s.names.empty()) { // q, k, v = split(...)
+        SmallVector<Value> values;
+        if (s.value->kind == Expr::Kind::Call && s.value->text == "split")
+          values = genSplit(*s.value, s.names.size());
+        else
+          error(s.value->loc) << "only split() gives several values; assign "
+                                 "this to one name";
+        for (auto [i, n] : llvm::enumerate(s.names)) {
+          if (n.first == "loss") {
+            error(n.second) << "'loss' is the objective: assign it alone, "
+                               "as in 'loss = ...'";
+            values.clear();
+          }
+          if (values.empty())
+            poisoned.insert(n.first);
+          else
+            declare(n.first, n.second, values[i]);
+        }
+        break;
+      }
       Value v = gen(*s.value, s.name);
       if (!v) {
         poisoned.insert(s.name);

@@ -104,8 +104,14 @@ public:
     char c = src[pos];
     if (std::isalpha((unsigned char)c) || c == '_') {
       size_t start = pos;
+      // A dotted name (`wte.weight`: a layer's parameter) is one name.
+      auto partStart = [&](size_t at) {
+        return at < src.size() &&
+               (std::isalpha((unsigned char)src[at]) || src[at] == '_');
+      };
       while (pos < src.size() &&
-             (std::isalnum((unsigned char)src[pos]) || src[pos] == '_'))
+             (std::isalnum((unsigned char)src[pos]) || src[pos] == '_' ||
+              (src[pos] == '.' && partStart(pos + 1))))
         advance();
       t.kind = Tok::Ident;
       t.text = src.substr(start, pos - start).str();
@@ -336,12 +342,47 @@ private:
   }
 
   // Statements ---------------------------------------------------------------
+  /// A name a statement may define (false after an error): not a dotted
+  /// one, which reads a layer's parameter.
+  bool assignable(const Token &name) {
+    if (!llvm::StringRef(name.text).contains('.'))
+      return true;
+    error(name.loc, "'" + name.text +
+                        "' cannot be assigned: a dotted name is a layer's "
+                        "parameter");
+    return false;
+  }
   std::optional<Stmt> parseStmt() {
     Stmt s;
     s.loc = tok.loc;
     if (tok.kind != Tok::Ident) {
       unexpected("a statement");
       return std::nullopt;
+    }
+    if ((peekTok.kind == Tok::Equal || peekTok.kind == Tok::Comma) &&
+        !assignable(tok))
+      return std::nullopt;
+    if (peekTok.kind == Tok::Comma) {
+      // `a, b, c = expr`: one name per value of a call that gives several
+      s.kind = Stmt::Kind::Assign;
+      s.name = tok.text;
+      s.nameLoc = tok.loc;
+      s.names.push_back({tok.text, tok.loc});
+      consume();
+      while (tok.kind == Tok::Comma) {
+        consume();
+        if (!expect(Tok::Ident, "a name after ','"))
+          return std::nullopt;
+        if (!assignable(prev))
+          return std::nullopt;
+        s.names.push_back({prev.text, prev.loc});
+      }
+      if (!expect(Tok::Equal, "'=' after the names"))
+        return std::nullopt;
+      s.value = parseExpr();
+      if (!s.value)
+        return std::nullopt;
+      return s;
     }
     if (peekTok.kind == Tok::Equal) {
       // `name = expr` (the name `loss` designates the objective)
@@ -380,7 +421,8 @@ private:
     if (kw == "metric") {
       s.kind = Stmt::Kind::Metric;
       consume();
-      if (!expect(Tok::Ident, "a metric name after 'metric'"))
+      if (!expect(Tok::Ident, "a metric name after 'metric'") ||
+          !assignable(prev))
         return std::nullopt;
       s.name = prev.text;
       s.nameLoc = prev.loc;

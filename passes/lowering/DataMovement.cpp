@@ -19,6 +19,37 @@ void addScalarFill(LoweringTable &t, dtcrt::StepScalar which) {
 }
 } // namespace
 
+namespace {
+/// Copies each piece of a split or concat between the whole tensor (its
+/// buffer `whole`, of type wholeType, viewed [outer, n, inner] around the
+/// axis) and the pieces [outer, n_i, inner] (their buffers), each at its
+/// offset along the axis; toPieces: whole -> pieces, else pieces -> whole.
+void copyPieces(Lowering &l, Value whole, Type wholeType, int64_t axis,
+                ValueRange pieceTypesOf, ArrayRef<Value> pieces,
+                bool toPieces) {
+  auto s = cast<RankedTensorType>(wholeType).getShape();
+  int64_t inner = 1;
+  for (size_t i = axis + 1; i < s.size(); ++i)
+    inner *= s[i];
+  auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
+  int64_t offset = 0;
+  for (auto [v, piece] : llvm::zip(pieceTypesOf, pieces)) {
+    const int64_t n = cast<RankedTensorType>(v.getType()).getDimSize(axis);
+    Value at =
+        dtcrt::OffsetOp::create(l.b, l.loc, f32Ptr, whole, offset * inner);
+    Value wholeStride = l.i64(s[axis] * inner), pieceStride = l.i64(n * inner);
+    Value rows = l.size(s, 0, axis), len = l.i64(n * inner);
+    if (toPieces)
+      dtcrt::CopyRowsOp::create(l.b, l.loc, at, wholeStride, piece, pieceStride,
+                                rows, len);
+    else
+      dtcrt::CopyRowsOp::create(l.b, l.loc, piece, pieceStride, at, wholeStride,
+                                rows, len);
+    offset += n;
+  }
+}
+} // namespace
+
 void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
   // A parameter lives in the persistent block.
   t.add<ParamRefOp>([](ParamRefOp op, Lowering &l) {
@@ -28,6 +59,24 @@ void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
   // A view: its operand's buffer.
   t.add<ReshapeOp>([](ReshapeOp op, Lowering &l) {
     l.map(op, l.ptr(op.getX()));
+    return success();
+  });
+  // split and concat: one row copy per piece.
+  t.add<SplitOp>([](SplitOp op, Lowering &l) {
+    SmallVector<Value> pieces;
+    for (unsigned i = 0; i < op.getNumResults(); ++i)
+      pieces.push_back(l.resultBuffer(op, i));
+    copyPieces(l, l.ptr(op.getX()), op.getX().getType(), op.getAxis(),
+               op.getResults(), pieces, /*toPieces=*/true);
+    return success();
+  });
+  t.add<ConcatOp>([](ConcatOp op, Lowering &l) {
+    Value whole = l.resultBuffer(op);
+    SmallVector<Value> pieces;
+    for (Value v : op.getInputs())
+      pieces.push_back(l.ptr(v));
+    copyPieces(l, whole, op.getType(), op.getAxis(), op.getInputs(), pieces,
+               /*toPieces=*/false);
     return success();
   });
   t.add<ConstantOp>([](ConstantOp op, Lowering &l) {

@@ -789,6 +789,20 @@ void fill(const rt::DeviceContext &c, float *x, int64_t n, float v) {
   checkLaunch("fill");
 }
 
+void copyRows(const rt::DeviceContext &c, const float *src, int64_t srcStride, float *dst,
+              int64_t dstStride, int64_t rows, int64_t len) {
+  if (rows <= 0 || len <= 0)
+    return;
+  const cudaError_t e = cudaMemcpy2DAsync(
+      dst, size_t(dstStride) * sizeof(float), src, size_t(srcStride) * sizeof(float),
+      size_t(len) * sizeof(float), size_t(rows), cudaMemcpyDeviceToDevice, c.stream);
+  if (e != cudaSuccess) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "train: error: CUDA copyRows failed: %s\n", cudaGetErrorString(e));
+    die();
+  }
+}
+
 void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n) {
   if (n <= 0 || dst == src)
     return;

@@ -467,6 +467,17 @@ void copy(const rt::HostContext &, float *dst, const float *src, int64_t n) {
     std::memcpy(dst, src, size_t(n) * sizeof(float));
 }
 
+void copyRows(const rt::HostContext &, const float *src, int64_t srcStride, float *dst,
+              int64_t dstStride, int64_t rows, int64_t len) {
+  if (rows <= 0 || len <= 0)
+    return;
+  // Rows over the cores, at least 16 KB a share.
+  rt::parallelFor(rows, std::max<int64_t>(1, 4096 / len), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      std::memcpy(dst + r * dstStride, src + r * srcStride, size_t(len) * sizeof(float));
+  });
+}
+
 namespace {
 
 __attribute__((target_clones("avx2", "default")))

@@ -155,6 +155,7 @@ DTC_SAME_ABI(mse);
 DTC_SAME_ABI(mseGrad);
 DTC_SAME_ABI(accuracy);
 DTC_SAME_ABI(fill);
+DTC_SAME_ABI(copyRows);
 DTC_SAME_ABI(copy);
 DTC_SAME_ABI(sgdUpdate);
 DTC_SAME_ABI(adamUpdate);
@@ -533,6 +534,16 @@ TEST_F(Kernels, FillAndCopy) {
   cuda::copy(c(), b.get(), a.get(), 100003);
   const auto h = b.host();
   EXPECT_TRUE(std::all_of(h.begin(), h.end(), [](float v) { return v == 2.5f; }));
+}
+
+TEST_F(Kernels, CopyRowsMatchesTheCpu) {
+  const int64_t rows = 33, len = 5, srcStride = 12, dstStride = 7;
+  const auto src = randomVec(size_t(rows * srcStride), 92);
+  std::vector<float> dst(size_t(rows * dstStride), -9.0f);
+  DevVec<float> dSrc(src), dDst(dst);
+  kern::copyRows(kHost, src.data() + 4, srcStride, dst.data() + 1, dstStride, rows, len);
+  cuda::copyRows(c(), dSrc.get() + 4, srcStride, dDst.get() + 1, dstStride, rows, len);
+  expectClose(dDst.host(), dst, 0, 0, "copyRows");
 }
 
 TEST_F(Kernels, FillAndCopyMatchTheCpu) {

@@ -488,6 +488,26 @@ struct KernelThreads {
 // y[i_0, ..., i_r] = x at the index whose dimension perm[d] is i_d: by the
 // formula, over ranks 1 to 5, the blocked layout's conversions (whose
 // contiguous dimensions the kernel moves as one) and 1 to 3 threads.
+// copyRows (a split or concat piece) copies len floats of each row between
+// strides, over the cores, and touches nothing else.
+TEST(CopyRows, CopiesEachRowBetweenStrides) {
+  for (int threads : {1, 3}) {
+    KernelThreads t(threads);
+    const int64_t rows = 300, len = 5, srcStride = 12, dstStride = 7;
+    const auto src = randomVec(size_t(rows * srcStride), 91);
+    std::vector<float> dst(size_t(rows * dstStride), -9.0f);
+    kern::copyRows(kHost, src.data() + 4, srcStride, dst.data() + 1, dstStride, rows, len);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < dstStride; ++i) {
+        const float got = dst[size_t(r * dstStride + i)];
+        if (i >= 1 && i < 1 + len)
+          ASSERT_EQ(got, src[size_t(r * srcStride + 4 + i - 1)]) << r << " " << i;
+        else
+          ASSERT_EQ(got, -9.0f) << "outside the piece: " << r << " " << i;
+      }
+  }
+}
+
 TEST(Permute, MatchesTheIndexFormula) {
   struct Case {
     std::vector<int64_t> shape;

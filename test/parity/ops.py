@@ -76,6 +76,20 @@ def cases():
     c["layer_norm_rows_eps"] = ({"a": rnd((70, 67)) * 3 + 1, "o.weight": rnd((67,)), "o.bias": rnd((67,))},
                                 "layer_norm(a, eps=1e-3)",
                                 lambda p: F.layer_norm(p["a"], (67,), p["o.weight"], p["o.bias"], 1e-3))
+    # split (torch.chunk) and concat (torch.cat); statements before o's
+    # value go on lines of their own. One piece unused: its gradient is 0.
+    c["split_concat"] = ({"a": rnd((2, 6, 4))},
+                         "q, k, v = split(a, 3, axis=1)\nconcat([v * 2, q, tanh(k)], axis=-1)",
+                         lambda p: torch.cat([p["a"].chunk(3, 1)[2] * 2, p["a"].chunk(3, 1)[0],
+                                              torch.tanh(p["a"].chunk(3, 1)[1])], -1))
+    c["split_unused_concat_axis1"] = ({"a": rnd((4, 6)), "b": rnd((4, 2))},
+                                      "h, t = split(a, 2)\nconcat([b, h * 3, b], axis=1)",
+                                      lambda p: torch.cat([p["b"], p["a"].chunk(2, -1)[0] * 3, p["b"]], 1))
+    # A layer's parameter read again by its name (weight tying, as GPT-2's
+    # head reuses the token embedding): the gradients of both uses add up.
+    c["tied_weight"] = ({"a": rnd((3, 5)), "h.weight": rnd((4, 5)), "h.bias": rnd((4,))},
+                        "h = linear(a, 4)\nh @ h.weight",
+                        lambda p: F.linear(p["a"], p["h.weight"], p["h.bias"]) @ p["h.weight"])
     # nn.Linear on the last dimension of a 3-D input: `o = linear(...)`
     # declares o.weight [out, in] and o.bias [out].
     c["linear_3d"] = ({"a": rnd((2, 3, 5)), "o.weight": rnd((4, 5)), "o.bias": rnd((4,))},
@@ -183,11 +197,13 @@ def main():
         loss = (out * tp["K"]).sum()
         loss.backward()
         decls = "\n".join(f"param {k}: f32[{', '.join(map(str, v.shape)) or ''}]"
-                          for k, v in params.items() if not k.startswith("o."))
+                          for k, v in params.items() if "." not in k)  # a layer's
+        pre, _, last = expr.rpartition("\n")  # statements before o's value
         src = f"""input x: f32[B, 2]
 label y: f32[B, 1]
 {decls}
-o = {expr}
+{pre}
+o = {last}
 loss = sum(o * K)
 train {{
   optimizer = sgd(lr=1.0)

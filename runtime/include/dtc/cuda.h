@@ -103,6 +103,8 @@ void accuracy(const rt::DeviceContext &c, const float *logits,
 // Fills n floats with v; copies n floats (device to device).
 void fill(const rt::DeviceContext &c, float *x, int64_t n, float v);
 void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
+void copyRows(const rt::DeviceContext &c, const float *src, int64_t srcStride, float *dst,
+              int64_t dstStride, int64_t rows, int64_t len);
 
 // The prediction rows (kernels.h; dst a device pointer or null).
 void exportPrediction(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);

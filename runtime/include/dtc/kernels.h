@@ -90,6 +90,10 @@ void exportPrediction(const rt::HostContext &c, float *dst, const float *src, in
 // are equal).
 void fill(const rt::HostContext &c, float *x, int64_t n, float v);
 void copy(const rt::HostContext &c, float *dst, const float *src, int64_t n);
+// dst[r * dstStride + i] = src[r * srcStride + i] for r < rows, i < len: a
+// piece of a split (src the whole tensor, dst the piece) or of a concat.
+void copyRows(const rt::HostContext &c, const float *src, int64_t srcStride, float *dst,
+              int64_t dstStride, int64_t rows, int64_t len);
 
 // Inverted dropout of n elements: y = x / (1 - p) where
 // rt::dropoutKeeps(seed, salt, i, p), else 0 (all 0 when p == 1); the
