@@ -128,6 +128,21 @@ bool OptimizerAttr::isFoldableMomentum() const {
          !getNesterov();
 }
 
+LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   LrScheduleKind, int64_t warmup,
+                                   int64_t decaySteps, F64 minLr,
+                                   int64_t stepSize, F64 gamma) {
+  if (warmup < 0 || decaySteps < 0)
+    return emitError() << "warmup and decay_steps must be >= 0";
+  if (!(double(minLr) >= 0))
+    return emitError() << "min_lr must be >= 0, got " << double(minLr);
+  if (stepSize < 1)
+    return emitError() << "step_size must be >= 1, got " << stepSize;
+  if (!(double(gamma) >= 0 && double(gamma) <= 1))
+    return emitError() << "gamma must be in [0, 1], got " << double(gamma);
+  return success();
+}
+
 LogicalResult RecipeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  DataKind data, StringRef dir, StringRef train,
                                  StringRef test, int64_t trainSize,
@@ -242,6 +257,9 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
                   "the module");
   if (name == getOptimizerAttrHelper().getName())
     return expect(isa<OptimizerAttr>(value), onModule, "#dtc.optimizer",
+                  "the module");
+  if (name == getScheduleAttrHelper().getName())
+    return expect(isa<ScheduleAttr>(value), onModule, "#dtc.schedule",
                   "the module");
   if (name == getModelAttrHelper().getName() ||
       name == getSourceAttrHelper().getName())

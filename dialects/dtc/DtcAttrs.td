@@ -117,6 +117,40 @@ def Dtc_DataKind : I32EnumAttr<"DataKind", "a training data set", [
   let genSpecializedAttr = 0;
 }
 
+def Dtc_LrScheduleKind : I32EnumAttr<"LrScheduleKind", "a learning-rate schedule", [
+    I32EnumAttrCase<"Constant", 0, "constant">,
+    I32EnumAttrCase<"Cosine", 1, "cosine">,
+    I32EnumAttrCase<"Linear", 2, "linear">,
+    I32EnumAttrCase<"Step", 3, "step">]> {
+  let cppNamespace = "::dtc";
+  let genSpecializedAttr = 0;
+}
+
+def Dtc_ScheduleAttr : Dtc_Attr<"Schedule", "schedule"> {
+  let summary = "The recipe's learning-rate schedule (train --lr-schedule and its options)";
+  let description = [{
+    The rate of each optimizer step from the optimizer's `lr`: `warmup`
+    steps of linear warmup, then `constant`, `cosine` or `linear` decay to
+    `min_lr` over `decay_steps` (0: the run's steps), or `step` decay by
+    `gamma` every `step_size` steps (runtime/lib/schedule.h has the
+    formulas). The train options override each.
+
+    ```mlir
+    #dtc.schedule<kind = cosine, warmup = 100, min_lr = 1.0e-04>
+    ```
+  }];
+  let parameters = (ins
+    DefaultValuedParameter<"LrScheduleKind", "LrScheduleKind::Constant", "the schedule">:$kind,
+    Dtc_I64Default<"0", "steps of linear warmup">:$warmup,
+    Dtc_I64Default<"0", "cosine, linear: steps to min_lr (0: the run's)">:$decay_steps,
+    Dtc_F64Default<"0.0", "cosine, linear: the final rate">:$min_lr,
+    Dtc_I64Default<"1", "step: steps between decays">:$step_size,
+    Dtc_F64Default<"0.1", "step: the factor of each decay">:$gamma
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Dtc_RecipeAttr : Dtc_Attr<"Recipe", "recipe"> {
   let summary = "The training recipe: data, batch, epochs, seed";
   let description = [{

@@ -25,6 +25,7 @@ def Dtc_Dialect : Dialect {
   let discardableAttrs = (ins
     "::dtc::RecipeAttr":$recipe,
     "::dtc::OptimizerAttr":$optimizer,
+    "::dtc::ScheduleAttr":$schedule,
     "::mlir::StringAttr":$model,
     "::mlir::StringAttr":$source,
     "::dtc::PersistentAttr":$persistent,

@@ -121,6 +121,7 @@ private:
   };
   void genRecipe(const Program &p);
   OptimizerAttr genOptimizer(const Expr &e);
+  ScheduleAttr genSchedule(const Expr &e);
   void genData(const Expr &e, Data &data);
 
   MLIRContext *ctx;
@@ -1553,11 +1554,61 @@ void Gen::genData(const Expr &e, Data &data) {
                << "' (expected mnist, fashion_mnist, idx, csv, synthetic)";
 }
 
+/// schedule = cosine(warmup=100, decay_steps=0, min_lr=0), linear(...),
+/// step(step_size=1, gamma=0.1, warmup=0) or constant(warmup=0): the train
+/// options --lr-schedule, --warmup-steps, ... (runtime/lib/schedule.h).
+ScheduleAttr Gen::genSchedule(const Expr &e) {
+  std::optional<LrScheduleKind> kind = e.kind == Expr::Kind::Call
+                                           ? symbolizeLrScheduleKind(e.text)
+                                           : std::nullopt;
+  if (!kind) {
+    error(e.loc) << "expected a schedule: constant(...), cosine(...), "
+                    "linear(...) or step(...)";
+    return {};
+  }
+  const bool decays =
+      *kind == LrScheduleKind::Cosine || *kind == LrScheduleKind::Linear;
+  SmallVector<llvm::StringRef> keys{"warmup"};
+  if (decays)
+    keys.append({"decay_steps", "min_lr"});
+  if (*kind == LrScheduleKind::Step)
+    keys.append({"step_size", "gamma"});
+  if (!checkArgs(e, 0, keys))
+    return {};
+  int64_t warmup = 0, decaySteps = 0, stepSize = 1;
+  double minLr = 0, gamma = 0.1;
+  for (const KeywordArg &k : e.kwargs) {
+    std::optional<double> v = k.name == "min_lr" || k.name == "gamma"
+                                  ? number(*k.value, k.name)
+                                  : std::optional<double>();
+    std::optional<int64_t> n =
+        v ? std::nullopt
+          : integer(*k.value, k.name, k.name == "step_size" ? 1 : 0);
+    if (!v && !n)
+      return {};
+    if (k.name == "warmup")
+      warmup = *n;
+    else if (k.name == "decay_steps")
+      decaySteps = *n;
+    else if (k.name == "step_size")
+      stepSize = *n;
+    else if (k.name == "min_lr")
+      minLr = *v;
+    else
+      gamma = *v;
+  }
+  auto at = [&] { return error(e.loc) << "schedule: "; };
+  return ScheduleAttr::getChecked(llvm::function_ref<InFlightDiagnostic()>(at),
+                                  ctx, *kind, warmup, decaySteps, F64(minLr),
+                                  stepSize, F64(gamma));
+}
+
 void Gen::genRecipe(const Program &p) {
   Data data;
   int64_t batch = 64, epochs = 1, seed = 0;
   double validation = 0;
   OptimizerAttr opt;
+  ScheduleAttr schedule;
   llvm::StringMap<Loc> seen;
   for (const Setting &s : p.train) {
     // Aliases name the same setting.
@@ -1591,6 +1642,8 @@ void Gen::genRecipe(const Program &p) {
         validation = *x;
     } else if (s.key == "optimizer") {
       opt = genOptimizer(v);
+    } else if (s.key == "schedule") {
+      schedule = genSchedule(v);
     } else if (s.key == "lr") {
       auto x = number(v, "the learning rate");
       if (x && *x <= 0)
@@ -1599,8 +1652,8 @@ void Gen::genRecipe(const Program &p) {
         lrOverride = *x;
     } else {
       error(s.loc) << "unknown train setting '" << s.key
-                   << "' (expected data, batch, epochs, optimizer, lr, seed, "
-                      "validation)";
+                   << "' (expected data, batch, epochs, optimizer, lr, "
+                      "schedule, seed, validation)";
     }
   }
   if (hadError)
@@ -1626,6 +1679,8 @@ void Gen::genRecipe(const Program &p) {
   DtcDialect *dialect = ctx->getLoadedDialect<DtcDialect>();
   dialect->getRecipeAttrHelper().setAttr(module, recipe);
   dialect->getOptimizerAttrHelper().setAttr(module, opt);
+  if (schedule)
+    dialect->getScheduleAttrHelper().setAttr(module, schedule);
 }
 
 //===----------------------------------------------------------------------===//

@@ -739,6 +739,15 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
         {"beta2", opt.getBeta2()},
         {"eps", opt.getEps()}})
     os << "  s.recipe.hyper." << field << " = " << floatLiteral(value) << ";\n";
+  if (auto sched = dtc->getScheduleAttrHelper().getAttr(module))
+    os << "  s.recipe.schedule.kind = " << int(sched.getKind()) << ";\n"
+       << "  s.recipe.schedule.warmup = " << sched.getWarmup() << ";\n"
+       << "  s.recipe.schedule.decaySteps = " << sched.getDecaySteps() << ";\n"
+       << "  s.recipe.schedule.minLr = " << doubleLiteral(sched.getMinLr())
+       << ";\n"
+       << "  s.recipe.schedule.stepSize = " << sched.getStepSize() << ";\n"
+       << "  s.recipe.schedule.gamma = " << doubleLiteral(sched.getGamma())
+       << ";\n";
   os << "  s.recipe.hyper.nesterov = " << (opt.getNesterov() ? 1 : 0) << ";\n"
      << "  s.recipe.hyper.step = 0;\n"
      << "  s.fingerprint = 0x" << llvm::format_hex_no_prefix(fingerprint, 16)

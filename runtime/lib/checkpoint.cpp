@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <map>
+#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_map>
@@ -290,6 +291,11 @@ std::map<std::string, std::string> stateMetadata(const TrainingState &s) {
       {"dtc.seed", std::to_string(s.seed)},
       {"dtc.shuffle", s.shuffle ? "on" : "off"},
       {"dtc.lr", fmt::format("{:.9g}", s.lr)},
+      // kind warmup decay_steps min_lr step_size gamma
+      {"dtc.lr_schedule", fmt::format("{} {} {} {:.17g} {} {:.17g}",
+                                      scheduleKindName(s.schedule.kind), s.schedule.warmup,
+                                      s.schedule.decaySteps, s.schedule.minLr,
+                                      s.schedule.stepSize, s.schedule.gamma)},
       {"dtc.epochs", std::to_string(s.epochs)},
       {"dtc.max_steps", std::to_string(s.maxSteps)},
       {"dtc.data", s.data},
@@ -319,6 +325,19 @@ TrainingState stateFromMetadata(const std::map<std::string, std::string> &m, con
   s.lr = std::strtof(lr.c_str(), &end);
   if (lr.empty() || *end != '\0' || !(s.lr >= 0) || s.lr == HUGE_VALF)
     throw Error(fmt::format("{}: metadata 'dtc.lr' is '{}', not a learning rate", where, lr));
+  if (auto it = m.find("dtc.lr_schedule"); it != m.end()) {
+    std::istringstream in(it->second);
+    std::string kind, rest;
+    LrSchedule &l = s.schedule;
+    in >> kind >> l.warmup >> l.decaySteps >> l.minLr >> l.stepSize >> l.gamma;
+    const auto k = scheduleKindNamed(kind);
+    if (!in || (in >> rest) || !k || l.warmup < 0 || l.decaySteps < 0 || !(l.minLr >= 0) ||
+        l.stepSize < 1 || !(l.gamma >= 0 && l.gamma <= 1))
+      throw Error(fmt::format("{}: metadata 'dtc.lr_schedule' is '{}', not a learning-rate "
+                              "schedule",
+                              where, it->second));
+    l.kind = *k;
+  }
   s.epochs = metaInt(m, "dtc.epochs", where);
   s.maxSteps = metaInt(m, "dtc.max_steps", where);
   s.data = metaString(m, "dtc.data", where);

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "dtc/runtime.h"
+#include "schedule.h"
 
 #include <cstdint>
 #include <string>
@@ -53,6 +54,7 @@ struct TrainingState {
   uint64_t seed = 0;
   bool shuffle = true;
   float lr = 0;
+  LrSchedule schedule;      // absent from older checkpoints: constant
   int64_t epochs = 1, maxSteps = 0;
   std::string data;         // --data's description
   int64_t trainSamples = 0;

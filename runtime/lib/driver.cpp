@@ -56,10 +56,12 @@ void printHeader(const Session &s, const Executor &exec, const DeviceChoice &dev
                         device.note.empty() ? "" : " (" + device.note + ")");
   const std::string validation =
       s.data.validation.size > 0 ? fmt::format("{} validation, ", s.data.validation.size) : "";
-  fmt::print("model {} params {} batch {} epochs {} optimizer {} data {} ({} train, {}{} test "
+  const std::string schedule = describeSchedule(o.schedule);
+  fmt::print("model {} params {} batch {} epochs {} optimizer {}{} data {} ({} train, {}{} test "
              "samples) ranks {} backend {}{}\n",
              s.spec.name, countParams(s.spec), o.batch, o.epochs,
-             optimizerDescription(s.spec, o.lr), o.data.describe(), s.data.train.size,
+             optimizerDescription(s.spec, o.lr), schedule.empty() ? "" : " schedule " + schedule,
+             o.data.describe(), s.data.train.size,
              validation, s.data.test.size, s.comm.size(), s.comm.backend(), where);
   std::fflush(stdout);
 }
@@ -308,6 +310,11 @@ std::optional<LoadedTrainingState> loadResume(CommBase &comm, const ModelSpec &s
     o.batch = st.batch;
   if (!o.isGiven("--lr"))
     o.lr = st.lr;
+  // The schedule continues as it was unless one of its options is given.
+  if (!o.isGiven("--lr-schedule") && !o.isGiven("--warmup-steps") &&
+      !o.isGiven("--decay-steps") && !o.isGiven("--min-lr") && !o.isGiven("--lr-step-size") &&
+      !o.isGiven("--lr-gamma"))
+    o.schedule = st.schedule;
   if (!o.isGiven("--epochs"))
     o.epochs = st.epochs;
   // --max-steps is where this invocation stops, not part of the run: a run

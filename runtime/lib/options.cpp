@@ -163,6 +163,16 @@ Options defaultOptions(const ModelSpec &spec) {
   o.epochs = r.epochs > 0 ? r.epochs : 1;
   o.batch = r.batch > 0 ? r.batch : 1;
   o.lr = r.hyper.lr;
+  const ScheduleSpec &sc = r.schedule;
+  if (sc.kind >= 0 && sc.kind <= 3)
+    o.schedule.kind = LrSchedule::Kind(sc.kind);
+  o.schedule.warmup = sc.warmup;
+  o.schedule.decaySteps = sc.decaySteps;
+  o.schedule.minLr = sc.minLr;
+  if (sc.stepSize > 0) { // a spec with a step schedule (zeros: the defaults)
+    o.schedule.stepSize = sc.stepSize;
+    o.schedule.gamma = sc.gamma;
+  }
   o.seed = r.seed;
   o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return o;
@@ -232,6 +242,37 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("F")
       ->capture_default_str()
       ->check(inRange<float>(0, FLT_MAX, "a finite learning rate >= 0"));
+  std::string schedule = scheduleKindName(out.schedule.kind);
+  app.add_option("--lr-schedule", schedule,
+                 "The learning rate over the steps: constant, cosine or linear (to --min-lr "
+                 "at --decay-steps), step (x --lr-gamma every --lr-step-size steps); after "
+                 "--warmup-steps of linear warmup")
+      ->type_name("KIND")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"constant", "cosine", "linear", "step"}));
+  app.add_option("--warmup-steps", out.schedule.warmup,
+                 "Steps of linear warmup from lr / N to lr")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(inRange<int64_t>(0, kMaxCount, "a number of steps from 0 to 2^40"));
+  app.add_option("--decay-steps", out.schedule.decaySteps,
+                 "cosine, linear: the step at which the rate reaches --min-lr (0: the run's "
+                 "last step, --epochs x steps per epoch)")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(inRange<int64_t>(0, kMaxCount, "a number of steps from 0 to 2^40"));
+  app.add_option("--min-lr", out.schedule.minLr, "cosine, linear: the final learning rate")
+      ->type_name("F")
+      ->capture_default_str()
+      ->check(inRange<double>(0, FLT_MAX, "a finite learning rate >= 0"));
+  app.add_option("--lr-step-size", out.schedule.stepSize, "step: steps between decays")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(inRange<int64_t>(1, kMaxCount, "a number of steps from 1 to 2^40"));
+  app.add_option("--lr-gamma", out.schedule.gamma, "step: the factor of each decay")
+      ->type_name("F")
+      ->capture_default_str()
+      ->check(inRange<double>(0, 1, "a factor from 0 to 1"));
   app.add_option("--seed", out.seed, "Seed of the initialization and the shuffle")
       ->type_name("N")
       ->capture_default_str()
@@ -423,6 +464,7 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   if (out.data.cacheDir == "off")
     out.data.cacheDir.clear();
   out.shuffle = shuffle == "on";
+  out.schedule.kind = *scheduleKindNamed(schedule);
   out.threadsGiven = app.count("--threads") > 0;
   out.comm = comm == "local" ? CommKind::Local
              : comm == "mpi"  ? CommKind::Mpi

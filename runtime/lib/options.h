@@ -4,6 +4,7 @@
 #include "comm_impl.h"
 #include "data.h"
 #include "dtc/runtime.h"
+#include "schedule.h"
 
 #include <cstdint>
 #include <optional>
@@ -21,6 +22,7 @@ struct Options {
   int64_t epochs = 1;
   int64_t batch = 1;
   float lr = 0;
+  LrSchedule schedule; // --lr-schedule, --warmup-steps, ... (schedule.h)
   uint64_t seed = 0;
   bool shuffle = true;
   std::string savePath, initPath, metricsPath;

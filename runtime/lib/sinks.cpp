@@ -90,7 +90,8 @@ void MetricsSink::onStep(const StepInfo &step, const StepOutputs &outputs) {
   text_ += fmt::format("{},{},{}", step.epoch, step.step, step.globalSamples);
   for (int32_t i = 0; i < numOutputs_; ++i)
     text_ += fmt::format(",{:.6g}", outputs.global[i]);
-  text_ += fmt::format(",{:.6g},{:.3f}\n", step.lr, step.seconds);
+  // The rate as the float it is, in the fewest digits that read back to it.
+  text_ += fmt::format(",{},{:.3f}\n", step.lr, step.seconds);
 }
 
 void MetricsSink::onCheckpoint(const TrainingPosition &) { commit(); }
@@ -247,6 +248,7 @@ void CheckpointSink::onCheckpoint(const TrainingPosition &at) {
   st.seed = o.seed;
   st.shuffle = o.shuffle;
   st.lr = o.lr;
+  st.schedule = o.schedule;
   st.epochs = o.epochs;
   st.maxSteps = o.maxSteps;
   st.data = o.data.describe();

@@ -41,6 +41,11 @@ TrainingLoop::TrainingLoop(Session &s, Executor &exec, const LoopConfig &config,
       outs_(size_t(slots_) * numOutputs_), stepSums_(size_t(slots_) * (numOutputs_ + 1)),
       stepMeans_(numOutputs_) {
   pending_.reserve(size_t(slots_));
+  // The run's last step (a function of the options a resumed run restores,
+  // not of --max-steps, which only stops this invocation).
+  schedule_ = s_.opts.schedule;
+  if (schedule_.decaySteps == 0)
+    schedule_.decaySteps = std::max<int64_t>(1, config_.epochs * sampler_.numBatches());
 }
 
 // Steps are queued on the executor; their outputs are read back every
@@ -107,6 +112,7 @@ bool TrainingLoop::runEpoch(int64_t epoch, int64_t startPosition) {
     int64_t n;
     sampler_.batch(b, &n);
     const int64_t step = s_.hyper.step = ++step_;
+    s_.hyper.lr = scheduledLr(s_.opts.lr, schedule_, step);
     s_.args.rngSeed = stepRngSeed(s_.opts.seed, step, s_.comm.rank());
     emit(&TrainingSink::beforeStep, step);
     exec_.train(staged, int64_t(pending_.size()), sampler_.gradSeed(b));

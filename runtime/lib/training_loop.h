@@ -198,6 +198,9 @@ private:
   Session &s_;
   Executor &exec_;
   const LoopConfig config_;
+  // Each step's learning rate: the session's --lr through its schedule
+  // (schedule.h), decaySteps 0 resolved to epochs x steps per epoch.
+  LrSchedule schedule_;
   const std::vector<TrainingSink *> sinks_;
   const bool evaluate_, validate_;
   const size_t numOutputs_;

@@ -293,6 +293,12 @@ TrainingState someState() {
   st.seed = 18446744073709551615ULL; // the largest --seed
   st.shuffle = true;
   st.lr = 0.0123f;
+  st.schedule.kind = LrSchedule::Kind::Cosine;
+  st.schedule.warmup = 7;
+  st.schedule.decaySteps = 900;
+  st.schedule.minLr = 1.0 / 3.0;
+  st.schedule.stepSize = 4;
+  st.schedule.gamma = 0.7;
   st.epochs = 5;
   st.maxSteps = 0;
   st.data = "synthetic";
@@ -337,6 +343,12 @@ TEST_F(TrainingStateFile, RoundTripRestoresParametersStateAndProgress) {
   EXPECT_EQ(st.seed, want.seed);
   EXPECT_EQ(st.shuffle, want.shuffle);
   EXPECT_EQ(st.lr, want.lr) << "the learning rate must round-trip exactly";
+  EXPECT_EQ(st.schedule.kind, want.schedule.kind);
+  EXPECT_EQ(st.schedule.warmup, want.schedule.warmup);
+  EXPECT_EQ(st.schedule.decaySteps, want.schedule.decaySteps);
+  EXPECT_EQ(st.schedule.minLr, want.schedule.minLr) << "exactly";
+  EXPECT_EQ(st.schedule.stepSize, want.schedule.stepSize);
+  EXPECT_EQ(st.schedule.gamma, want.schedule.gamma) << "exactly";
   EXPECT_EQ(st.epochs, want.epochs);
   EXPECT_EQ(st.data, want.data);
   EXPECT_EQ(st.trainSamples, want.trainSamples);
@@ -372,6 +384,18 @@ TEST_F(TrainingStateFile, StateTensorsHaveTorchOptimNames) {
             std::vector<std::string>{"optimizer/fc.bias/momentum_buffer"});
   sgd.numStates = 0;
   EXPECT_TRUE(stateTensorNames(sgd, kParams[1]).empty());
+}
+
+// A checkpoint without a schedule (older dtc) continues at a constant rate;
+// a malformed one is refused with its value.
+TEST_F(TrainingStateFile, ScheduleMetadataAbsentOrMalformed) {
+  editHeader([](nlohmann::json &h) { h["__metadata__"].erase("dtc.lr_schedule"); });
+  EXPECT_EQ(loadTrainingState(path, spec).state.schedule.kind, LrSchedule::Kind::Constant);
+  editHeader([](nlohmann::json &h) { h["__metadata__"]["dtc.lr_schedule"] = "cosine 7 900"; });
+  EXPECT_NE(loadError(spec).find("metadata 'dtc.lr_schedule' is 'cosine 7 900', not a "
+                                 "learning-rate schedule"),
+            std::string::npos)
+      << loadError(spec);
 }
 
 TEST_F(TrainingStateFile, InitTakesItsParametersOnly) {

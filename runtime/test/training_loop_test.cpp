@@ -175,6 +175,43 @@ std::string joined(const std::vector<std::string> &lines) {
 
 } // namespace
 
+// The schedules' formulas (schedule.h) at their corners: the warmup's first
+// and last steps, the first step after it (the full rate), the end of the
+// decay and past it, a step decay's boundaries.
+TEST(LrSchedule, WarmupThenDecayAtTheirCorners) {
+  using K = LrSchedule::Kind;
+  LrSchedule s;
+  s.kind = K::Cosine;
+  s.warmup = 4;
+  s.decaySteps = 14;
+  s.minLr = 0.1;
+  EXPECT_FLOAT_EQ(scheduledLr(1.0f, s, 1), 0.25f);
+  EXPECT_FLOAT_EQ(scheduledLr(1.0f, s, 4), 1.0f);
+  EXPECT_FLOAT_EQ(scheduledLr(1.0f, s, 5), 1.0f);
+  EXPECT_FLOAT_EQ(scheduledLr(1.0f, s, 10), 0.55f); // p = 1/2
+  EXPECT_FLOAT_EQ(scheduledLr(1.0f, s, 15), 0.1f);
+  EXPECT_FLOAT_EQ(scheduledLr(1.0f, s, 99), 0.1f);
+  s.kind = K::Linear;
+  EXPECT_FLOAT_EQ(scheduledLr(1.0f, s, 10), 0.55f);
+  EXPECT_FLOAT_EQ(scheduledLr(1.0f, s, 7), 0.82f); // p = 2/10
+  s.kind = K::Step;
+  s.stepSize = 3;
+  s.gamma = 0.5;
+  EXPECT_FLOAT_EQ(scheduledLr(2.0f, s, 5), 2.0f);
+  EXPECT_FLOAT_EQ(scheduledLr(2.0f, s, 7), 2.0f);
+  EXPECT_FLOAT_EQ(scheduledLr(2.0f, s, 8), 1.0f);
+  EXPECT_FLOAT_EQ(scheduledLr(2.0f, s, 11), 0.5f);
+  s.kind = K::Constant;
+  s.warmup = 0;
+  EXPECT_FLOAT_EQ(scheduledLr(0.3f, s, 1), 0.3f);
+  EXPECT_EQ(describeSchedule(s), "");
+  s.kind = K::Cosine;
+  s.warmup = 4;
+  EXPECT_EQ(describeSchedule(s), "cosine(warmup=4, decay_steps=14, min_lr=0.1)");
+  s.decaySteps = 0;
+  EXPECT_EQ(describeSchedule(s), "cosine(warmup=4, min_lr=0.1)");
+}
+
 TEST(TrainingLoop, EpochsOfStepsThenEvaluationWithoutCheckpoints) {
   Fixture f;
   const RunEnd end = f.run();

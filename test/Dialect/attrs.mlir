@@ -28,3 +28,12 @@ module attributes {
     dtc.optimizer = #dtc.optimizer<adamw, lr = 0.00030000000000000003, weight_decay = 0.1, beta2 = 0.95, eps = 1.0e-6>,
     dtc.recipe = #dtc.recipe<data = synthetic, train_size = 100>} {
 }
+
+// -----
+// The schedule: defaults elided, doubles exact.
+// CHECK: dtc.schedule = #dtc.schedule<kind = cosine, warmup = 100, min_lr = 1.0e-05>
+// CHECK: dtc.schedule = #dtc.schedule<kind = step, step_size = 30, gamma = 0.5>
+module attributes {dtc.schedule = #dtc.schedule<kind = cosine, warmup = 100, min_lr = 1.0e-5>} {
+}
+module attributes {dtc.schedule = #dtc.schedule<kind = step, step_size = 30, gamma = 0.5>} {
+}

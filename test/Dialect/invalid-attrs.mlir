@@ -127,3 +127,13 @@ func.func @f(%x: tensor<f32> {dtc.label = "x"}) -> tensor<f32> {
 
 // expected-error @+1 {{validation is a fraction in [0, 1), got 1.0}}
 module attributes {dtc.recipe = #dtc.recipe<validation = 1.0>} {}
+
+// -----
+
+// expected-error @+1 {{step_size must be >= 1, got 0}}
+module attributes {dtc.schedule = #dtc.schedule<kind = step, step_size = 0>} {}
+
+// -----
+
+// expected-error @+1 {{gamma must be in [0, 1], got 2}}
+module attributes {dtc.schedule = #dtc.schedule<kind = step, gamma = 2.0>} {}

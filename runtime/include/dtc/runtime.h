@@ -169,6 +169,16 @@ struct DatasetSpec {
   int64_t trainSize, testSize;   // Synthetic only
 };
 
+// The recipe's learning-rate schedule (train --lr-schedule; the runtime's
+// schedule.h has the formulas). All zeros: a constant rate.
+struct ScheduleSpec {
+  int32_t kind; // 0 constant, 1 cosine, 2 linear, 3 step
+  int64_t warmup, decaySteps;
+  double minLr;
+  int64_t stepSize; // 0: 1
+  double gamma;
+};
+
 struct RecipeSpec {
   DatasetSpec data;
   int64_t batch;
@@ -177,6 +187,7 @@ struct RecipeSpec {
   double validation; // the fraction of the training set held out (its last samples)
   OptimizerKind optimizer;
   Hyper hyper;
+  ScheduleSpec schedule;
 };
 
 // One call of a compiled step function.
