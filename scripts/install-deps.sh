@@ -9,7 +9,7 @@ PKGS=(
   openmpi-bin libopenmpi-dev libgloo-dev
   libopenblas-dev libgfortran-12-dev libdnnl-dev
   zlib1g-dev libdeflate-dev libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
   python3-torch python3-numpy
   clang-22 libclang-rt-22-dev clang-format-22
   iproute2

@@ -161,9 +161,12 @@ LogicalResult RecipeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "data set sizes must be >= 0";
   if ((data == DataKind::IDX) != !dir.empty())
     return emitError() << "'dir' belongs to idx data, which needs it";
-  if (data == DataKind::CSV ? train.empty() : !train.empty() || !test.empty())
-    return emitError() << "'train' and 'test' files belong to csv data, which "
-                          "needs 'train'";
+  const bool files = data == DataKind::CSV || data == DataKind::Text;
+  if (files ? train.empty() : !train.empty() || !test.empty())
+    return emitError() << "'train' and 'test' files belong to csv and text "
+                          "data, which need 'train'";
+  if (data == DataKind::Text && !test.empty())
+    return emitError() << "text data has no 'test' file (it holds out its end)";
   if (data == DataKind::Synthetic ? trainSize < 1 : trainSize || testSize)
     return emitError() << "'train_size' and 'test_size' belong to synthetic "
                           "data, which needs train_size >= 1";

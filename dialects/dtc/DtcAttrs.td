@@ -112,7 +112,8 @@ def Dtc_DataKind : I32EnumAttr<"DataKind", "a training data set", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"IDX", 1, "idx">,
     I32EnumAttrCase<"CSV", 2, "csv">,
-    I32EnumAttrCase<"Synthetic", 3, "synthetic">]> {
+    I32EnumAttrCase<"Synthetic", 3, "synthetic">,
+    I32EnumAttrCase<"Text", 4, "text">]> {
   let cppNamespace = "::dtc";
   let genSpecializedAttr = 0;
 }
@@ -155,7 +156,8 @@ def Dtc_RecipeAttr : Dtc_Attr<"Recipe", "recipe"> {
   let summary = "The training recipe: data, batch, epochs, seed";
   let description = [{
     The data set (`idx` in `dir`, `csv` from `train` and `test`, `synthetic`
-    with `train_size` and `test_size` samples, or `none`: given at run time),
+    with `train_size` and `test_size` samples, `text` from the file or
+    directory `train`, or `none`: given at run time),
     the per-rank batch, the epochs, the seed, and the fraction of the
     training set held out for validation (its last samples). `train`
     options override each at run time.
@@ -167,7 +169,7 @@ def Dtc_RecipeAttr : Dtc_Attr<"Recipe", "recipe"> {
   let parameters = (ins
     DefaultValuedParameter<"DataKind", "DataKind::None", "the data set's kind"> :$data,
     StringRefParameter<"IDX directory", "\"\"">:$dir,
-    StringRefParameter<"CSV training file", "\"\"">:$train,
+    StringRefParameter<"CSV training file; text: the file or directory", "\"\"">:$train,
     StringRefParameter<"CSV test file", "\"\"">:$test,
     Dtc_I64Default<"0", "synthetic training samples">:$train_size,
     Dtc_I64Default<"0", "synthetic test samples">:$test_size,

@@ -452,6 +452,31 @@ LogicalResult AccuracyOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> l,
+                                            Adaptor a,
+                                            SmallVectorImpl<Type> &out) {
+  auto t = shape::embedding(l, a.getIds().getType(), a.getWeight().getType());
+  if (failed(t))
+    return failure();
+  out.push_back(*t);
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto w = getType().getShape();
+  if (w.size() != 2 || !getType().hasStaticShape())
+    return emitOpError("result must be a table [num, dim], got ") << getType();
+  auto y = shape::embedding(getLoc(), getIds().getType(), getType());
+  if (failed(y))
+    return failure();
+  if (*y != getDy().getType())
+    return emitOpError("dy must be ")
+           << *y << ", the ids' shape with the table's dim, got "
+           << getDy().getType();
+  return success();
+}
+
 LogicalResult MseOp::inferReturnTypes(MLIRContext *, std::optional<Location> l,
                                       Adaptor a, SmallVectorImpl<Type> &out) {
   auto t = shape::mse(l, a.getPrediction().getType(), a.getTarget().getType());

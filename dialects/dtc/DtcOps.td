@@ -21,6 +21,7 @@ def Dtc_RequestType : TypeDef<Dtc_Dialect, "Request"> {
     the communication of one gradient bucket between the two.
   }];
 }
+// i32 tensors: class labels (cross_entropy, accuracy) and token ids (embedding).
 def Dtc_LabelTensor : RankedTensorOf<[I32]>;
 
 //===----------------------------------------------------------------------===//
@@ -309,6 +310,44 @@ def Dtc_MatmulOp : Dtc_Op<"matmul", [Pure, InferTypeOpAdaptor,
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
   let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Embeddings (as torch.nn.Embedding)
+//===----------------------------------------------------------------------===//
+
+def Dtc_EmbeddingOp : Dtc_Op<"embedding", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Rows of a table picked by integer ids (torch.nn.Embedding)";
+  let description = [{
+    `ids` is an i32 tensor of any shape, `weight` the table `[num, dim]`;
+    the result is `ids`' shape with `dim` appended, row `weight[id]` for
+    each id. Ids lie in `[0, num)`: the runtime checks the data before a
+    step reads it (an id outside is an error naming its place in the data).
+
+    ```mlir
+    %e = dtc.embedding %ids, %w : tensor<?x64xi32>, tensor<256x128xf32> -> tensor<?x64x128xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_LabelTensor:$ids, Dtc_F32Tensor:$weight);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat =
+      "$ids `,` $weight attr-dict `:` type($ids) `,` type($weight) `->` type($result)";
+}
+
+def Dtc_EmbeddingGradOp : Dtc_Op<"embedding_grad", [Pure]> {
+  let summary = "Gradient of an embedding's table: dy's rows summed into the rows of their ids";
+  let description = [{
+    `dy` is the gradient of a `dtc.embedding` of `ids` (`ids`' shape with
+    `dim` appended); the result, the table's gradient `[num, dim]`, holds in
+    row r the sum of the rows of `dy` whose id is r (zero where no id is r),
+    summed in the order of the ids.
+  }];
+  let arguments = (ins Dtc_LabelTensor:$ids, Dtc_F32Tensor:$dy);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat =
+      "$ids `,` $dy attr-dict `:` type($ids) `,` type($dy) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -739,19 +778,28 @@ def Dtc_CrossEntropyOp : Dtc_Op<"cross_entropy", [Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
   let summary = "Mean softmax cross-entropy of logits against class labels";
   let description = [{
-    `logits` is `[batch, classes]`, `labels` `[batch]` of class indices; the
-    result is the 0-d mean over the batch, as `torch.nn.functional.cross_entropy`.
+    `logits` is `[N, ..., C]`, `labels` `[N, ...]` of class indices (one
+    per row of C logits: a language model's `[B, T, V]` against `[B, T]`);
+    the result is the 0-d mean over the rows whose label is not
+    `ignore_index`, as `torch.nn.functional.cross_entropy` (NaN when every
+    row is ignored, as there).
   }];
-  let arguments = (ins Dtc_F32Tensor:$logits, Dtc_LabelTensor:$labels);
+  let arguments = (ins Dtc_F32Tensor:$logits, Dtc_LabelTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat =
       "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)";
 }
 
 def Dtc_CrossEntropyGradOp : Dtc_Op<"cross_entropy_grad", [Pure]> {
-  let summary = "Gradient of cross_entropy: dloss * (softmax(logits) - onehot) / batch";
+  let summary = "Gradient of cross_entropy: dloss * (softmax(logits) - onehot) / counted rows";
+  let description = [{
+    Zero in the rows whose label is `ignore_index`; the others are divided
+    by the number of rows that are not.
+  }];
   let arguments = (ins Dtc_F32Tensor:$logits, Dtc_LabelTensor:$labels,
-                       0DTensorOf<[F32]>:$dloss);
+                       0DTensorOf<[F32]>:$dloss,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs Dtc_F32Tensor:$result);
   let assemblyFormat =
       "$logits `,` $labels `,` $dloss attr-dict `:` functional-type(operands, results)";
@@ -779,7 +827,12 @@ def Dtc_MseGradOp : Dtc_Op<"mse_grad", [Pure]> {
 
 def Dtc_AccuracyOp : Dtc_Op<"accuracy", [Pure, InferTypeOpAdaptor]> {
   let summary = "Fraction of rows whose arg-max equals the label (a metric)";
-  let arguments = (ins Dtc_F32Tensor:$logits, Dtc_LabelTensor:$labels);
+  let description = [{
+    Over the rows of `[N, ..., C]` logits whose label (`[N, ...]`) is not
+    `ignore_index`.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$logits, Dtc_LabelTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat =
       "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)";

@@ -226,6 +226,14 @@ DTC_GRAD(MatmulOp) {
   return success();
 }
 
+DTC_GRAD(EmbeddingOp) {
+  DTC_G;
+  operandGrads.push_back(Value()); // integer ids take no gradient
+  operandGrads.push_back(EmbeddingGradOp::create(
+      builder, getLoc(), getWeight().getType(), getIds(), dy));
+  return success();
+}
+
 // Reductions and normalizations ---------------------------------------------
 
 DTC_GRAD(ReduceSumOp) {
@@ -269,7 +277,8 @@ DTC_GRAD(LogSoftmaxOp) {
 DTC_GRAD(CrossEntropyOp) {
   DTC_G;
   operandGrads.push_back(CrossEntropyGradOp::create(
-      builder, getLoc(), getLogits().getType(), getLogits(), getLabels(), dy));
+      builder, getLoc(), getLogits().getType(), getLogits(), getLabels(), dy,
+      getIgnoreIndex()));
   operandGrads.push_back(Value()); // integer labels take no gradient
   return success();
 }

@@ -208,12 +208,28 @@ FailureOr<RankedTensorType> reshape(Loc loc, Type x, ArrayRef<int64_t> shape) {
 FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels) {
   auto l = cast<RankedTensorType>(logits).getShape();
   auto y = cast<RankedTensorType>(labels).getShape();
-  if (l.size() != 2 || y.size() != 1 || l[0] != y[0])
+  if (l.size() < 2 || y.size() + 1 != l.size() || l.drop_back() != y ||
+      ShapedType::isDynamic(l.back()))
     return emitOptionalError(loc,
-                             "cross_entropy needs logits [N, C] and "
-                             "labels [N], got ",
+                             "cross_entropy needs logits [N, ..., C] and "
+                             "labels [N, ...] of the logits' shape without "
+                             "C, got ",
                              str(logits), " and ", str(labels));
   return f32({}, logits);
+}
+
+FailureOr<RankedTensorType> embedding(Loc loc, Type ids, Type weight) {
+  auto w = cast<RankedTensorType>(weight).getShape();
+  if (w.size() != 2 || ShapedType::isDynamic(w[0]) ||
+      ShapedType::isDynamic(w[1]))
+    return emitOptionalError(loc, "embedding needs a table [num, dim], got ",
+                             str(weight));
+  auto i = cast<RankedTensorType>(ids).getShape();
+  SmallVector<int64_t> out(i.begin(), i.end());
+  out.push_back(w[1]);
+  if (failed(size(loc, out)))
+    return failure();
+  return f32(out, weight);
 }
 
 /// The output size of one spatial dimension, or failure (after an error)

@@ -46,7 +46,10 @@ FailureOr<RankedTensorType> reshape(Loc loc, Type x,
                                     mlir::ArrayRef<int64_t> shape);
 /// Checks an axis of a rank-`rank` tensor (already normalized to >= 0).
 mlir::LogicalResult axis(Loc loc, int64_t rank, int64_t axis);
+/// logits [N, ..., C] against labels [N, ...]: a 0-d f32 (also accuracy's).
 FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels);
+/// The rows of weight [num, dim] picked by ids (any shape): ids' shape + [dim].
+FailureOr<RankedTensorType> embedding(Loc loc, Type ids, Type weight);
 
 /// The geometry of a 2-D convolution or pooling window (PyTorch's meaning of
 /// each: a pair per spatial dimension, H then W).

@@ -43,9 +43,10 @@ std::string dtcrt::calleeOf(Operation *op) {
 }
 
 LogicalResult StepArgOp::verify() {
-  bool labels = getArg() == StepArg::ClassLabels;
-  if (cast<PtrType>(getType()).getElement().isInteger(32) != labels)
-    return emitOpError("class labels are i32, every other step argument f32");
+  bool ints = getArg() == StepArg::ClassLabels || getArg() == StepArg::InputIds;
+  if (cast<PtrType>(getType()).getElement().isInteger(32) != ints)
+    return emitOpError("class labels and input ids are i32, every other step "
+                       "argument f32");
   return success();
 }
 

@@ -57,7 +57,8 @@ def Dtcrt_StepArg : I32EnumAttr<"StepArg", "a pointer the runtime hands the step
     I32EnumAttrCase<"ValueLabels", 2, "value_labels">,
     I32EnumAttrCase<"Outputs", 3, "outputs">,
     I32EnumAttrCase<"ParamGrads", 4, "param_grads">,
-    I32EnumAttrCase<"Predictions", 5, "predictions">]> {
+    I32EnumAttrCase<"Predictions", 5, "predictions">,
+    I32EnumAttrCase<"InputIds", 6, "input_ids">]> {
   let cppNamespace = "::dtcrt";
 }
 
@@ -195,12 +196,19 @@ def Dtcrt_SumToOp : Dtcrt_Call<"sum_to", (ins Dtcrt_F32Ptr:$x, I32:$x_rank,
     "the sum of x down to the shape it broadcasts from">;
 class Dtcrt_ClassLossCall<string mnemonic, string what>
     : Dtcrt_Call<mnemonic, (ins Dtcrt_F32Ptr:$logits, Dtcrt_I32Ptr:$labels, I64:$batch,
-                               I64:$classes, Dtcrt_F32Ptr:$out), what # " (a scalar to out)">;
+                               I64:$classes, I64:$ignore_index, Dtcrt_F32Ptr:$out),
+                 what # " over the rows of logits [batch, classes] whose label is not ignore_index (a scalar to out)">;
 def Dtcrt_CrossEntropyOp : Dtcrt_ClassLossCall<"cross_entropy", "the mean cross-entropy">;
 def Dtcrt_AccuracyOp : Dtcrt_ClassLossCall<"accuracy", "the accuracy">;
 def Dtcrt_CrossEntropyGradOp : Dtcrt_Call<"cross_entropy_grad", (ins Dtcrt_F32Ptr:$logits,
-    Dtcrt_I32Ptr:$labels, I64:$batch, I64:$classes, Dtcrt_F32Ptr:$dloss,
+    Dtcrt_I32Ptr:$labels, I64:$batch, I64:$classes, I64:$ignore_index, Dtcrt_F32Ptr:$dloss,
     Dtcrt_F32Ptr:$dlogits), "the gradient of cross-entropy">;
+def Dtcrt_EmbeddingOp : Dtcrt_Call<"embedding", (ins Dtcrt_F32Ptr:$weight,
+    Dtcrt_I32Ptr:$ids, I64:$rows, I64:$num, I64:$dim, Dtcrt_F32Ptr:$out),
+    "out [rows, dim] = the rows of weight [num, dim] at ids [rows]">;
+def Dtcrt_EmbeddingGradOp : Dtcrt_Call<"embedding_grad", (ins Dtcrt_I32Ptr:$ids,
+    Dtcrt_F32Ptr:$dy, I64:$rows, I64:$num, I64:$dim, Dtcrt_F32Ptr:$dweight),
+    "dweight [num, dim] = the rows of dy [rows, dim] summed by their ids (in their order)">;
 def Dtcrt_MseOp : Dtcrt_Call<"mse", (ins Dtcrt_F32Ptr:$prediction, Dtcrt_F32Ptr:$target,
     I64:$n, Dtcrt_F32Ptr:$out), "the mean squared error (a scalar to out)">;
 def Dtcrt_MseGradOp : Dtcrt_Call<"mse_grad", (ins Dtcrt_F32Ptr:$prediction,

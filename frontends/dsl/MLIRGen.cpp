@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 #include <array>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -52,6 +53,8 @@ private:
     std::string fn;
   };
   std::optional<Classes> classes;
+  // The model's input (text data checks its window against it).
+  RankedTensorType inputType;
 
   // Declarations --------------------------------------------------------------
   RankedTensorType declaredType(const TypeDecl &t, bool allowBatch);
@@ -65,6 +68,11 @@ private:
   /// Claims `name` for a parameter or buffer; false after an error.
   bool claimStateName(const std::string &name, Loc l);
   Value paramFromDecl(const Stmt &s);
+  struct Init {
+    InitKind kind;
+    double a, b;
+  };
+  std::optional<Init> initOf(const Expr &e);
 
   // Expressions ---------------------------------------------------------------
   Value gen(const Expr &e, llvm::StringRef assignedName = "");
@@ -83,6 +91,7 @@ private:
   Value genDropout(const Expr &e);
   Value genBatchNorm(const Expr &e, llvm::StringRef assignedName);
   Value genLayerNorm(const Expr &e, llvm::StringRef assignedName);
+  Value genEmbedding(const Expr &e, llvm::StringRef assignedName);
   std::optional<double> epsOf(const Expr &call, size_t pos, double dflt);
   Value activation(const Expr &call, Value y);
   Value requireF32(const Expr &e, llvm::StringRef what);
@@ -237,6 +246,72 @@ Value Gen::declareParam(const std::string &name, Loc l, RankedTensorType type,
   return ParamRefOp::create(b, loc(l), type, FlatSymbolRefAttr::get(ctx, name));
 }
 
+/// An initializer call: zeros(), constant(v), uniform(low, high),
+/// normal(mean, std), glorot_uniform(), ... (and PyTorch's names for them).
+std::optional<Gen::Init> Gen::initOf(const Expr &e) {
+  if (e.kind != Expr::Kind::Call) {
+    error(e.loc) << "expected an initializer call such as normal(0, 0.01)";
+    return std::nullopt;
+  }
+  // The dialect's names, and PyTorch's for the same initializers.
+  static const llvm::StringMap<InitKind> aliases = {
+      {"xavier_uniform", InitKind::GlorotUniform},
+      {"xavier_normal", InitKind::GlorotNormal},
+      {"kaiming_uniform", InitKind::HeUniform},
+      {"kaiming_normal", InitKind::HeNormal}};
+  auto it = aliases.find(e.text);
+  std::optional<InitKind> kind = it != aliases.end()
+                                     ? std::optional(it->second)
+                                     : symbolizeInitKind(e.text);
+  if (!kind) {
+    error(e.loc) << "unknown initializer '" << e.text
+                 << "' (expected zeros, constant, uniform, normal, "
+                    "glorot_uniform, glorot_normal, he_uniform, he_normal)";
+    return std::nullopt;
+  }
+  Init init{*kind, 0, 0};
+  if (init.kind == InitKind::Constant) {
+    if (!checkArgs(e, 1, {"value"}))
+      return std::nullopt;
+    const Expr *v = arg(e, 0, "value", true);
+    auto x = v ? number(*v, "the constant") : std::nullopt;
+    if (!x)
+      return std::nullopt;
+    init.a = *x;
+  } else if (init.kind == InitKind::Uniform || init.kind == InitKind::Normal) {
+    bool u = init.kind == InitKind::Uniform;
+    llvm::StringRef n0 = u ? "low" : "mean", n1 = u ? "high" : "std";
+    if (!checkArgs(e, 2, {n0, n1}))
+      return std::nullopt;
+    const Expr *e0 = arg(e, 0, n0, false), *e1 = arg(e, 1, n1, false);
+    init.a = u ? -0.05 : 0.0;
+    init.b = u ? 0.05 : 1.0;
+    if (e0) {
+      auto x = number(*e0, n0);
+      if (!x)
+        return std::nullopt;
+      init.a = *x;
+    }
+    if (e1) {
+      auto x = number(*e1, n1);
+      if (!x)
+        return std::nullopt;
+      init.b = *x;
+    }
+    if (u && !(init.a < init.b)) {
+      error(e.loc) << "uniform needs low < high";
+      return std::nullopt;
+    }
+    if (!u && init.b < 0) {
+      error(e.loc) << "normal needs std >= 0";
+      return std::nullopt;
+    }
+  } else if (!checkArgs(e, 0, {})) {
+    return std::nullopt;
+  }
+  return init;
+}
+
 /// `param w: f32[784, 10] = glorot_uniform()`
 Value Gen::paramFromDecl(const Stmt &s) {
   RankedTensorType type = declaredType(s.type, /*allowBatch=*/false);
@@ -246,72 +321,14 @@ Value Gen::paramFromDecl(const Stmt &s) {
     error(s.type.loc) << "parameters are f32";
     return {};
   }
-  InitKind init = InitKind::Zeros;
-  double a = 0, bb = 0;
+  Init init{InitKind::Zeros, 0, 0};
   if (s.value) {
-    const Expr &e = *s.value;
-    if (e.kind != Expr::Kind::Call) {
-      error(e.loc) << "expected an initializer call such as normal(0, 0.01)";
+    auto i = initOf(*s.value);
+    if (!i)
       return {};
-    }
-    // The dialect's names, and PyTorch's for the same initializers.
-    static const llvm::StringMap<InitKind> aliases = {
-        {"xavier_uniform", InitKind::GlorotUniform},
-        {"xavier_normal", InitKind::GlorotNormal},
-        {"kaiming_uniform", InitKind::HeUniform},
-        {"kaiming_normal", InitKind::HeNormal}};
-    auto it = aliases.find(e.text);
-    std::optional<InitKind> kind = it != aliases.end()
-                                       ? std::optional(it->second)
-                                       : symbolizeInitKind(e.text);
-    if (!kind) {
-      error(e.loc) << "unknown initializer '" << e.text
-                   << "' (expected zeros, constant, uniform, normal, "
-                      "glorot_uniform, glorot_normal, he_uniform, he_normal)";
-      return {};
-    }
-    init = *kind;
-    if (init == InitKind::Constant) {
-      if (!checkArgs(e, 1, {"value"}))
-        return {};
-      const Expr *v = arg(e, 0, "value", true);
-      auto x = v ? number(*v, "the constant") : std::nullopt;
-      if (!x)
-        return {};
-      a = *x;
-    } else if (init == InitKind::Uniform || init == InitKind::Normal) {
-      bool u = init == InitKind::Uniform;
-      llvm::StringRef n0 = u ? "low" : "mean", n1 = u ? "high" : "std";
-      if (!checkArgs(e, 2, {n0, n1}))
-        return {};
-      const Expr *e0 = arg(e, 0, n0, false), *e1 = arg(e, 1, n1, false);
-      a = u ? -0.05 : 0.0;
-      bb = u ? 0.05 : 1.0;
-      if (e0) {
-        auto x = number(*e0, n0);
-        if (!x)
-          return {};
-        a = *x;
-      }
-      if (e1) {
-        auto x = number(*e1, n1);
-        if (!x)
-          return {};
-        bb = *x;
-      }
-      if (u && !(a < bb)) {
-        error(e.loc) << "uniform needs low < high";
-        return {};
-      }
-      if (!u && bb < 0) {
-        error(e.loc) << "normal needs std >= 0";
-        return {};
-      }
-    } else if (!checkArgs(e, 0, {})) {
-      return {};
-    }
+    init = *i;
   }
-  return declareParam(s.name, s.nameLoc, type, init, a, bb);
+  return declareParam(s.name, s.nameLoc, type, init.kind, init.a, init.b);
 }
 
 //===----------------------------------------------------------------------===//
@@ -330,8 +347,9 @@ Value Gen::requireF32(const Expr &e, llvm::StringRef what) {
     return {};
   if (cast<RankedTensorType>(v.getType()).getElementType() != b.getF32Type()) {
     error(e.loc) << what
-                 << " must be an f32 tensor, but it is i32 labels; only "
-                 << "cross_entropy and accuracy take labels";
+                 << " must be an f32 tensor, but it is i32 (labels or token "
+                 << "ids); only embedding, cross_entropy and accuracy take "
+                 << "i32";
     return {};
   }
   return v;
@@ -987,6 +1005,57 @@ Value Gen::genLayerNorm(const Expr &e, llvm::StringRef assignedName) {
   return ln.getResult();
 }
 
+/// embedding(ids, num_embeddings, embedding_dim, init=normal(0, 1)):
+/// torch.nn.Embedding, the rows of `<name>.weight` [num, dim] at the i32
+/// ids (any shape), N(0, 1) as PyTorch initializes it.
+Value Gen::genEmbedding(const Expr &e, llvm::StringRef assignedName) {
+  if (assignedName.empty()) {
+    error(e.loc) << "embedding() must be assigned to a name (the name of its "
+                    "table), as in 'wte = embedding(ids, 256, 128)'";
+    return {};
+  }
+  if (!checkArgs(e, 3, {"ids", "num_embeddings", "embedding_dim", "init"}))
+    return {};
+  const Expr *ie = arg(e, 0, "ids", true),
+             *ne = arg(e, 1, "num_embeddings", true),
+             *de = arg(e, 2, "embedding_dim", true);
+  if (!ie || !ne || !de)
+    return {};
+  Value ids = gen(*ie);
+  if (!ids)
+    return {};
+  if (!cast<RankedTensorType>(ids.getType()).getElementType().isInteger(32)) {
+    error(ie->loc) << "embedding() looks up i32 ids, got an f32 tensor "
+                   << shape::str(ids.getType());
+    return {};
+  }
+  auto num = integer(*ne, "num_embeddings", 1);
+  auto dim = num ? integer(*de, "embedding_dim", 1) : std::nullopt;
+  if (!dim)
+    return {};
+  Init init{InitKind::Normal, 0, 1};
+  if (const Expr *ie2 = arg(e, 99, "init", false)) {
+    auto i = initOf(*ie2);
+    if (!i)
+      return {};
+    init = *i;
+  }
+  if (failed(shape::size(loc(e.loc), {*num, *dim}))) {
+    hadError = true;
+    return {};
+  }
+  Value w = declareParam((assignedName + ".weight").str(), e.loc,
+                         RankedTensorType::get({*num, *dim}, b.getF32Type()),
+                         init.kind, init.a, init.b);
+  if (!w)
+    return {};
+  Location at = loc(e.loc);
+  auto t = shape::embedding(at, ids.getType(), w.getType());
+  if (failed(t))
+    return hadError = true, Value();
+  return EmbeddingOp::create(b, at, *t, ids, w);
+}
+
 Value Gen::genBatchNorm(const Expr &e, llvm::StringRef assignedName) {
   if (assignedName.empty()) {
     error(e.loc) << "batch_norm() must be assigned to a name (the name of its "
@@ -1333,6 +1402,8 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     return genBatchNorm(e, assignedName);
   if (f == "layer_norm")
     return genLayerNorm(e, assignedName);
+  if (f == "embedding")
+    return genEmbedding(e, assignedName);
   if (f == "softmax" || f == "log_softmax") {
     if (!checkArgs(e, 2, {"x", "axis"}))
       return {};
@@ -1387,8 +1458,15 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     return {};
   }
   if (f == "cross_entropy" || f == "softmax_cross_entropy" || f == "accuracy") {
-    if (!checkArgs(e, 2, {"logits", "labels"}))
+    if (!checkArgs(e, 2, {"logits", "labels", "ignore_index"}))
       return {};
+    int64_t ignore = -100; // torch's default
+    if (const Expr *ig = arg(e, 99, "ignore_index", false)) {
+      auto v = integer(*ig, "ignore_index", INT32_MIN);
+      if (!v)
+        return {};
+      ignore = *v;
+    }
     const Expr *le = arg(e, 0, "logits", true), *ye = arg(e, 1, "labels", true);
     if (!le || !ye)
       return {};
@@ -1402,7 +1480,7 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     // The labels are class indices of one data set: every loss and metric
     // over them must agree on the number of classes.
     const int64_t numClasses =
-        cast<RankedTensorType>(logits.getType()).getDimSize(1);
+        cast<RankedTensorType>(logits.getType()).getShape().back();
     if (!classes) {
       classes = {numClasses, e.loc, f};
     } else if (classes->count != numClasses) {
@@ -1413,8 +1491,8 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
       return {};
     }
     if (f == "accuracy")
-      return AccuracyOp::create(b, at, *t, logits, labels);
-    return CrossEntropyOp::create(b, at, *t, logits, labels);
+      return AccuracyOp::create(b, at, *t, logits, labels, ignore);
+    return CrossEntropyOp::create(b, at, *t, logits, labels, ignore);
   }
   if (f == "mse") {
     if (!checkArgs(e, 2, {"prediction", "target"}))
@@ -1493,7 +1571,8 @@ OptimizerAttr Gen::genOptimizer(const Expr &e) {
 void Gen::genData(const Expr &e, Data &data) {
   if (e.kind != Expr::Kind::Call) {
     error(e.loc) << "expected a dataset: mnist(dir), fashion_mnist(dir), "
-                    "idx(dir), csv(train, test) or synthetic(train, test)";
+                    "idx(dir), csv(train, test), synthetic(train, test) or "
+                    "text(path, block)";
     return;
   }
   if (e.text == "mnist" || e.text == "fashion_mnist" || e.text == "idx") {
@@ -1550,8 +1629,40 @@ void Gen::genData(const Expr &e, Data &data) {
     data.testSize = test;
     return;
   }
-  error(e.loc) << "unknown dataset '" << e.text
-               << "' (expected mnist, fashion_mnist, idx, csv, synthetic)";
+  if (e.text == "text") {
+    // text(path, block=T): byte tokens in windows of the input's length.
+    if (!checkArgs(e, 2, {"path", "block"}))
+      return;
+    const Expr *pe = arg(e, 0, "path", true);
+    auto path = pe ? string(*pe, "the text file or directory") : std::nullopt;
+    if (!path)
+      return;
+    auto it = inputType;
+    if (!it || !it.getElementType().isInteger(32)) {
+      error(e.loc) << "text() data feeds token ids: the model's input must be "
+                      "i32[B, T], got "
+                   << (it ? shape::str(it) : std::string("none"));
+      return;
+    }
+    const int64_t window = it.getDimSize(1);
+    if (const Expr *be = arg(e, 1, "block", false)) {
+      auto n = integer(*be, "the block (the window of tokens)", 1);
+      if (!n)
+        return;
+      if (*n != window) {
+        error(be->loc) << "block " << *n
+                       << " must be the input's length T = " << window << " ("
+                       << shape::str(it) << ")";
+        return;
+      }
+    }
+    data.kind = DataKind::Text;
+    data.train = *path;
+    return;
+  }
+  error(e.loc)
+      << "unknown dataset '" << e.text
+      << "' (expected mnist, fashion_mnist, idx, csv, synthetic, text)";
 }
 
 /// schedule = cosine(warmup=100, decay_steps=0, min_lr=0), linear(...),
@@ -1658,6 +1769,10 @@ void Gen::genRecipe(const Program &p) {
   }
   if (hadError)
     return;
+  // A text holds out its last tenth unless the recipe says otherwise
+  // (nanoGPT's split).
+  if (data.kind == DataKind::Text && !seen.count("validation"))
+    validation = 0.1;
   if (!opt) {
     Expr sgd(Expr::Kind::Call, p.trainLoc);
     sgd.text = "sgd";
@@ -1722,8 +1837,9 @@ OwningOpRef<ModuleOp> Gen::run(const Program &p) {
   RankedTensorType yt = declaredType(label->type, true);
   if (!xt || !yt)
     return nullptr;
-  if (xt.getElementType() != b.getF32Type()) {
-    error(input->type.loc) << "the input must be f32";
+  if (xt.getElementType().isInteger(32) && xt.getRank() != 2) {
+    error(input->type.loc) << "token ids are i32[" << batchSymbol
+                           << ", T]: a sequence of T per sample";
     return nullptr;
   }
   for (auto [s, t] : {std::pair{input, xt}, std::pair{label, yt}})
@@ -1732,11 +1848,8 @@ OwningOpRef<ModuleOp> Gen::run(const Program &p) {
                          << "' needs a batch dimension first, as in [B, ...]";
       return nullptr;
     }
-  if (yt.getElementType() == b.getI32Type() && yt.getRank() != 1) {
-    error(label->type.loc) << "class labels are i32[" << batchSymbol << "]";
-    return nullptr;
-  }
 
+  inputType = xt;
   b.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(b, loc(input->loc), "forward",
                                    b.getFunctionType({xt, yt}, {}));

@@ -294,6 +294,9 @@ LogicalResult Printer::printOp(Operation *op) {
         case dtcrt::StepArg::Input:
           exprs[s] = "const_cast<float *>(a.x)";
           break;
+        case dtcrt::StepArg::InputIds:
+          exprs[s] = "const_cast<int32_t *>(a.xIds)";
+          break;
         case dtcrt::StepArg::ClassLabels:
           exprs[s] = "a.yClass";
           break;
@@ -661,12 +664,24 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
   auto xt = cast<RankedTensorType>(stepType.getInput(0));
   auto yt = cast<RankedTensorType>(stepType.getInput(1));
   bool classes = yt.getElementType().isInteger(32);
-  int64_t numClasses = 0;
+  int64_t numClasses = 0, ignoreIndex = -100, idLimit = 0;
   eval.walk([&](Operation *op) {
-    if (auto c = dyn_cast<dtcrt::CrossEntropyOp>(op))
+    if (auto c = dyn_cast<dtcrt::CrossEntropyOp>(op)) {
       numClasses = constantOf(c.getClasses());
-    if (auto c = dyn_cast<dtcrt::AccuracyOp>(op))
+      ignoreIndex = constantOf(c.getIgnoreIndex());
+    }
+    if (auto c = dyn_cast<dtcrt::AccuracyOp>(op)) {
       numClasses = constantOf(c.getClasses());
+      ignoreIndex = constantOf(c.getIgnoreIndex());
+    }
+    // The rows of the smallest table the input's ids index.
+    if (auto e = dyn_cast<dtcrt::EmbeddingOp>(op)) {
+      auto arg = e.getIds().getDefiningOp<dtcrt::StepArgOp>();
+      if (arg && arg.getArg() == dtcrt::StepArg::InputIds) {
+        const int64_t num = constantOf(e.getNum());
+        idLimit = idLimit ? std::min(idLimit, num) : num;
+      }
+    }
   });
   int64_t perSample = 0, fixed = 0;
   for (auto f : module.getOps<func::FuncOp>()) {
@@ -677,6 +692,7 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
   const char *dataKind = recipe.getData() == DataKind::IDX         ? "IDX"
                          : recipe.getData() == DataKind::CSV       ? "CSV"
                          : recipe.getData() == DataKind::Synthetic ? "Synthetic"
+                         : recipe.getData() == DataKind::Text      ? "Text"
                                                                    : "None";
   OptimizerKind optKind = opt.getKind();
   os << "static dtc::rt::ModelSpec makeSpec() {\n"
@@ -691,6 +707,10 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
   for (int64_t i = 1; i < xt.getRank(); ++i)
     os << "  s.inputShape[" << i - 1 << "] = " << xt.getDimSize(i) << ";\n";
   os << "  s.inputNumel = " << shape::numElementsPerBatch(xt) << ";\n"
+     << "  s.inputType = dtc::rt::ElementType::"
+     << (xt.getElementType().isInteger(32) ? "I32" : "F32") << ";\n"
+     << "  s.inputIdLimit = " << idLimit << ";\n"
+     << "  s.ignoreIndex = " << ignoreIndex << ";\n"
      << "  s.labelKind = dtc::rt::LabelKind::" << (classes ? "Class" : "Value")
      << ";\n"
      << "  s.labelNumel = " << shape::numElementsPerBatch(yt) << ";\n"

@@ -1,4 +1,4 @@
-//===- DataMovement.cpp - Parameters, views, constants, permutations ------===//
+//===- DataMovement.cpp - Parameters, views, constants, gathers -----------===//
 #include "passes/lowering/Lowering.h"
 
 using namespace mlir;
@@ -51,6 +51,24 @@ void copyPieces(Lowering &l, Value whole, Type wholeType, int64_t axis,
 } // namespace
 
 void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
+  // An embedding gathers rows of its table: ids [...] as [rows].
+  t.add<EmbeddingOp>([](EmbeddingOp op, Lowering &l) {
+    auto ids = op.getIds().getType().getShape();
+    auto w = op.getWeight().getType().getShape();
+    dtcrt::EmbeddingOp::create(l.b, l.loc, l.ptr(op.getWeight()),
+                               l.ptr(op.getIds()), l.size(ids, 0, ids.size()),
+                               l.i64(w[0]), l.i64(w[1]), l.resultBuffer(op));
+    return success();
+  });
+  t.add<EmbeddingGradOp>([](EmbeddingGradOp op, Lowering &l) {
+    auto ids = op.getIds().getType().getShape();
+    auto w = op.getType().getShape();
+    dtcrt::EmbeddingGradOp::create(l.b, l.loc, l.ptr(op.getIds()),
+                                   l.ptr(op.getDy()),
+                                   l.size(ids, 0, ids.size()), l.i64(w[0]),
+                                   l.i64(w[1]), l.resultBuffer(op));
+    return success();
+  });
   // A parameter lives in the persistent block.
   t.add<ParamRefOp>([](ParamRefOp op, Lowering &l) {
     l.map(op, l.persistent(l.placement(op.getParam()).getOffset()));

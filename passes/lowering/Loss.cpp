@@ -6,15 +6,16 @@ using namespace dtc;
 using namespace dtc::lowering;
 
 namespace {
-/// A loss or metric of logits [B, C] against class labels: a scalar.
+/// A loss or metric of logits [N, ..., C] against class labels [N, ...]: a
+/// scalar over the rows of C logits.
 template <typename DtcOp, typename CallOp> void addClassLoss(LoweringTable &t) {
   t.add<DtcOp>([](DtcOp op, Lowering &l) {
     auto s = op.getLogits().getType().getShape();
     Value out = l.resultBuffer(op);
-    Value batch = l.size(s, 0, 1);
-    Value classes = l.size(s, 1, 2);
+    Value rows = l.size(s, 0, s.size() - 1);
+    Value classes = l.i64(s.back());
     CallOp::create(l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()),
-                   batch, classes, out);
+                   rows, classes, l.i64(op.getIgnoreIndex()), out);
     return success();
   });
 }
@@ -26,11 +27,11 @@ void dtc::lowering::populateLossLowerings(LoweringTable &t) {
   t.add<CrossEntropyGradOp>([](CrossEntropyGradOp op, Lowering &l) {
     auto s = op.getLogits().getType().getShape();
     Value out = l.resultBuffer(op);
-    Value batch = l.size(s, 0, 1);
-    Value classes = l.size(s, 1, 2);
-    dtcrt::CrossEntropyGradOp::create(l.b, l.loc, l.ptr(op.getLogits()),
-                                      l.ptr(op.getLabels()), batch, classes,
-                                      l.ptr(op.getDloss()), out);
+    Value rows = l.size(s, 0, s.size() - 1);
+    Value classes = l.i64(s.back());
+    dtcrt::CrossEntropyGradOp::create(
+        l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()), rows, classes,
+        l.i64(op.getIgnoreIndex()), l.ptr(op.getDloss()), out);
     return success();
   });
   t.add<MseOp>([](MseOp op, Lowering &l) {

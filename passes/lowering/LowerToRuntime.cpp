@@ -231,16 +231,20 @@ LogicalResult lowerStep(func::FuncOp step, ModuleOp module,
 
   // The step's arguments: the input, then the labels.
   auto f32Ptr = dtcrt::PtrType::get(ctx, b.getF32Type());
-  l.map(step.getArgument(0),
-        dtcrt::StepArgOp::create(b, l.loc, f32Ptr, dtcrt::StepArg::Input));
+  auto i32Ptr = dtcrt::PtrType::get(ctx, b.getI32Type());
+  Value input = step.getArgument(0);
+  const bool ids =
+      cast<RankedTensorType>(input.getType()).getElementType().isInteger(32);
+  l.map(input, dtcrt::StepArgOp::create(b, l.loc, ids ? i32Ptr : f32Ptr,
+                                        ids ? dtcrt::StepArg::InputIds
+                                            : dtcrt::StepArg::Input));
   Value labels = step.getArgument(1);
   bool classes =
       cast<RankedTensorType>(labels.getType()).getElementType().isInteger(32);
-  l.map(
-      labels,
-      dtcrt::StepArgOp::create(
-          b, l.loc, classes ? dtcrt::PtrType::get(ctx, b.getI32Type()) : f32Ptr,
-          classes ? dtcrt::StepArg::ClassLabels : dtcrt::StepArg::ValueLabels));
+  l.map(labels,
+        dtcrt::StepArgOp::create(b, l.loc, classes ? i32Ptr : f32Ptr,
+                                 classes ? dtcrt::StepArg::ClassLabels
+                                         : dtcrt::StepArg::ValueLabels));
   findFoldedGradients(l);
   const bool traced = dtc->getTracedAttrHelper().isAttrPresent(step);
   bool outputsWritten = false;

@@ -202,7 +202,7 @@ public:
   std::string describe() const override { return fmt::format("cuda:{} ({})", device_, name_); }
   int64_t outputSlots() const override { return slots_; }
 
-  int stage(const Dataset &ds, const int64_t *idx, int64_t n) override {
+  int stage(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw) override {
     if (n > capacity_ || n < 0 || ds.features != features_ || ds.labelWidth != labelWidth_ ||
         (ds.labelKind == LabelKind::Class) != classLabels_)
       throw Error("internal error: batch does not fit its buffer");
@@ -210,7 +210,7 @@ public:
     next_ ^= 1;
     Slot &sl = batches_[handle];
     hostWait(sl.copied, "staging a batch"); // the previous copy out of sl.hostX
-    gatherBatch(ds, idx, n, sl.hostX, sl.hostY);
+    gatherBatch(ds, idx, n, sl.hostX, sl.hostY, draw);
     cudaCheck(cudaStreamWaitEvent(copy_, sl.consumed, 0), "cudaStreamWaitEvent");
     if (n > 0) {
       cudaCheck(cudaMemcpyAsync(sl.x, sl.hostX, size_t(n * features_) * sizeof(float),
@@ -308,7 +308,9 @@ private:
     Slot &sl = batches_[batch];
     cudaCheck(cudaStreamWaitEvent(compute_, sl.copied, 0), "cudaStreamWaitEvent");
     args_.batch = sl.n;
-    args_.x = sl.x;
+    const bool ids = s_.spec.inputType == ElementType::I32;
+    args_.x = ids ? nullptr : sl.x;
+    args_.xIds = ids ? reinterpret_cast<const int32_t *>(sl.x) : nullptr;
     args_.yClass = classLabels_ ? static_cast<const int32_t *>(sl.y) : nullptr;
     args_.yValue = classLabels_ ? nullptr : static_cast<const float *>(sl.y);
     args_.outputs = outputs_ + outSlot * numOutputs_;

@@ -398,13 +398,34 @@ __device__ double blockSumOfWarps(double v, double *sm) {
   return total;
 }
 
+// Rows of labels [0, B) that are not `ignore`, summed over the block (all
+// threads get it).
+__device__ int64_t blockCountedRows(const int32_t *labels, int64_t B, int64_t ignore,
+                                    double *sm) {
+  double n = 0;
+  for (int64_t b = threadIdx.x; b < B; b += blockDim.x)
+    n += labels[b] != ignore;
+  n = warpSum(n);
+  const double total = blockSumOfWarps(n, sm);
+  __shared__ int64_t counted;
+  if (threadIdx.x == 0)
+    counted = int64_t(total);
+  __syncthreads();
+  const int64_t v = counted;
+  __syncthreads(); // sm and counted are free again
+  return v;
+}
+
 __global__ void __launch_bounds__(kLossThreads)
 crossEntropyKernel(const float *logits, const int32_t *labels, int64_t B,
-                                   int64_t C, float *out) {
+                                   int64_t C, int64_t ignore, float *out) {
   __shared__ double sm[32];
+  const int64_t counted = blockCountedRows(labels, B, ignore, sm);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   double acc = 0; // lane 0: this warp's rows
   for (int64_t b = warp; b < B; b += warps) {
+    if (labels[b] == ignore)
+      continue;
     const float *row = logits + b * C;
     float m = -INFINITY;
     for (int64_t c = lane; c < C; c += 32)
@@ -418,19 +439,28 @@ crossEntropyKernel(const float *logits, const int32_t *labels, int64_t B,
       acc += (double(m) + log(double(s))) - double(row[clampLabel(labels[b], C)]);
   }
   const double total = blockSumOfWarps(acc, sm);
-  if (threadIdx.x == 0)
-    *out = B > 0 ? float(total / double(B)) : 0.0f;
+  if (threadIdx.x == 0) // every row ignored: NaN, as torch
+    *out = B > 0 ? float(total / double(counted)) : 0.0f;
 }
 
 __global__ void crossEntropyGradKernel(const float *logits, const int32_t *labels, int64_t B,
-                                       int64_t C, const float *dloss, float *dlogits) {
+                                       int64_t C, int64_t ignore, const float *dloss,
+                                       float *dlogits) {
+  __shared__ double sm[32];
+  // Every block counts the rows itself (B labels: cheap beside B * C logits).
+  const int64_t counted = blockCountedRows(labels, B, ignore, sm);
   const int lane = threadIdx.x & 31;
   const int64_t warpsPerGrid = int64_t(gridDim.x) * (blockDim.x >> 5);
-  const float scale = float(double(dloss[0]) / double(B));
+  const float scale = counted > 0 ? float(double(dloss[0]) / double(counted)) : 0.0f;
   for (int64_t b = int64_t(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); b < B;
        b += warpsPerGrid) {
     const float *row = logits + b * C;
     float *drow = dlogits + b * C;
+    if (labels[b] == ignore) {
+      for (int64_t c = lane; c < C; c += 32)
+        drow[c] = 0.0f;
+      continue;
+    }
     float m = -INFINITY;
     for (int64_t c = lane; c < C; c += 32)
       m = maxOf(m, row[c]);
@@ -471,11 +501,14 @@ __global__ void mseGradKernel(const float *p, const float *t, int64_t n, const f
 
 __global__ void __launch_bounds__(kLossThreads)
 accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
-                               float *out) {
+                               int64_t ignore, float *out) {
   __shared__ double sm[32];
+  const int64_t counted = blockCountedRows(labels, B, ignore, sm);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   double correct = 0; // lane 0
   for (int64_t b = warp; b < B; b += warps) {
+    if (labels[b] == ignore)
+      continue;
     const float *row = logits + b * C;
     float bv = 0;
     int64_t bi = -1; // the first maximum (strict >, as kernels.cpp)
@@ -498,7 +531,33 @@ accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
   }
   const double total = blockSumOfWarps(correct, sm);
   if (threadIdx.x == 0)
-    *out = B > 0 ? float(total / double(B)) : 0.0f;
+    *out = B > 0 ? float(total / double(counted)) : 0.0f;
+}
+
+//===--- embeddings -----------------------------------------------------------===//
+
+// Ids outside the table are clamped (the data sets are checked when loaded).
+__global__ void embeddingKernel(const float *weight, const int32_t *ids, int64_t rows,
+                                int64_t num, int64_t dim, float *out) {
+  for (int64_t i = globalThread(); i < rows * dim; i += gridThreads()) {
+    const int64_t r = i / dim, d = i - r * dim;
+    const int64_t id = ids[r] < 0 ? 0 : ids[r] >= num ? num - 1 : ids[r];
+    out[i] = weight[id * dim + d];
+  }
+}
+
+// One thread per column adds every row in row order: deterministic, as the
+// CPU kernel (no atomics), coalesced across the columns of a row.
+constexpr int kEmbeddingGradThreads = 128;
+__global__ void embeddingGradKernel(const int32_t *ids, const float *dy, int64_t rows,
+                                    int64_t num, int64_t dim, float *dweight) {
+  const int64_t d = globalThread();
+  if (d >= dim)
+    return;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t id = ids[r] < 0 ? 0 : ids[r] >= num ? num - 1 : ids[r];
+    dweight[id * dim + d] += dy[r * dim + d];
+  }
 }
 
 //===--- optimizer updates ----------------------------------------------------===//
@@ -742,22 +801,24 @@ void logSoftmaxGrad(const rt::DeviceContext &c, const float *y, const float *dy,
 }
 
 void crossEntropy(const rt::DeviceContext &c, const float *logits, const int32_t *labels,
-                  int64_t B, int64_t C, float *out) {
+                  int64_t B, int64_t C, int64_t ignore, float *out) {
   if (C <= 0)
     B = 0; // no rows to read: writes 0
-  crossEntropyKernel<<<1, kLossThreads, 0, c.stream>>>(logits, labels, B, C, out);
+  crossEntropyKernel<<<1, kLossThreads, 0, c.stream>>>(logits, labels, B, C, ignore, out);
   checkLaunch("crossEntropy");
 }
 
 void crossEntropyGrad(const rt::DeviceContext &c, const float *logits, const int32_t *labels,
-                      int64_t B, int64_t C, const float *dloss, float *dlogits) {
+                      int64_t B, int64_t C, int64_t ignore, const float *dloss,
+                      float *dlogits) {
   if (B <= 0 || C <= 0)
     return;
   constexpr int rowsPerBlock = kThreads / 32;
   const unsigned blocks =
       unsigned(std::max<int64_t>(1, std::min<int64_t>((B + rowsPerBlock - 1) / rowsPerBlock,
                                                       kMaxBlocks)));
-  crossEntropyGradKernel<<<blocks, kThreads, 0, c.stream>>>(logits, labels, B, C, dloss, dlogits);
+  crossEntropyGradKernel<<<blocks, kThreads, 0, c.stream>>>(logits, labels, B, C, ignore, dloss,
+                                                            dlogits);
   checkLaunch("crossEntropyGrad");
 }
 
@@ -775,11 +836,33 @@ void mseGrad(const rt::DeviceContext &c, const float *p, const float *t, int64_t
 }
 
 void accuracy(const rt::DeviceContext &c, const float *logits, const int32_t *labels, int64_t B,
-              int64_t C, float *out) {
+              int64_t C, int64_t ignore, float *out) {
   if (C <= 0)
     B = 0;
-  accuracyKernel<<<1, kLossThreads, 0, c.stream>>>(logits, labels, B, C, out);
+  accuracyKernel<<<1, kLossThreads, 0, c.stream>>>(logits, labels, B, C, ignore, out);
   checkLaunch("accuracy");
+}
+
+void embedding(const rt::DeviceContext &c, const float *weight, const int32_t *ids, int64_t rows,
+               int64_t num, int64_t dim, float *out) {
+  if (rows <= 0 || dim <= 0)
+    return;
+  embeddingKernel<<<gridFor(rows * dim), kThreads, 0, c.stream>>>(weight, ids, rows, num, dim,
+                                                                  out);
+  checkLaunch("embedding");
+}
+
+void embeddingGrad(const rt::DeviceContext &c, const int32_t *ids, const float *dy, int64_t rows,
+                   int64_t num, int64_t dim, float *dweight) {
+  if (num <= 0 || dim <= 0)
+    return;
+  fillKernel<<<gridFor(num * dim), kThreads, 0, c.stream>>>(dweight, num * dim, 0.0f);
+  checkLaunch("embeddingGrad (zeroing)");
+  if (rows <= 0)
+    return;
+  embeddingGradKernel<<<gridFor(dim, kEmbeddingGradThreads), kEmbeddingGradThreads, 0,
+                        c.stream>>>(ids, dy, rows, num, dim, dweight);
+  checkLaunch("embeddingGrad");
 }
 
 void fill(const rt::DeviceContext &c, float *x, int64_t n, float v) {

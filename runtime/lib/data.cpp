@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <filesystem>
 #include <optional>
 #include <unistd.h>
 #include <sys/mman.h>
@@ -346,6 +347,93 @@ Dataset readCsv(const std::string &path, LabelKind kind, int64_t labelWidth,
   return ds;
 }
 
+//===--- Text --------------------------------------------------------------===//
+
+int64_t TokenText::windowStart(int64_t i, uint64_t draw) const {
+  if (draw == 0)
+    return begin + i * window;
+  // One of the end - begin - window starts whose window and labels fit.
+  const uint64_t starts = uint64_t(end - begin - window);
+  return begin + int64_t(mixSeed(draw, uint64_t(i)) % starts);
+}
+
+std::string TokenText::where(int64_t t) const {
+  const File *f = nullptr;
+  for (const File &file : *files)
+    if (file.begin <= t)
+      f = &file;
+  if (!f)
+    return fmt::format("byte {}", t);
+  return fmt::format("{}: byte {}", f->path, t - f->begin);
+}
+
+uint64_t windowDraw(uint64_t seed, int64_t epoch) {
+  return mixSeed(mixSeed(seed, 0x77696e646f7773ULL), uint64_t(epoch)) | 1;
+}
+
+Dataset readText(const std::string &path, int64_t window, std::vector<std::string> *notes) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec)
+    cannotOpen(path, ec.value());
+  auto bytes = std::make_shared<std::string>();
+  auto files = std::make_shared<std::vector<TokenText::File>>();
+  if (fs::is_directory(st)) {
+    // Every regular file under it, in the order of their paths.
+    std::vector<std::string> paths;
+    int64_t links = 0;
+    for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      if (it->is_symlink(ec))
+        ++links;
+      else if (it->is_regular_file(ec))
+        paths.push_back(it->path().string());
+    }
+    if (ec)
+      throw Error(fmt::format("cannot read the text directory '{}': {}", path, ec.message()));
+    std::sort(paths.begin(), paths.end());
+    std::vector<std::string> binary;
+    for (const std::string &p : paths) {
+      std::string data = readWholeFile(p, "text file");
+      if (data.find('\0') != std::string::npos) {
+        binary.push_back(fs::path(p).filename().string());
+        continue;
+      }
+      files->push_back({p, int64_t(bytes->size())});
+      bytes->append(data);
+    }
+    if (notes && (!binary.empty() || links > 0))
+      notes->push_back(fmt::format(
+          "text '{}': read {} files; skipped {} binary files (with a NUL byte{}) and {} "
+          "symbolic links",
+          path, files->size(), binary.size(),
+          binary.empty() ? "" : fmt::format(", as {}", binary.front()), links));
+    if (files->empty())
+      throw Error(fmt::format("the text directory '{}' has no text files", path));
+  } else {
+    *bytes = readWholeFile(path, "text file");
+    files->push_back({path, 0});
+  }
+  const int64_t n = int64_t(bytes->size());
+  if (n < window + 1)
+    throw Error(fmt::format("text '{}' has {} bytes, fewer than one window of {} tokens and "
+                            "the label after its last ({})",
+                            path, n, window, window + 1));
+  Dataset ds;
+  ds.source = path;
+  ds.labelKind = LabelKind::Class;
+  ds.features = window;
+  ds.labelWidth = window;
+  ds.text.bytes = std::move(bytes);
+  ds.text.files = std::move(files);
+  ds.text.begin = 0;
+  ds.text.end = n;
+  ds.text.window = window;
+  ds.size = ds.text.windows();
+  return ds;
+}
+
 Dataset makeSynthetic(const ModelSpec &spec, int64_t size, uint64_t seed,
                       uint64_t stream) {
   const bool isClass = spec.labelKind == LabelKind::Class;
@@ -406,7 +494,52 @@ Dataset makeSynthetic(const ModelSpec &spec, int64_t size, uint64_t seed,
   return ds;
 }
 
+namespace {
+// Text: the window must be the input's length, every token an id of the
+// model's embeddings and a class of its loss (a label equal to the ignore
+// index aside); the first token that is not names its file and offset.
+void checkText(const Dataset &ds, const ModelSpec &spec) {
+  if (spec.inputType != ElementType::I32 || spec.inputRank != 1)
+    throw Error(fmt::format("dataset '{}' is text, token ids [B, T], but model '{}' takes "
+                            "{} features{}",
+                            ds.source, spec.name,
+                            spec.inputType == ElementType::I32 ? "i32" : "f32",
+                            spec.inputType == ElementType::I32
+                                ? fmt::format(" of rank {}", spec.inputRank + 1)
+                                : ""));
+  if (spec.labelKind != LabelKind::Class || spec.labelNumel != ds.features)
+    throw Error(fmt::format("dataset '{}' is text: its labels are the next token of each "
+                            "input token, i32[B, {}], but model '{}' expects {} labels",
+                            ds.source, ds.features, spec.name,
+                            spec.labelKind == LabelKind::Class
+                                ? fmt::format("{} class", spec.labelNumel)
+                                : std::string("value")));
+  const auto *bytes = reinterpret_cast<const unsigned char *>(ds.text.bytes->data());
+  const int64_t idLimit = spec.inputIdLimit > 0 ? spec.inputIdLimit : 256;
+  const int64_t classes = spec.numClasses > 0 ? spec.numClasses : 256;
+  if (idLimit >= 256 && classes >= 256)
+    return;
+  for (int64_t t = ds.text.begin; t < ds.text.end; ++t) {
+    const int64_t v = bytes[t];
+    if (t < ds.text.end - 1 && v >= idLimit)
+      throw Error(fmt::format("text {}: token {} is outside the {} rows of the model's "
+                              "embedding [0, {})",
+                              ds.text.where(t), v, idLimit, idLimit));
+    if (t > ds.text.begin && v >= classes && v != spec.ignoreIndex)
+      throw Error(fmt::format("text {}: token {} (the label of the token before it) is "
+                              "outside the model's {} classes [0, {})",
+                              ds.text.where(t), v, classes, classes));
+  }
+}
+} // namespace
+
 void checkDataset(const Dataset &ds, const ModelSpec &spec) {
+  if (ds.isText())
+    return checkText(ds, spec);
+  if (spec.inputType == ElementType::I32)
+    throw Error(fmt::format("model '{}' takes i32 token ids: its data is text (the recipe's "
+                            "text(\"PATH\") or --data text:PATH), not '{}'",
+                            spec.name, ds.source));
   if (ds.features != spec.inputNumel)
     throw Error(fmt::format("dataset '{}' has {} features per sample but model '{}' takes {}",
                             ds.source, ds.features, spec.name, spec.inputNumel));
@@ -414,13 +547,16 @@ void checkDataset(const Dataset &ds, const ModelSpec &spec) {
     throw Error(fmt::format("dataset '{}' has {} labels but model '{}' expects {} labels",
                             ds.source, ds.labelKind == LabelKind::Class ? "class" : "value",
                             spec.name, spec.labelKind == LabelKind::Class ? "class" : "value"));
-  if (spec.labelKind == LabelKind::Value && ds.labelWidth != spec.labelNumel)
-    throw Error(fmt::format("dataset '{}' has {} label values per sample but model '{}' "
+  if (ds.labelWidth != spec.labelNumel)
+    throw Error(fmt::format("dataset '{}' has {} label {} per sample but model '{}' "
                             "expects {}",
-                            ds.source, ds.labelWidth, spec.name, spec.labelNumel));
+                            ds.source, ds.labelWidth,
+                            spec.labelKind == LabelKind::Class ? "classes" : "values",
+                            spec.name, spec.labelNumel));
   if (spec.labelKind == LabelKind::Class)
     for (int64_t i = 0; i < ds.size; ++i)
-      if (ds.yClass[i] < 0 || ds.yClass[i] >= spec.numClasses)
+      if ((ds.yClass[i] < 0 || ds.yClass[i] >= spec.numClasses) &&
+          ds.yClass[i] != spec.ignoreIndex)
         throw Error(fmt::format("dataset '{}' {}: label {} is outside the model's {} classes "
                                 "[0, {})",
                                 ds.source, ds.where(i), ds.yClass[i], spec.numClasses,
@@ -428,6 +564,8 @@ void checkDataset(const Dataset &ds, const ModelSpec &spec) {
 }
 
 std::string Dataset::where(int64_t i) const {
+  if (isText())
+    return fmt::format("window {} ({})", i, text.where(text.windowStart(i, 0)));
   if (size_t(i) < lines.size())
     return fmt::format("line {}", lines[size_t(i)]);
   return fmt::format("sample {}", i);
@@ -441,6 +579,8 @@ std::string DataSource::describe() const {
     return testPath.empty() ? trainPath : trainPath + "," + testPath;
   case DatasetKind::Synthetic:
     return "synthetic";
+  case DatasetKind::Text:
+    return "text:" + trainPath;
   case DatasetKind::None:
     break;
   }
@@ -477,6 +617,9 @@ DataSplits loadData(const DataSource &src, const ModelSpec &spec) {
     d.train = makeSynthetic(spec, src.trainSize, src.seed, 0);
     d.test = makeSynthetic(spec, src.testSize, src.seed, 1);
     break;
+  case DatasetKind::Text:
+    d.train = readText(src.trainPath, spec.inputNumel, &d.notes);
+    break;
   case DatasetKind::None:
     throw Error(fmt::format("model '{}' has no dataset in its recipe; pass --data PATH",
                             spec.name));
@@ -489,6 +632,20 @@ DataSplits loadData(const DataSource &src, const ModelSpec &spec) {
   if (src.validation > 0) {
     // The training set's last samples, as Keras' validation_split takes
     // them: the same whatever the seed, so a resumed run holds out the same.
+    if (d.train.isText()) {
+      // The end of the text; each part holds a window at least.
+      const TokenText &t = d.train.text;
+      const int64_t tokens = t.end - t.begin, w = t.window;
+      const int64_t count = int64_t(std::floor(src.validation * double(tokens)));
+      if (count < w + 1 || tokens - count < w + 1)
+        throw Error(fmt::format("validation {} of the {} tokens of text '{}' holds out {} of "
+                                "them; training and validation need one window of {} tokens "
+                                "and its last label ({}) each",
+                                src.validation, tokens, d.train.source, count, w, w + 1));
+      d.validation = splitOffTail(
+          d.train, count, fmt::format("the last {} tokens of {}", count, d.train.source));
+      return d;
+    }
     const int64_t count = int64_t(std::floor(src.validation * double(d.train.size)));
     if (count < 1 || count >= d.train.size)
       throw Error(fmt::format("validation {} of the {} training samples of '{}' holds out {} "
@@ -507,6 +664,13 @@ Dataset splitOffTail(Dataset &ds, int64_t count, const std::string &source) {
   v.labelKind = ds.labelKind;
   v.labelWidth = ds.labelWidth;
   v.features = ds.features;
+  if (ds.isText()) { // count tokens
+    v.text = ds.text;
+    v.text.begin = ds.text.end = ds.text.end - count;
+    v.size = v.text.windows();
+    ds.size = ds.text.windows();
+    return v;
+  }
   v.size = count;
   const int64_t keep = ds.size - count;
   v.x = ds.x.slice(size_t(keep * ds.features), size_t(ds.size * ds.features));
@@ -536,6 +700,15 @@ uint64_t fnv1a(const void *data, size_t n, uint64_t h) {
 
 uint64_t datasetDigest(const Dataset &ds) {
   uint64_t h = fnv1a(&ds.size, sizeof ds.size);
+  if (ds.isText()) {
+    const TokenText &t = ds.text;
+    h = fnv1a(&t.window, sizeof t.window, h);
+    const int64_t samples = std::min<int64_t>(ds.size, 64);
+    for (int64_t j = 0; j < samples; ++j)
+      h = fnv1a(t.bytes->data() + t.windowStart(j * ds.size / samples, 0),
+                size_t(t.window + 1), h);
+    return h;
+  }
   const int64_t samples = std::min<int64_t>(ds.size, 64);
   for (int64_t j = 0; j < samples; ++j) {
     const int64_t i = j * ds.size / samples;

@@ -108,6 +108,34 @@ private:
   size_t viewSize_ = 0;
 };
 
+// Text data (DatasetKind::Text): bytes as tokens 0..255, the tokens of one
+// split (bytes [begin, end) of the whole text), cut into windows of
+// `window` tokens: a sample's input is a window and its labels the token
+// after each. An epoch has windows() samples. Window i starts at token
+// begin + i * window (consecutive windows, --shuffle off, and evaluation);
+// in an epoch of training with --shuffle on at a token drawn from the
+// epoch's draw (windowDraw) and i, anywhere from begin to end - window - 1
+// (nanoGPT's get_batch): reproducible, different for every window of an
+// epoch's order, so for every rank.
+struct TokenText {
+  struct File {
+    std::string path;
+    int64_t begin; // its first byte in the whole text
+  };
+  std::shared_ptr<const std::string> bytes; // every file, one after the other
+  std::shared_ptr<const std::vector<File>> files; // in that order
+  int64_t begin = 0, end = 0, window = 0;
+
+  int64_t windows() const { return window > 0 ? (end - begin - 1) / window : 0; }
+  // The first token of window i (draw 0: consecutive windows).
+  int64_t windowStart(int64_t i, uint64_t draw) const;
+  // "PATH: byte N" of token t of the whole text, for messages.
+  std::string where(int64_t t) const;
+};
+
+// The draw of an epoch's random windows (never 0).
+uint64_t windowDraw(uint64_t seed, int64_t epoch);
+
 struct Dataset {
   std::string source; // file or description, for messages
   int64_t size = 0;
@@ -118,6 +146,8 @@ struct Dataset {
   std::vector<int32_t> yClass;
   std::vector<float> yValue;
   std::vector<int64_t> lines; // CSV: the line of each sample (for messages)
+  TokenText text;             // Text: the tokens (x and yClass empty)
+  bool isText() const { return text.window > 0; }
   // "line 12" (CSV) or "sample 11" (0-based), for messages.
   std::string where(int64_t i) const;
 };
@@ -130,6 +160,8 @@ struct DataSource {
   int64_t trainSize = 0, testSize = 0; // Synthetic
   uint64_t seed = 0;                   // Synthetic: seeds the teacher and samples
   std::string cacheDir;                // IDX: the decoded-data cache ("": off; data_cache.h)
+  // Text: trainPath, a file or a directory (its files in name order,
+  // recursively; symbolic links and binary files, with a NUL byte, skipped).
   double validation = 0;               // the fraction of the training set held out (its end)
   std::string describe() const;        // for the header line
 };
@@ -153,6 +185,10 @@ std::string idxFile(const std::string &dir, const std::string &name);
 Dataset readCsv(const std::string &path, LabelKind kind, int64_t labelWidth,
                 int64_t features);
 
+// Text: the bytes of a file or of a directory's files (see DataSource),
+// windows of `window` tokens; notes gets what was skipped.
+Dataset readText(const std::string &path, int64_t window, std::vector<std::string> *notes);
+
 // Gaussian features labelled by a fixed random linear "teacher" (Class:
 // argmax over numClasses; Value: linear map + small noise). `stream` selects
 // disjoint samples (0: train, 1: test) from the same teacher.
@@ -164,7 +200,8 @@ Dataset makeSynthetic(const ModelSpec &spec, int64_t size, uint64_t seed,
 void checkDataset(const Dataset &ds, const ModelSpec &spec);
 
 // The last `count` samples of ds as a data set of their own, removed from
-// ds (features shared, not copied; labels and line numbers copied).
+// ds (features shared, not copied; labels and line numbers copied). Text:
+// the last `count` tokens.
 Dataset splitOffTail(Dataset &ds, int64_t count, const std::string &source);
 
 // Loads and checks both splits, then holds out the validation samples.

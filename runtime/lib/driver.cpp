@@ -57,12 +57,18 @@ void printHeader(const Session &s, const Executor &exec, const DeviceChoice &dev
   const std::string validation =
       s.data.validation.size > 0 ? fmt::format("{} validation, ", s.data.validation.size) : "";
   const std::string schedule = describeSchedule(o.schedule);
-  fmt::print("model {} params {} batch {} epochs {} optimizer {}{} data {} ({} train, {}{} test "
-             "samples) ranks {} backend {}{}\n",
+  // A text's samples are windows of tokens (and it has no test split).
+  const std::string sizes =
+      s.data.train.isText()
+          ? fmt::format("{} train, {}windows of {} tokens", s.data.train.size, validation,
+                        s.data.train.text.window)
+          : fmt::format("{} train, {}{} test samples", s.data.train.size, validation,
+                        s.data.test.size);
+  fmt::print("model {} params {} batch {} epochs {} optimizer {}{} data {} ({}) ranks {} "
+             "backend {}{}\n",
              s.spec.name, countParams(s.spec), o.batch, o.epochs,
              optimizerDescription(s.spec, o.lr), schedule.empty() ? "" : " schedule " + schedule,
-             o.data.describe(), s.data.train.size,
-             validation, s.data.test.size, s.comm.size(), s.comm.backend(), where);
+             o.data.describe(), sizes, s.comm.size(), s.comm.backend(), where);
   std::fflush(stdout);
 }
 

@@ -22,8 +22,8 @@ public:
   std::string describe() const override { return "cpu"; }
   int64_t outputSlots() const override { return 1; }
 
-  int stage(const Dataset &ds, const int64_t *idx, int64_t n) override {
-    s_.loadBatch(ds, idx, n);
+  int stage(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw) override {
+    s_.loadBatch(ds, idx, n, draw);
     return 0;
   }
   void train(int, int64_t, float gradSeed) override {

@@ -39,10 +39,10 @@ public:
   virtual int64_t outputSlots() const = 0;
 
   // Copies samples idx[0..n) of ds into a batch slot and returns it (idx is
-  // read before stage returns). There are two slots, used in turn: staging
+  // read before stage returns; draw: a text's random windows, gatherBatch's). There are two slots, used in turn: staging
   // a batch while the step on the other one runs overlaps the copy with the
   // step on a device; a handle is valid until the second stage after it.
-  virtual int stage(const Dataset &ds, const int64_t *idx, int64_t n) = 0;
+  virtual int stage(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw = 0) = 0;
   // trainStep on staged batch `batch`, outputs to slot `outSlot`.
   virtual void train(int batch, int64_t outSlot, float gradSeed) = 0;
   // evalStep on staged batch `batch`, outputs to slot `outSlot`.

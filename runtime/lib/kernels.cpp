@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace dtc::kern {
 namespace {
@@ -31,10 +32,11 @@ constexpr int32_t kMaxRank = 6;
   std::exit(1);
 }
 
-// Class labels come from the data set; one outside [0, C) is a user error.
-void checkLabels(const int32_t *labels, int64_t B, int64_t C) {
+// Class labels come from the data set, which was checked when it was loaded;
+// one outside [0, C) that is not the ignore index is still a user error.
+void checkLabels(const int32_t *labels, int64_t B, int64_t C, int64_t ignore) {
   for (int64_t b = 0; b < B; ++b)
-    if (labels[b] < 0 || labels[b] >= C) {
+    if ((labels[b] < 0 || labels[b] >= C) && labels[b] != ignore) {
       std::fflush(stdout);
       std::fprintf(stderr,
                    "train: error: label %d in row %lld is outside the class "
@@ -42,6 +44,24 @@ void checkLabels(const int32_t *labels, int64_t B, int64_t C) {
                    labels[b], static_cast<long long>(b), static_cast<long long>(C));
       std::exit(1);
     }
+}
+
+// The class losses and metrics go over rows in blocks of kLossRows: each
+// block's sum in double, the blocks' sums added in block order, so the
+// result is the same at any --threads.
+constexpr int64_t kLossRows = 64;
+
+// fn(block, begin, end) over the row blocks of [0, B).
+template <class F> void forLossBlocks(int64_t B, int64_t C, const F &fn) {
+  rt::parallelForRowBlocks(B, kLossRows, C, fn);
+}
+
+// Rows of labels [0, B) that are not `ignore`.
+int64_t countedRows(const int32_t *labels, int64_t B, int64_t ignore) {
+  int64_t n = 0;
+  for (int64_t b = 0; b < B; ++b)
+    n += labels[b] != ignore;
+  return n;
 }
 
 void contiguousStrides(int32_t rank, const int64_t *shape, int64_t *strides) {
@@ -384,36 +404,56 @@ void logSoftmaxGrad(const rt::HostContext &, const float *y, const float *dy, fl
 }
 
 void crossEntropy(const rt::HostContext &, const float *logits, const int32_t *labels,
-                  int64_t B, int64_t C, float *out) {
-  checkLabels(labels, B, C);
+                  int64_t B, int64_t C, int64_t ignore, float *out) {
+  checkLabels(labels, B, C, ignore);
   if (B <= 0) {
     out[0] = 0.0f;
     return;
   }
+  const int64_t blocks = (B + kLossRows - 1) / kLossRows;
+  std::vector<double> sums(size_t(blocks), 0.0);
+  forLossBlocks(B, C, [&](int64_t block, int64_t begin, int64_t end) {
+    double total = 0;
+    for (int64_t b = begin; b < end; ++b) {
+      if (labels[b] == ignore)
+        continue;
+      const float *row = logits + b * C;
+      RowLse r = rowLse(row, C);
+      total += (r.max + std::log(r.sumExp)) - row[labels[b]];
+    }
+    sums[size_t(block)] = total;
+  });
   double total = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    const float *row = logits + b * C;
-    RowLse r = rowLse(row, C);
-    total += (r.max + std::log(r.sumExp)) - row[labels[b]];
-  }
-  out[0] = static_cast<float>(total / B);
+  for (double v : sums)
+    total += v;
+  // Every row ignored: 0 / 0, NaN, as torch.
+  out[0] = static_cast<float>(total / double(countedRows(labels, B, ignore)));
 }
 
 void crossEntropyGrad(const rt::HostContext &, const float *logits, const int32_t *labels,
-                      int64_t B, int64_t C, const float *dloss, float *dlogits) {
-  checkLabels(labels, B, C);
+                      int64_t B, int64_t C, int64_t ignore, const float *dloss,
+                      float *dlogits) {
+  checkLabels(labels, B, C, ignore);
   if (B <= 0)
     return;
-  const float scale = static_cast<float>(dloss[0] / static_cast<double>(B));
-  for (int64_t b = 0; b < B; ++b) {
-    const float *row = logits + b * C;
-    float *drow = dlogits + b * C;
-    RowLse r = rowLse(row, C);
-    const float k = static_cast<float>(scale / r.sumExp);
-    for (int64_t c = 0; c < C; ++c)
-      drow[c] = k * std::exp(row[c] - r.max);
-    drow[labels[b]] -= scale;
-  }
+  const int64_t counted = countedRows(labels, B, ignore);
+  const float scale =
+      counted > 0 ? static_cast<float>(dloss[0] / static_cast<double>(counted)) : 0.0f;
+  forLossBlocks(B, C, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const float *row = logits + b * C;
+      float *drow = dlogits + b * C;
+      if (labels[b] == ignore) {
+        std::fill(drow, drow + C, 0.0f);
+        continue;
+      }
+      RowLse r = rowLse(row, C);
+      const float k = static_cast<float>(scale / r.sumExp);
+      for (int64_t c = 0; c < C; ++c)
+        drow[c] = k * std::exp(row[c] - r.max);
+      drow[labels[b]] -= scale;
+    }
+  });
 }
 
 void mse(const rt::HostContext &, const float *p, const float *t, int64_t n, float *out) {
@@ -439,14 +479,16 @@ void mseGrad(const rt::HostContext &, const float *p, const float *t, int64_t n,
 }
 
 void accuracy(const rt::HostContext &, const float *logits, const int32_t *labels, int64_t B,
-              int64_t C, float *out) {
-  checkLabels(labels, B, C);
+              int64_t C, int64_t ignore, float *out) {
+  checkLabels(labels, B, C, ignore);
   if (B <= 0) {
     out[0] = 0.0f;
     return;
   }
   int64_t correct = 0;
   for (int64_t b = 0; b < B; ++b) {
+    if (labels[b] == ignore)
+      continue;
     const float *row = logits + b * C;
     int64_t best = 0;
     for (int64_t c = 1; c < C; ++c)
@@ -454,7 +496,39 @@ void accuracy(const rt::HostContext &, const float *logits, const int32_t *label
         best = c;
     correct += best == labels[b];
   }
-  out[0] = static_cast<float>(double(correct) / double(B));
+  out[0] = static_cast<float>(double(correct) / double(countedRows(labels, B, ignore)));
+}
+
+void embedding(const rt::HostContext &, const float *weight, const int32_t *ids, int64_t rows,
+               int64_t num, int64_t dim, float *out) {
+  rt::parallelFor(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, dim)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r) {
+                  const int64_t id = ids[r];
+                  if (id < 0 || id >= num)
+                    fatal("embedding: an id outside the table (the data is checked when "
+                          "loaded)");
+                  std::memcpy(out + r * dim, weight + id * dim, size_t(dim) * sizeof(float));
+                }
+              });
+}
+
+void embeddingGrad(const rt::HostContext &, const int32_t *ids, const float *dy, int64_t rows,
+                   int64_t num, int64_t dim, float *dweight) {
+  // Each thread owns a range of columns and adds the rows in their order:
+  // the sums are the same at any --threads.
+  for (int64_t r = 0; r < rows; ++r)
+    if (ids[r] < 0 || ids[r] >= num)
+      fatal("embedding_grad: an id outside the table (the data is checked when loaded)");
+  std::memset(dweight, 0, size_t(num * dim) * sizeof(float));
+  rt::parallelFor(dim, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float *to = dweight + int64_t(ids[r]) * dim;
+      const float *from = dy + r * dim;
+      for (int64_t d = begin; d < end; ++d)
+        to[d] += from[d];
+    }
+  });
 }
 
 void fill(const rt::HostContext &, float *x, int64_t n, float v) {

@@ -206,12 +206,7 @@ void gradCoefficientsOf(const double *total, int64_t C, double count, const floa
 
 // Rows [begin, end) of blocks over the cores: fn(block, firstRow, endRow).
 template <class F> void overRowBlocks(int64_t rows, int64_t channels, const F &fn) {
-  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
-  const int64_t minBlocks = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, kRowBlock * channels));
-  rt::parallelFor(blocks, minBlocks, [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b)
-      fn(b, b * kRowBlock, std::min(rows, (b + 1) * kRowBlock));
-  });
+  rt::parallelForRowBlocks(rows, kRowBlock, channels, fn);
 }
 // out[s * channels + c] = sum over blocks, in order, of slot (b, c, s).
 void blockSums(const std::vector<double> &table, int64_t blocks, int64_t channels, int S,

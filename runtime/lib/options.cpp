@@ -46,7 +46,8 @@ template <class T> bool parseAs(const std::string &text, T &value) {
 
 // --data PATH: a directory is IDX; existing files are CSV ("train[,test]");
 // a path that does not exist keeps the recipe's kind (so the error names the
-// file that was expected), defaulting to CSV.
+// file that was expected), defaulting to CSV. text:PATH, or any PATH when
+// the recipe's data is text: a text file or directory.
 void applyDataOption(const std::string &arg, DataSource &src) {
   // synthetic[:TRAIN[,TEST]]: generated data whatever the recipe says.
   if (arg.rfind("synthetic", 0) == 0 &&
@@ -68,6 +69,12 @@ void applyDataOption(const std::string &arg, DataSource &src) {
       src.trainSize = train;
       src.testSize = test;
     }
+    return;
+  }
+  if (arg.rfind("text:", 0) == 0 || src.kind == DatasetKind::Text) {
+    src.kind = DatasetKind::Text;
+    src.trainPath = arg.rfind("text:", 0) == 0 ? arg.substr(5) : arg;
+    src.testPath.clear();
     return;
   }
   const bool recipeHasFiles = src.kind == DatasetKind::IDX || src.kind == DatasetKind::CSV;
@@ -200,7 +207,8 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
   std::string data, shuffle = "on", progress = "auto", eval = "on", comm = "auto",
                     device = "auto", tf32 = "off", overlap = "auto";
   app.add_option("--data", data,
-                 "Data set: an IDX directory, train.csv[,test.csv], or synthetic[:TRAIN[,TEST]]")
+                 "Data set: an IDX directory, train.csv[,test.csv], text:PATH (a file or directory), or "
+                 "synthetic[:TRAIN[,TEST]]")
       ->type_name("PATH")
       ->check(nonEmpty())
       ->default_str(out.data.describe());

@@ -41,4 +41,20 @@ template <class F> void parallelFor(int64_t n, int64_t minPerThread, const F &f)
       const_cast<F *>(&f));
 }
 
+// Rows [0, rows) in fixed blocks of blockRows, fn(block, firstRow, endRow)
+// per block, the blocks split over the threads when there is enough work
+// (rows of `width` elements, about 16K elements per thread at least): the
+// blocks do not depend on the thread count, so per-block partial sums added
+// in block order give the same bits at any --threads.
+template <class F>
+void parallelForRowBlocks(int64_t rows, int64_t blockRows, int64_t width, const F &fn) {
+  const int64_t blocks = (rows + blockRows - 1) / blockRows;
+  const int64_t work = blockRows * (width > 1 ? width : 1);
+  const int64_t minBlocks = work >= 16384 ? 1 : 16384 / work;
+  parallelFor(blocks, minBlocks, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b)
+      fn(b, b * blockRows, (b + 1) * blockRows < rows ? (b + 1) * blockRows : rows);
+  });
+}
+
 } // namespace dtc::rt

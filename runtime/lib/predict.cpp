@@ -150,6 +150,10 @@ bool isIdx(const std::string &path) {
 } // namespace
 
 Dataset readPredictInputs(const std::string &path, const ModelSpec &spec) {
+  if (spec.inputType == ElementType::I32)
+    throw Error(fmt::format("--predict reads features (IDX, .npy, CSV), but model '{}' takes "
+                            "token ids",
+                            spec.name));
   Dataset ds;
   if (endsWith(path, ".npy")) {
     ds = readNpy(path, spec.inputNumel);

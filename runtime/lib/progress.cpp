@@ -15,7 +15,8 @@ constexpr auto kLineInterval = std::chrono::seconds(5);
 constexpr int kBarWidth = 30;
 } // namespace
 
-Progress::Progress(ProgressMode mode, int64_t epochs, bool launched) : epochs_(epochs) {
+Progress::Progress(ProgressMode mode, int64_t epochs, bool launched, int64_t tokensPerSample)
+    : epochs_(epochs), tokensPerSample_(tokensPerSample) {
   switch (mode) {
   case ProgressMode::Off:
     kind_ = Kind::Off;
@@ -35,8 +36,10 @@ void Progress::beginEpoch(int64_t epoch, int64_t steps) {
   last_ = std::chrono::steady_clock::now();
 }
 
-void Progress::update(int64_t step, double loss, double imagesPerSec) {
+void Progress::update(int64_t step, double loss, double samplesPerSec) {
   const auto now = std::chrono::steady_clock::now();
+  const char *unit = tokensPerSample_ > 0 ? "tokens/s" : "images/s";
+  const double rate = samplesPerSec * double(tokensPerSample_ > 0 ? tokensPerSample_ : 1);
   const bool final = step == steps_;
   switch (kind_) {
   case Kind::Off:
@@ -44,8 +47,8 @@ void Progress::update(int64_t step, double loss, double imagesPerSec) {
   case Kind::Lines:
     if (final || now - last_ < kLineInterval) // the epoch line follows the final step
       return;
-    fmt::print("progress epoch {}/{} step {}/{} loss {:.4f} images/s {:.0f}\n", epoch_,
-               epochs_, step, steps_, loss, imagesPerSec);
+    fmt::print("progress epoch {}/{} step {}/{} loss {:.4f} {} {:.0f}\n", epoch_, epochs_, step,
+               steps_, loss, unit, rate);
     break;
   case Kind::Bar: {
     if (!final && now - last_ < kBarInterval)
@@ -55,8 +58,8 @@ void Progress::update(int64_t step, double loss, double imagesPerSec) {
     if (filled < kBarWidth)
       bar += '>';
     bar.resize(kBarWidth, ' ');
-    fmt::print("\repoch {}/{} [{}] {}/{} loss {:.4f} {:.0f} images/s\x1b[K", epoch_, epochs_,
-               bar, step, steps_, loss, imagesPerSec);
+    fmt::print("\repoch {}/{} [{}] {}/{} loss {:.4f} {:.0f} {}\x1b[K", epoch_, epochs_, bar,
+               step, steps_, loss, rate, unit);
     drawn_ = true;
     break;
   }

@@ -73,13 +73,28 @@ float Sampler::gradSeed(int64_t b) const {
 
 BatchBuffer::BatchBuffer(int64_t capacity, const Dataset &like)
     : capacity_(capacity), features_(like.features), labelWidth_(like.labelWidth),
-      labelKind_(like.labelKind),
+      labelKind_(like.labelKind), ids_(like.isText()),
       x_(static_cast<size_t>(capacity * like.features) * sizeof(float)),
       y_(static_cast<size_t>(capacity * like.labelWidth) *
          (like.labelKind == LabelKind::Class ? sizeof(int32_t) : sizeof(float))) {}
 
-void gatherBatch(const Dataset &ds, const int64_t *idx, int64_t n, float *x, void *y) {
+void gatherBatch(const Dataset &ds, const int64_t *idx, int64_t n, void *xOut, void *y,
+                 uint64_t draw) {
   const int64_t features = ds.features, labelWidth = ds.labelWidth;
+  if (ds.isText()) {
+    const TokenText &t = ds.text;
+    const auto *bytes = reinterpret_cast<const unsigned char *>(t.bytes->data());
+    int32_t *ids = static_cast<int32_t *>(xOut), *next = static_cast<int32_t *>(y);
+    for (int64_t i = 0; i < n; ++i) {
+      const unsigned char *w = bytes + t.windowStart(idx[i], draw);
+      for (int64_t k = 0; k < features; ++k) {
+        ids[i * features + k] = w[k];
+        next[i * features + k] = w[k + 1];
+      }
+    }
+    return;
+  }
+  float *x = static_cast<float *>(xOut);
   const size_t rowBytes = static_cast<size_t>(features) * sizeof(float);
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(x + i * features, ds.x.data() + idx[i] * features, rowBytes);
@@ -95,17 +110,18 @@ void gatherBatch(const Dataset &ds, const int64_t *idx, int64_t n, float *x, voi
   }
 }
 
-void BatchBuffer::gather(const Dataset &ds, const int64_t *idx, int64_t n) {
+void BatchBuffer::gather(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw) {
   if (n > capacity_ || ds.features != features_ || ds.labelKind != labelKind_ ||
-      ds.labelWidth != labelWidth_)
+      ds.labelWidth != labelWidth_ || ds.isText() != ids_)
     throw Error("internal error: batch does not fit its buffer");
-  gatherBatch(ds, idx, n, x_.as<float>(), y_.data());
+  gatherBatch(ds, idx, n, x_.data(), y_.data(), draw);
   size_ = n;
 }
 
 void BatchBuffer::bind(StepArgs &args) const {
   args.batch = size_;
-  args.x = x_.as<float>();
+  args.x = ids_ ? nullptr : x_.as<float>();
+  args.xIds = ids_ ? x_.as<int32_t>() : nullptr;
   args.yClass = labelKind_ == LabelKind::Class ? y_.as<int32_t>() : nullptr;
   args.yValue = labelKind_ == LabelKind::Value ? y_.as<float>() : nullptr;
 }

@@ -68,23 +68,27 @@ private:
   std::vector<int64_t> perm_, shard_;
 };
 
-// Copies samples idx[0..n) of ds: features to x [n, ds.features], labels to
-// y (int32 [n] for class labels, float [n, ds.labelWidth] for values).
-void gatherBatch(const Dataset &ds, const int64_t *idx, int64_t n, float *x, void *y);
+// Copies samples idx[0..n) of ds: features to x [n, ds.features] (float;
+// int32 token ids for text), labels to y (int32 [n, ds.labelWidth] for
+// class labels, float [n, ds.labelWidth] for values). draw: the epoch's
+// random windows of a text (TokenText::windowStart; 0: consecutive).
+void gatherBatch(const Dataset &ds, const int64_t *idx, int64_t n, void *x, void *y,
+                 uint64_t draw = 0);
 
 class BatchBuffer {
 public:
   BatchBuffer(int64_t capacity, const Dataset &like);
 
-  // Copies samples idx[0..n) of ds (n <= capacity).
-  void gather(const Dataset &ds, const int64_t *idx, int64_t n);
-  // Points args.batch/x/yClass/yValue at the gathered batch.
+  // Copies samples idx[0..n) of ds (n <= capacity; draw: gatherBatch's).
+  void gather(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw = 0);
+  // Points args.batch/x (or xIds)/yClass/yValue at the gathered batch.
   void bind(StepArgs &args) const;
   int64_t size() const { return size_; }
 
 private:
   int64_t capacity_, features_, labelWidth_, size_ = 0;
   LabelKind labelKind_;
+  bool ids_;
   AlignedBuffer x_, y_;
 };
 

@@ -72,8 +72,8 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
   args.device = nullptr;
 }
 
-void Session::loadBatch(const Dataset &ds, const int64_t *idx, int64_t n) {
-  batch.gather(ds, idx, n);
+void Session::loadBatch(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw) {
+  batch.gather(ds, idx, n, draw);
   batch.bind(args);
 }
 

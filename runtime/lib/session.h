@@ -50,7 +50,7 @@ struct Session {
   Session &operator=(const Session &) = delete;
 
   // Copies samples idx[0..n) of ds into the batch buffer and binds it.
-  void loadBatch(const Dataset &ds, const int64_t *idx, int64_t n);
+  void loadBatch(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw = 0);
 
   const ModelSpec &spec;
   const Options opts;

@@ -24,7 +24,8 @@ namespace dtc::rt {
 
 ConsoleSink::ConsoleSink(const ModelSpec &spec, const Options &o, int ranks)
     : spec_(spec), epochs_(o.epochs), checkpointPath_(o.checkpointPath),
-      progress_(o.quiet ? ProgressMode::Off : o.progress, o.epochs, ranks > 1) {}
+      progress_(o.quiet ? ProgressMode::Off : o.progress, o.epochs, ranks > 1,
+                spec.inputType == ElementType::I32 ? spec.inputNumel : 0) {}
 
 std::string ConsoleSink::testResults(const std::vector<double> &results,
                                      const char *split) const {
@@ -51,8 +52,11 @@ void ConsoleSink::onEpochEnd(const EpochSummary &e, const std::vector<double> &r
   std::string line = fmt::format("epoch {}/{} train_loss {:.4f}", e.epoch, epochs_, e.trainLoss);
   if (!results.empty())
     line += testResults(results, e.validation ? "val" : "test");
-  line +=
-      fmt::format(" images/s {:.0f} time {:.2f}s", double(e.samples) / e.trainSeconds, e.seconds);
+  // A language model's throughput in tokens (its samples are windows).
+  const bool tokens = spec_.inputType == ElementType::I32;
+  const double rate =
+      double(e.samples) * double(tokens ? spec_.inputNumel : 1) / e.trainSeconds;
+  line += fmt::format(" {}/s {:.0f} time {:.2f}s", tokens ? "tokens" : "images", rate, e.seconds);
   fmt::print("{}\n", line);
   std::fflush(stdout);
 }

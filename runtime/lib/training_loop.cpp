@@ -99,6 +99,8 @@ bool TrainingLoop::runEpoch(int64_t epoch, int64_t startPosition) {
   const Dataset &trainSet = s_.data.train;
   EpochState e{epoch, Clock::now()};
   sampler_.setEpoch(epoch, startPosition);
+  // A text's windows: drawn for this epoch, or consecutive.
+  const uint64_t draw = s_.opts.shuffle ? windowDraw(s_.opts.seed, epoch) : 0;
   const int64_t steps = sampler_.numBatches();
   emit(&TrainingSink::onEpochStart, epoch, steps);
   int64_t lastB = -1; // the epoch's last step done
@@ -106,7 +108,7 @@ bool TrainingLoop::runEpoch(int64_t epoch, int64_t startPosition) {
   if (steps > 0) {
     int64_t n0;
     const int64_t *idx0 = sampler_.batch(0, &n0);
-    staged = exec_.stage(trainSet, idx0, n0);
+    staged = exec_.stage(trainSet, idx0, n0, draw);
   }
   for (int64_t b = 0; b < steps && !stop_; ++b) {
     int64_t n;
@@ -127,7 +129,7 @@ bool TrainingLoop::runEpoch(int64_t epoch, int64_t startPosition) {
     if (!last && !stop_) { // overlaps this step on a device
       int64_t next;
       const int64_t *idx = sampler_.batch(b + 1, &next);
-      staged = exec_.stage(trainSet, idx, next);
+      staged = exec_.stage(trainSet, idx, next, draw);
     }
     if (int64_t(pending_.size()) == slots_ || checkpointDue)
       readOutputs(e);

@@ -154,6 +154,8 @@ DTC_SAME_ABI(crossEntropyGrad);
 DTC_SAME_ABI(mse);
 DTC_SAME_ABI(mseGrad);
 DTC_SAME_ABI(accuracy);
+DTC_SAME_ABI(embedding);
+DTC_SAME_ABI(embeddingGrad);
 DTC_SAME_ABI(fill);
 DTC_SAME_ABI(copyRows);
 DTC_SAME_ABI(copy);
@@ -489,17 +491,17 @@ TEST_F(Kernels, LossesAndMetricsMatchTheCpu) {
     const std::vector<float> dloss = {0.7f};
     DevVec<float> dLogits(logits), dOut(3), dDloss(dloss), dGrad(size_t(s.B * s.C));
     DevVec<int32_t> dLabels(labels);
-    cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), s.B, s.C, dOut.get());
-    cuda::accuracy(c(), dLogits.get(), dLabels.get(), s.B, s.C, dOut.get() + 1);
-    cuda::crossEntropyGrad(c(), dLogits.get(), dLabels.get(), s.B, s.C, dDloss.get(),
+    cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), s.B, s.C, -100, dOut.get());
+    cuda::accuracy(c(), dLogits.get(), dLabels.get(), s.B, s.C, -100, dOut.get() + 1);
+    cuda::crossEntropyGrad(c(), dLogits.get(), dLabels.get(), s.B, s.C, -100, dDloss.get(),
                            dGrad.get());
     std::vector<float> grad(size_t(s.B * s.C));
-    kern::crossEntropyGrad(kHost, logits.data(), labels.data(), s.B, s.C, dloss.data(),
+    kern::crossEntropyGrad(kHost, logits.data(), labels.data(), s.B, s.C, -100, dloss.data(),
                            grad.data());
     const std::vector<float> out = dOut.host();
     float cpu[3] = {NAN, NAN, NAN};
-    kern::crossEntropy(kHost, logits.data(), labels.data(), s.B, s.C, cpu);
-    kern::accuracy(kHost, logits.data(), labels.data(), s.B, s.C, cpu + 1);
+    kern::crossEntropy(kHost, logits.data(), labels.data(), s.B, s.C, -100, cpu);
+    kern::accuracy(kHost, logits.data(), labels.data(), s.B, s.C, -100, cpu + 1);
     EXPECT_NEAR(out[0], cpu[0], 1e-5);
     EXPECT_EQ(out[1], cpu[1]);
     expectClose(dGrad.host(), grad, 1e-5f, 1e-8f, "crossEntropyGrad");
@@ -521,8 +523,8 @@ TEST_F(Kernels, AccuracyTakesTheFirstMaximumAndOutOfRangeLabelsDoNotCrash) {
   const std::vector<int32_t> labels = {1, 0, 99}; // 99: clamped by crossEntropy, never right
   DevVec<float> dLogits(logits), dOut(2);
   DevVec<int32_t> dLabels(labels);
-  cuda::accuracy(c(), dLogits.get(), dLabels.get(), 3, 4, dOut.get());
-  cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), 3, 4, dOut.get() + 1);
+  cuda::accuracy(c(), dLogits.get(), dLabels.get(), 3, 4, -100, dOut.get());
+  cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), 3, 4, -100, dOut.get() + 1);
   const auto out = dOut.host();
   EXPECT_FLOAT_EQ(out[0], 2.0f / 3.0f);
   EXPECT_TRUE(std::isfinite(out[1]));
@@ -544,6 +546,40 @@ TEST_F(Kernels, CopyRowsMatchesTheCpu) {
   kern::copyRows(kHost, src.data() + 4, srcStride, dst.data() + 1, dstStride, rows, len);
   cuda::copyRows(c(), dSrc.get() + 4, srcStride, dDst.get() + 1, dstStride, rows, len);
   expectClose(dDst.host(), dst, 0, 0, "copyRows");
+}
+
+TEST_F(Kernels, IgnoredRowsAndEmbeddingsMatchTheCpu) {
+  const int64_t B = 300, C = 9, num = 13, dim = 40;
+  const auto logits = randomVec(size_t(B * C), 93, -3, 3);
+  std::vector<int32_t> labels(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b)
+    labels[size_t(b)] = b % 4 == 1 ? 7 : int32_t((b * 5) % C); // 7: ignored
+  std::vector<float> cpu(2), grad(size_t(B * C));
+  const float dloss = 0.25f;
+  kern::crossEntropy(kHost, logits.data(), labels.data(), B, C, 7, cpu.data());
+  kern::accuracy(kHost, logits.data(), labels.data(), B, C, 7, cpu.data() + 1);
+  kern::crossEntropyGrad(kHost, logits.data(), labels.data(), B, C, 7, &dloss, grad.data());
+  DevVec<float> dLogits(logits), dOut(2), dDloss(std::vector<float>{dloss}), dGrad(grad.size());
+  DevVec<int32_t> dLabels(labels);
+  cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), B, C, 7, dOut.get());
+  cuda::accuracy(c(), dLogits.get(), dLabels.get(), B, C, 7, dOut.get() + 1);
+  cuda::crossEntropyGrad(c(), dLogits.get(), dLabels.get(), B, C, 7, dDloss.get(), dGrad.get());
+  expectClose(dOut.host(), cpu, 1e-5f, 1e-7f, "crossEntropy/accuracy with ignore_index");
+  expectClose(dGrad.host(), grad, 1e-5f, 1e-8f, "crossEntropyGrad with ignore_index");
+
+  const auto w = randomVec(size_t(num * dim), 94), dy = randomVec(size_t(B * dim), 95);
+  std::vector<int32_t> ids(static_cast<size_t>(B));
+  for (int64_t r = 0; r < B; ++r)
+    ids[size_t(r)] = int32_t((r * 7 + 1) % num);
+  std::vector<float> out(size_t(B * dim)), dw(size_t(num * dim));
+  kern::embedding(kHost, w.data(), ids.data(), B, num, dim, out.data());
+  kern::embeddingGrad(kHost, ids.data(), dy.data(), B, num, dim, dw.data());
+  DevVec<float> dW(w), dDy(dy), dEmb(out.size()), dDw(std::vector<float>(dw.size(), 3.0f));
+  DevVec<int32_t> dIds(ids);
+  cuda::embedding(c(), dW.get(), dIds.get(), B, num, dim, dEmb.get());
+  cuda::embeddingGrad(c(), dIds.get(), dDy.get(), B, num, dim, dDw.get());
+  expectClose(dEmb.host(), out, 0, 0, "embedding");
+  expectClose(dDw.host(), dw, 0, 0, "embeddingGrad (the same order of sums)");
 }
 
 TEST_F(Kernels, FillAndCopyMatchTheCpu) {

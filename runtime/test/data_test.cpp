@@ -538,3 +538,148 @@ TEST(Validation, LoadDataHoldsOutTheFractionAndRefusesEmptySplits) {
   src.validation = 0.1; // 0.4 of a sample
   expectError([&] { loadData(src, spec); }, {"validation 0.1", "holds out 0"});
 }
+
+//===--- text ---------------------------------------------------------------===//
+
+namespace {
+ModelSpec textSpec(int64_t window, int64_t idLimit = 256, int64_t classes = 256) {
+  ModelSpec s{};
+  s.name = "lm";
+  s.inputRank = 1;
+  s.inputNumel = window;
+  s.inputType = ElementType::I32;
+  s.inputIdLimit = idLimit;
+  s.labelKind = LabelKind::Class;
+  s.labelNumel = window;
+  s.numClasses = classes;
+  s.ignoreIndex = -100;
+  return s;
+}
+} // namespace
+
+TEST(Text, ADirectoryIsItsTextFilesInPathOrder) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.file("sub").c_str(), 0755), 0);
+  dtc::test::writeFile(dir.file("b"), "BBBB");
+  dtc::test::writeFile(dir.file("a"), "AAAA");
+  dtc::test::writeFile(dir.file("sub/c"), "CC");
+  dtc::test::writeFile(dir.file("a.dat"), std::string("\0\1\2", 3)); // binary: skipped
+  ASSERT_EQ(::symlink(dir.file("a").c_str(), dir.file("a.u8").c_str()), 0); // a link: skipped
+  std::vector<std::string> notes;
+  Dataset ds = readText(dir.path(), 3, &notes);
+  EXPECT_EQ(std::string(*ds.text.bytes), "AAAABBBBCC");
+  EXPECT_EQ(ds.size, 3); // (10 - 1) / 3 windows
+  EXPECT_EQ(ds.features, 3);
+  EXPECT_EQ(ds.labelWidth, 3);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("skipped 1 binary files (with a NUL byte, as a.dat) and 1 symbolic"),
+            std::string::npos)
+      << notes[0];
+  EXPECT_EQ(ds.text.where(5), dir.file("b") + ": byte 1");
+  EXPECT_EQ(ds.text.where(8), dir.file("sub/c") + ": byte 0");
+}
+
+TEST(Text, TooShortEmptyAndMissing) {
+  TempDir dir;
+  dtc::test::writeFile(dir.file("t"), "abcd");
+  expectError([&] { readText(dir.file("t"), 4, nullptr); },
+              {"has 4 bytes, fewer than one window of 4 tokens", "(5)"});
+  EXPECT_EQ(readText(dir.file("t"), 3, nullptr).size, 1);
+  ASSERT_EQ(::mkdir(dir.file("empty").c_str(), 0755), 0);
+  expectError([&] { readText(dir.file("empty"), 3, nullptr); }, {"has no text files"});
+  expectError([&] { readText(dir.file("nope"), 3, nullptr); }, {"cannot open", "nope"});
+}
+
+TEST(Text, ConsecutiveWindowsAndTheirNextTokens) {
+  TempDir dir;
+  dtc::test::writeFile(dir.file("t"), "0123456789");
+  Dataset ds = readText(dir.file("t"), 4, nullptr);
+  ASSERT_EQ(ds.size, 2);
+  BatchBuffer buf(2, ds);
+  const int64_t idx[] = {1, 0};
+  buf.gather(ds, idx, 2);
+  StepArgs args{};
+  buf.bind(args);
+  EXPECT_EQ(args.x, nullptr);
+  ASSERT_NE(args.xIds, nullptr);
+  EXPECT_EQ(std::vector<int32_t>(args.xIds, args.xIds + 8),
+            std::vector<int32_t>({'4', '5', '6', '7', '0', '1', '2', '3'}));
+  EXPECT_EQ(std::vector<int32_t>(args.yClass, args.yClass + 8),
+            std::vector<int32_t>({'5', '6', '7', '8', '1', '2', '3', '4'}));
+}
+
+TEST(Text, DrawnWindowsAreReproducibleInRangeAndVaryByEpochAndIndex) {
+  TokenText t;
+  t.begin = 100;
+  t.end = 1100;
+  t.window = 16;
+  const uint64_t d1 = windowDraw(7, 1), d2 = windowDraw(7, 2);
+  EXPECT_NE(d1, 0u);
+  EXPECT_EQ(d1, windowDraw(7, 1));
+  std::set<int64_t> starts;
+  int64_t same = 0;
+  for (int64_t i = 0; i < 500; ++i) {
+    const int64_t s = t.windowStart(i, d1);
+    EXPECT_GE(s, t.begin);
+    EXPECT_LE(s + t.window, t.end - 1); // the labels fit
+    starts.insert(s);
+    same += s == t.windowStart(i, d2);
+  }
+  EXPECT_GT(starts.size(), 350u); // not one window again and again
+  EXPECT_LT(same, 10);            // another epoch, other windows
+  EXPECT_EQ(t.windowStart(3, 0), 100 + 3 * 16);
+}
+
+TEST(Text, TheValidationSplitIsTheEndOfTheText) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 100; ++i)
+    text += char('a' + i % 26);
+  dtc::test::writeFile(dir.file("t"), text);
+  DataSource src;
+  src.kind = DatasetKind::Text;
+  src.trainPath = dir.file("t");
+  src.validation = 0.2;
+  DataSplits d = loadData(src, textSpec(4));
+  EXPECT_EQ(d.train.text.begin, 0);
+  EXPECT_EQ(d.train.text.end, 80);
+  EXPECT_EQ(d.train.size, 19);
+  EXPECT_EQ(d.validation.text.begin, 80);
+  EXPECT_EQ(d.validation.text.end, 100);
+  EXPECT_EQ(d.validation.size, 4);
+  EXPECT_EQ(d.test.size, 0);
+  // A window of validation tokens starts where training's tokens end.
+  EXPECT_EQ(d.validation.text.windowStart(0, 0), 80);
+  src.validation = 0.97; // 3 tokens left for training
+  expectError([&] { loadData(src, textSpec(4)); },
+              {"holds out 97", "need one window of 4 tokens and its last label (5) each"});
+  EXPECT_NE(datasetDigest(d.train), datasetDigest(d.validation));
+}
+
+TEST(Text, TokensOutsideTheModelNameTheirFileAndOffset) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.file("d").c_str(), 0755), 0);
+  dtc::test::writeFile(dir.file("d/1"), "hello ");
+  dtc::test::writeFile(dir.file("d/2"), "w\xc3\xb6rld");
+  Dataset ds = readText(dir.file("d"), 4, nullptr);
+  checkDataset(ds, textSpec(4)); // 256 rows and classes: every byte fits
+  expectError([&] { checkDataset(ds, textSpec(4, 128)); },
+              {dir.file("d/2") + ": byte 1", "token 195 is outside the 128 rows of the model's "
+                                              "embedding"});
+  expectError([&] { checkDataset(ds, textSpec(4, 256, 111)); },
+              {dir.file("d/1") + ": byte 4", "token 111", "label of the token before it",
+               "outside the model's 111 classes"});
+  ModelSpec ignoring = textSpec(4, 256, 111);
+  ignoring.ignoreIndex = 111; // 'o' is ignored: the next label outside is 'w'
+  expectError([&] { checkDataset(ds, ignoring); },
+              {dir.file("d/2") + ": byte 0", "token 119"});
+  ModelSpec floats = specFor(4, LabelKind::Class, 256);
+  expectError([&] { checkDataset(ds, floats); }, {"is text, token ids", "takes f32 features"});
+  ModelSpec otherLabels = textSpec(4);
+  otherLabels.labelNumel = 1;
+  expectError([&] { checkDataset(ds, otherLabels); }, {"next token", "expects 1 class labels"});
+  // A model of token ids refuses other data.
+  Dataset csv;
+  csv.source = "x.csv";
+  expectError([&] { checkDataset(csv, textSpec(4)); }, {"takes i32 token ids", "text"});
+}

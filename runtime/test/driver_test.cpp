@@ -543,10 +543,10 @@ public:
   }
   std::string describe() const override { return "fake:0"; }
   int64_t outputSlots() const override { return slots_; }
-  int stage(const Dataset &ds, const int64_t *idx, int64_t n) override {
+  int stage(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw) override {
     const int h = next_;
     next_ ^= 1;
-    batches_[h].gather(ds, idx, n);
+    batches_[h].gather(ds, idx, n, draw);
     return h;
   }
   void train(int b, int64_t slot, float gradSeed) override {

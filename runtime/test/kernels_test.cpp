@@ -52,12 +52,12 @@ const rt::HostContext kHost{}; // the CPU kernels' context
 // The scalar a loss or metric writes to out[0] (the slot starts as NaN).
 float crossEntropyOf(const float *logits, const int32_t *labels, int64_t B, int64_t C) {
   float out = NAN;
-  kern::crossEntropy(kHost, logits, labels, B, C, &out);
+  kern::crossEntropy(kHost, logits, labels, B, C, -100, &out);
   return out;
 }
 float accuracyOf(const float *logits, const int32_t *labels, int64_t B, int64_t C) {
   float out = NAN;
-  kern::accuracy(kHost, logits, labels, B, C, &out);
+  kern::accuracy(kHost, logits, labels, B, C, -100, &out);
   return out;
 }
 float mseOf(const float *p, const float *t, int64_t n) {
@@ -297,7 +297,7 @@ TEST(Kernels, CrossEntropyValueAndGrad) {
     return dloss * double(crossEntropyOf(logits.data(), labels.data(), B, C));
   }, 1e-2f);
   std::vector<float> grad(B * C);
-  kern::crossEntropyGrad(kHost, logits.data(), labels.data(), B, C, &dloss, grad.data());
+  kern::crossEntropyGrad(kHost, logits.data(), labels.data(), B, C, -100, &dloss, grad.data());
   expectNear(grad, num, 1e-3f);
 }
 
@@ -305,11 +305,11 @@ TEST(Kernels, CrossEntropyLabelOutOfRangeIsFatal) {
   std::vector<float> logits(6, 0.0f);
   std::vector<int32_t> labels = {1, 3};
   float out = 0;
-  EXPECT_EXIT(kern::crossEntropy(kHost, logits.data(), labels.data(), 2, 3, &out),
+  EXPECT_EXIT(kern::crossEntropy(kHost, logits.data(), labels.data(), 2, 3, -100, &out),
               ::testing::ExitedWithCode(1), "train: error: label 3 in row 1");
   labels = {-1, 0};
   float dl = 1;
-  EXPECT_EXIT(kern::crossEntropyGrad(kHost, logits.data(), labels.data(), 2, 3, &dl, logits.data()),
+  EXPECT_EXIT(kern::crossEntropyGrad(kHost, logits.data(), labels.data(), 2, 3, -100, &dl, logits.data()),
               ::testing::ExitedWithCode(1), "label -1 in row 0");
 }
 
@@ -346,16 +346,16 @@ TEST(Kernels, LossesAndMetricsWriteThroughOut) {
     ce += std::log(s) - logits[b * 3 + labels[b]];
   }
   std::vector<float> out(4, -7.0f);
-  kern::crossEntropy(kHost, logits.data(), labels.data(), 2, 3, out.data() + 1);
+  kern::crossEntropy(kHost, logits.data(), labels.data(), 2, 3, -100, out.data() + 1);
   EXPECT_NEAR(out[1], ce / 2, 1e-6);
-  kern::accuracy(kHost, logits.data(), labels.data(), 2, 3, out.data() + 2);
+  kern::accuracy(kHost, logits.data(), labels.data(), 2, 3, -100, out.data() + 2);
   EXPECT_EQ(out[2], 1.0f);
   const std::vector<float> p = {1, 2, 3}, t = {1, 0, 6};
   kern::mse(kHost, p.data(), t.data(), 3, out.data() + 3);
   EXPECT_EQ(out[3], 13.0f / 3.0f);
   EXPECT_EQ(out[0], -7.0f); // untouched
-  kern::crossEntropy(kHost, logits.data(), labels.data(), 0, 3, out.data());
-  kern::accuracy(kHost, logits.data(), labels.data(), 0, 3, out.data() + 1);
+  kern::crossEntropy(kHost, logits.data(), labels.data(), 0, 3, -100, out.data());
+  kern::accuracy(kHost, logits.data(), labels.data(), 0, 3, -100, out.data() + 1);
   kern::mse(kHost, p.data(), t.data(), 0, out.data() + 2);
   EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 13.0f / 3.0f}));
 }
@@ -1335,4 +1335,100 @@ TEST(ChannelsLast, ConvolutionsMatchNchw) {
     expectNear(dwl, dw, 1e-3f);
     expectNear(dbl, db, 1e-4f);
   }
+}
+
+TEST(Kernels, CrossEntropyAndAccuracyLeaveIgnoredRowsOut) {
+  const int64_t B = 300, C = 7; // several row blocks
+  const auto logits = randomVec(size_t(B * C), 53, -3, 3);
+  std::vector<int32_t> labels(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b)
+    labels[size_t(b)] = b % 5 == 2 ? -1 : int32_t((b * 3) % C); // -1: ignored
+  double want = 0;
+  int64_t counted = 0, correct = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    if (labels[size_t(b)] < 0)
+      continue;
+    ++counted;
+    double s = 0;
+    int64_t best = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      s += std::exp(double(logits[size_t(b * C + c)]));
+      if (logits[size_t(b * C + c)] > logits[size_t(b * C + best)])
+        best = c;
+    }
+    want += std::log(s) - logits[size_t(b * C + labels[size_t(b)])];
+    correct += best == labels[size_t(b)];
+  }
+  std::vector<float> first;
+  for (int threads : {1, 2, 3}) {
+    KernelThreads t(threads);
+    float loss = NAN, acc = NAN, dloss = 0.5f;
+    kern::crossEntropy(kHost, logits.data(), labels.data(), B, C, -1, &loss);
+    kern::accuracy(kHost, logits.data(), labels.data(), B, C, -1, &acc);
+    EXPECT_NEAR(loss, want / double(counted), 1e-5);
+    EXPECT_FLOAT_EQ(acc, float(double(correct) / double(counted)));
+    std::vector<float> grad(size_t(B * C), 9.0f);
+    kern::crossEntropyGrad(kHost, logits.data(), labels.data(), B, C, -1, &dloss, grad.data());
+    for (int64_t b = 0; b < B; ++b) {
+      double rowSum = 0;
+      for (int64_t c = 0; c < C; ++c)
+        rowSum += grad[size_t(b * C + c)];
+      if (labels[size_t(b)] < 0) {
+        for (int64_t c = 0; c < C; ++c)
+          ASSERT_EQ(grad[size_t(b * C + c)], 0.0f) << "ignored row " << b;
+      } else {
+        ASSERT_NEAR(rowSum, 0.0, 1e-6) << "row " << b; // softmax - onehot sums to 0
+        const int64_t y = labels[size_t(b)];
+        double s = 0;
+        for (int64_t c = 0; c < C; ++c)
+          s += std::exp(double(logits[size_t(b * C + c)]));
+        const double p = std::exp(double(logits[size_t(b * C + y)])) / s;
+        ASSERT_NEAR(grad[size_t(b * C + y)], 0.5 * (p - 1) / double(counted), 1e-7);
+      }
+    }
+    grad.push_back(loss);
+    if (first.empty())
+      first = grad;
+    else
+      EXPECT_EQ(grad, first) << "--threads " << threads;
+  }
+  // Every row ignored: NaN, as torch's mean over no rows.
+  std::vector<int32_t> none(static_cast<size_t>(B), -1);
+  float loss = 0;
+  kern::crossEntropy(kHost, logits.data(), none.data(), B, C, -1, &loss);
+  EXPECT_TRUE(std::isnan(loss));
+}
+
+TEST(Kernels, EmbeddingGathersRowsAndItsGradientSumsThemByIdAtAnyThreadCount) {
+  const int64_t num = 11, dim = 37, rows = 500;
+  const auto w = randomVec(size_t(num * dim), 71), dy = randomVec(size_t(rows * dim), 72);
+  std::vector<int32_t> ids(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    ids[size_t(r)] = int32_t((r * r + 3) % (num - 1)); // row num - 1 is never read
+  std::vector<double> want(size_t(num * dim), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t d = 0; d < dim; ++d)
+      want[size_t(ids[size_t(r)] * dim + d)] += dy[size_t(r * dim + d)];
+  std::vector<float> first;
+  for (int threads : {1, 2, 3}) {
+    KernelThreads t(threads);
+    std::vector<float> out(size_t(rows * dim)), dw(size_t(num * dim), 5.0f);
+    kern::embedding(kHost, w.data(), ids.data(), rows, num, dim, out.data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t d = 0; d < dim; ++d)
+        ASSERT_EQ(out[size_t(r * dim + d)], w[size_t(ids[size_t(r)] * dim + d)]);
+    kern::embeddingGrad(kHost, ids.data(), dy.data(), rows, num, dim, dw.data());
+    for (size_t i = 0; i < dw.size(); ++i)
+      ASSERT_NEAR(dw[i], want[i], 1e-4) << i;
+    for (int64_t d = 0; d < dim; ++d)
+      ASSERT_EQ(dw[size_t((num - 1) * dim + d)], 0.0f); // zeroed, not left as it was
+    if (first.empty())
+      first = dw;
+    else
+      EXPECT_EQ(dw, first) << "--threads " << threads;
+  }
+  std::vector<int32_t> bad = {0, int32_t(num)};
+  std::vector<float> out(size_t(2 * dim));
+  EXPECT_EXIT(kern::embedding(kHost, w.data(), bad.data(), 2, num, dim, out.data()),
+              ::testing::ExitedWithCode(1), "an id outside the table");
 }

@@ -70,8 +70,8 @@ struct Linear {
     if (Regression) {
       kern::mse(c, o, a.yValue, a.batch * C, a.outputs);
     } else {
-      kern::crossEntropy(c, o, a.yClass, a.batch, C, a.outputs);
-      kern::accuracy(c, o, a.yClass, a.batch, C, a.outputs + 1);
+      kern::crossEntropy(c, o, a.yClass, a.batch, C, -100, a.outputs);
+      kern::accuracy(c, o, a.yClass, a.batch, C, -100, a.outputs + 1);
     }
   }
 
@@ -87,7 +87,7 @@ struct Linear {
       if (Regression)
         kern::mseGrad(c, out(a), a.yValue, a.batch * C, &seed, dout);
       else
-        kern::crossEntropyGrad(c, out(a), a.yClass, a.batch, C, &seed, dout);
+        kern::crossEntropyGrad(c, out(a), a.yClass, a.batch, C, -100, &seed, dout);
     }
     {
       Span s(a, "bias grad");

@@ -50,8 +50,8 @@ struct LinearCuda {
     if (Regression) {
       cuda::mse(c, o, a.yValue, n, a.outputs);
     } else {
-      cuda::crossEntropy(c, o, a.yClass, a.batch, C, a.outputs);
-      cuda::accuracy(c, o, a.yClass, a.batch, C, a.outputs + 1);
+      cuda::crossEntropy(c, o, a.yClass, a.batch, C, -100, a.outputs);
+      cuda::accuracy(c, o, a.yClass, a.batch, C, -100, a.outputs + 1);
     }
   }
 
@@ -62,7 +62,7 @@ struct LinearCuda {
     if (Regression)
       cuda::mseGrad(c, out(a), a.yValue, a.batch * C, one(a), dout(a));
     else
-      cuda::crossEntropyGrad(c, out(a), a.yClass, a.batch, C, one(a), dout(a));
+      cuda::crossEntropyGrad(c, out(a), a.yClass, a.batch, C, -100, one(a), dout(a));
     const int64_t shape[2] = {a.batch, C}, bshape[1] = {C};
     cuda::sumTo(c, dout(a), 2, shape, grads + F * C, 1, bshape);
     if (comm && SplitBuckets)

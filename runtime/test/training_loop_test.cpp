@@ -87,8 +87,8 @@ public:
         outs_(size_t(slots * numOutputs)) {}
   std::string describe() const override { return "slotted"; }
   int64_t outputSlots() const override { return slots_; }
-  int stage(const Dataset &ds, const int64_t *idx, int64_t n) override {
-    return cpu_->stage(ds, idx, n);
+  int stage(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw) override {
+    return cpu_->stage(ds, idx, n, draw);
   }
   void train(int b, int64_t slot, float gradSeed) override {
     cpu_->train(b, 0, gradSeed);

@@ -34,7 +34,7 @@ train {
 # CHECK-NEXT: const dtc::rt::HostContext c{};
 # CHECK: dtc::kern::gemm(c, false, true, B, 500, 784, 1.0f, const_cast<float *>(a.x), [[W1:v[0-9]+]], 0.0f, [[H:v[0-9]+]]);
 # CHECK: [[K]](B, [[H]], v{{[0-9]+}}, v{{[0-9]+}});
-# CHECK: dtc::kern::crossEntropy(c, {{v[0-9]+}}, a.yClass, B, 10, [[LOSS:v[0-9]+]]);
+# CHECK: dtc::kern::crossEntropy(c, {{v[0-9]+}}, a.yClass, B, 10, -100, [[LOSS:v[0-9]+]]);
 # CHECK: dtc::kern::copy(c, (a.outputs + 0), [[LOSS]], 1);
 # CHECK: dtc::kern::copy(c, (a.outputs + 1),
 # CHECK-LABEL: static void trainStep(const dtc::rt::StepArgs &a) {
@@ -44,7 +44,7 @@ train {
 # momentum (0 on step 1); the all-reduce sums them to the new momentum.
 # Backward starts from the run-time gradient seed (dtc.grad_seed):
 # CHECK: dtc::kern::fill(c, [[SEED:v[0-9]+]], 1, a.gradSeed);
-# CHECK: dtc::kern::crossEntropyGrad(c, {{v[0-9]+}}, a.yClass, B, 10, [[SEED]],
+# CHECK: dtc::kern::crossEntropyGrad(c, {{v[0-9]+}}, a.yClass, B, 10, -100, [[SEED]],
 # A gradient made by another kernel is accumulated after it:
 # CHECK: dtc::kern::sumTo(c, {{v[0-9]+}}, 2, {{s[0-9]+}}, [[DB2:v[0-9]+]], 1, {{s[0-9]+}});
 # CHECK-NEXT: float *[[M:v[0-9]+]] = reinterpret_cast<float *>(P + 1590144);

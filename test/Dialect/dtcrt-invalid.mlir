@@ -2,7 +2,7 @@
 // The runtime calls' arguments are checked: the ABI in ODS, and the verifiers.
 
 func.func @labels() {
-  // expected-error @+1 {{class labels are i32, every other step argument f32}}
+  // expected-error @+1 {{class labels and input ids are i32, every other step argument f32}}
   %y = dtcrt.step_arg class_labels : !dtcrt.ptr<f32>
   return
 }

@@ -125,7 +125,7 @@ func.func @softmax_axis(%a: tensor<2x3xf32>) {
 // -----
 
 func.func @xent_shapes(%a: tensor<?x3xf32>, %y: tensor<4xi32>) {
-  // expected-error @+2 {{cross_entropy needs logits [N, C] and labels [N], got [B, 3] and [4]}}
+  // expected-error @+2 {{cross_entropy needs logits [N, ..., C] and labels [N, ...] of the logits' shape without C, got [B, 3] and [4]}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = dtc.cross_entropy %a, %y : tensor<?x3xf32>, tensor<4xi32> -> tensor<f32>
   return

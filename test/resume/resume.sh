@@ -13,6 +13,11 @@
 # follow the step; the running statistics and num_batches_tracked are in the
 # checkpoint), and changing the step count alone, or the batches counted,
 # changes the run.
+# A byte-level language model on text, its windows drawn at random (from
+# the seed, the epoch and the window's place in the epoch's order), with
+# AdamW and a warmup + cosine schedule, resumes exactly at 1 and 2 ranks;
+# resumed in another epoch (other windows) or at another step (another
+# rate), it ends differently.
 # usage: resume.sh DTC WORKDIR
 set -euo pipefail
 dtc=$1 work=$2
@@ -140,4 +145,37 @@ control cnn 1 "step count changed (other dropout masks)" --set dtc.step=5
 control cnn 2 "step count changed (other dropout masks)" --set dtc.step=5
 control cnn 1 "num_batches_tracked zeroed" --zero n.num_batches_tracked
 control cnn 2 "running statistics zeroed" --zero n.running_
+
+# The language model: 19 KB of text, 10% held out; 8 windows of 16 tokens
+# per step: 133 steps per epoch on 1 rank, 67 on 2.
+seq 1 4000 > "$work/corpus.txt"
+cat > "$work/lm.dsl" <<DSL
+model resume_lm
+input ids: i32[B, 16]
+label y: i32[B, 16]
+wte = embedding(ids, 256, 16)
+h = layer_norm(wte)
+logits = h @ transpose(wte.weight)
+loss = cross_entropy(logits, y)
+train {
+  data = text("$work/corpus.txt", block=16)
+  batch = 8
+  epochs = 2
+  optimizer = adamw(lr=0.01)
+  schedule = cosine(warmup=10, min_lr=0.001)
+  seed = 7
+}
+DSL
+"$dtc" "$work/lm.dsl" -o "$work/lm"
+common=(--epochs 2 --threads 1 --quiet --eval off)
+for ranks in 1 2; do
+  run "$ranks" "$work/lm" "${common[@]}" --save "$work/lm.r$ranks.full.st"
+  stop_resume lm "$ranks" 40
+done
+stop_resume lm 1 133
+stop_resume lm 2 67 100
+run 1 "$work/lm" "${common[@]}" --shuffle off --save "$work/lm.off.st"
+differ "$work/lm.off.st" "$work/lm.r1.full.st" "consecutive windows (--shuffle off)"
+control lm 1 "epoch changed (other random windows)" --set dtc.epoch=2
+control lm 2 "step count changed (another learning rate)" --set dtc.step=30
 echo PASS

@@ -88,18 +88,25 @@ void logSoftmaxGrad(const rt::DeviceContext &c, const float *y,
                     int64_t inner);
 // Losses and metrics write their scalar result to device memory `out`; the
 // gradients read `dloss` (one float) from device memory. A class label
-// outside [0, C) is clamped (the data sets are checked when loaded).
+// outside [0, C) is clamped (the data sets are checked when loaded); rows
+// whose label is `ignore` do not count (kernels.h).
 void crossEntropy(const rt::DeviceContext &c, const float *logits,
-                  const int32_t *labels, int64_t B, int64_t C, float *out);
+                  const int32_t *labels, int64_t B, int64_t C, int64_t ignore, float *out);
 void crossEntropyGrad(const rt::DeviceContext &c, const float *logits,
-                      const int32_t *labels, int64_t B, int64_t C,
+                      const int32_t *labels, int64_t B, int64_t C, int64_t ignore,
                       const float *dloss, float *dlogits);
 void mse(const rt::DeviceContext &c, const float *p, const float *t, int64_t n,
          float *out);
 void mseGrad(const rt::DeviceContext &c, const float *p, const float *t,
              int64_t n, const float *dloss, float *dp);
 void accuracy(const rt::DeviceContext &c, const float *logits,
-              const int32_t *labels, int64_t B, int64_t C, float *out);
+              const int32_t *labels, int64_t B, int64_t C, int64_t ignore, float *out);
+// Embeddings (kernels.h); ids outside [0, num) are clamped. The gradient:
+// one thread per column, rows in order (deterministic, no atomics).
+void embedding(const rt::DeviceContext &c, const float *weight, const int32_t *ids,
+               int64_t rows, int64_t num, int64_t dim, float *out);
+void embeddingGrad(const rt::DeviceContext &c, const int32_t *ids, const float *dy,
+                   int64_t rows, int64_t num, int64_t dim, float *dweight);
 // Fills n floats with v; copies n floats (device to device).
 void fill(const rt::DeviceContext &c, float *x, int64_t n, float v);
 void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);

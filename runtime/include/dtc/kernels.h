@@ -65,23 +65,35 @@ void logSoftmaxGrad(const rt::HostContext &c, const float *y, const float *dy,
                     float *dx, int64_t outer, int64_t n, int64_t inner);
 
 // Losses and metrics write their scalar result to out[0]; the gradients read
-// dloss[0]. The losses accumulate in double. A class label outside [0, C) is
-// a fatal runtime error.
+// dloss[0]. The losses accumulate in double. The class losses and metrics
+// go over rows of C logits; a row whose label is `ignore` (cross_entropy's
+// ignore_index) does not count (every row ignored: NaN, as torch); a class
+// label outside [0, C) that is not `ignore` is a fatal runtime error.
 // Mean softmax cross-entropy of logits [B, C] against class labels [B].
 void crossEntropy(const rt::HostContext &c, const float *logits,
-                  const int32_t *labels, int64_t B, int64_t C, float *out);
-// dlogits = dloss * (softmax(logits) - onehot(labels)) / B
+                  const int32_t *labels, int64_t B, int64_t C, int64_t ignore, float *out);
+// dlogits = dloss * (softmax(logits) - onehot(labels)) / counted rows; 0
+// in ignored rows
 void crossEntropyGrad(const rt::HostContext &c, const float *logits,
-                      const int32_t *labels, int64_t B, int64_t C,
+                      const int32_t *labels, int64_t B, int64_t C, int64_t ignore,
                       const float *dloss, float *dlogits);
 // Mean squared error over all n elements; grad: dp = dloss * 2 (p - t) / n
 void mse(const rt::HostContext &c, const float *p, const float *t, int64_t n,
          float *out);
 void mseGrad(const rt::HostContext &c, const float *p, const float *t, int64_t n,
              const float *dloss, float *dp);
-// Fraction of rows whose arg-max (first maximum) equals the label.
+// Fraction of counted rows whose arg-max (first maximum) equals the label.
 void accuracy(const rt::HostContext &c, const float *logits, const int32_t *labels,
-              int64_t B, int64_t C, float *out);
+              int64_t B, int64_t C, int64_t ignore, float *out);
+
+// Embeddings: out [rows, dim] = the rows of weight [num, dim] at ids [rows];
+// the gradient dweight [num, dim] = the rows of dy [rows, dim] summed by
+// their ids, in row order (the same at any --threads). An id outside
+// [0, num) is a fatal runtime error (the data is checked when loaded).
+void embedding(const rt::HostContext &c, const float *weight, const int32_t *ids,
+               int64_t rows, int64_t num, int64_t dim, float *out);
+void embeddingGrad(const rt::HostContext &c, const int32_t *ids, const float *dy,
+                   int64_t rows, int64_t num, int64_t dim, float *dweight);
 
 // Copies n floats from src to dst unless dst is null (the prediction rows
 // of the evaluation step, asked for by train --predict only).

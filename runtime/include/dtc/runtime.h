@@ -48,7 +48,7 @@ struct ParamSpec {
 // A non-trainable tensor of the model's state (a torch.nn buffer: batch
 // normalization's running statistics): updated by the training step, not
 // by the optimizer; saved in checkpoints beside the parameters.
-enum class ElementType : int32_t { F32 = 0, I64 };
+enum class ElementType : int32_t { F32 = 0, I64, I32 };
 struct BufferSpec {
   const char *name;       // "bn1.running_mean" (safetensors key)
   ElementType type;
@@ -156,13 +156,15 @@ inline float momentumShare(const Hyper &h, int worldSize) {
   return h.step <= 1 ? 0.0f : h.momentum / float(worldSize < 1 ? 1 : worldSize);
 }
 
-enum class DatasetKind : int32_t { None = 0, IDX, CSV, Synthetic };
+enum class DatasetKind : int32_t { None = 0, IDX, CSV, Synthetic, Text };
 
 struct DatasetSpec {
   DatasetKind kind;
   // IDX: a directory holding train-images-idx3-ubyte[.gz], train-labels-...,
   //      t10k-images-..., t10k-labels-... (MNIST family); pixels scaled /255.
   // CSV: trainPath/testPath; label column(s) first, features after.
+  // Text: trainPath, a file or a directory of files: byte tokens, windows
+  //      of the input's length (data.h, TokenText).
   const char *dir;
   const char *trainPath;
   const char *testPath;
@@ -193,8 +195,9 @@ struct RecipeSpec {
 // One call of a compiled step function.
 struct StepArgs {
   int64_t batch;            // rows in this batch (the last batch may be short)
-  const float *x;           // [batch, inputNumel]
-  const int32_t *yClass;    // [batch] when labelKind == Class
+  const float *x;           // [batch, inputNumel] when inputType == F32
+  const int32_t *xIds;      // [batch, inputNumel] when inputType == I32 (token ids)
+  const int32_t *yClass;    // [batch, labelNumel] when labelKind == Class
   const float *yValue;      // [batch, labelNumel] when labelKind == Value
   char *persistent;         // parameters + optimizer state
   char *arena;              // scratch for the step (see arena sizes)
@@ -239,9 +242,15 @@ struct ModelSpec {
   int32_t inputRank;
   int64_t inputShape[6];
   int64_t inputNumel;
+  ElementType inputType;      // F32 features, or I32 token ids
+  int64_t inputIdLimit;       // I32: the ids index tables of this many rows
+                              // (the smallest embedding the input feeds; 0: none)
   LabelKind labelKind;
-  int64_t labelNumel;         // 1 for Class; features per sample for Value
+  int64_t labelNumel;         // Class: labels per sample (1, or a sequence's
+                              // length); Value: features per sample
   int64_t numClasses;         // Class only (width of the logits), else 0
+  int64_t ignoreIndex;        // Class only: the label no loss or metric counts
+                              // (cross_entropy's ignore_index; -100 as torch's)
   // parameters
   int32_t numParams;
   const ParamSpec *params;
