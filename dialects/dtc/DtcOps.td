@@ -351,6 +351,56 @@ def Dtc_EmbeddingGradOp : Dtc_Op<"embedding_grad", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Attention (as F.scaled_dot_product_attention)
+//===----------------------------------------------------------------------===//
+
+def Dtc_AttentionOp : Dtc_Op<"attention", [Pure,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "Scaled dot-product attention, fused (F.scaled_dot_product_attention)";
+  let description = [{
+    `q` `[..., Tq, D]`, `k` `[..., Tk, D]` and `v` `[..., Tk, Dv]`, the same
+    leading dimensions (batch, heads): `result = softmax(q k^T * scale) v`
+    `[..., Tq, Dv]`, where with `causal` query i sees the keys 0..i only
+    (Tq = Tk). Also returns each query row's log-sum-exp of its scaled
+    scores, `lse` `[..., Tq]`: all the gradient keeps of the forward (it
+    recomputes the probabilities). One kernel on each target: no
+    `[Tq, Tk]` scores in memory.
+
+    ```mlir
+    %o, %lse = dtc.attention %q, %k, %v {causal, scale = 0.25 : f64}
+        : tensor<?x4x64x16xf32>, tensor<?x4x64x16xf32>, tensor<?x4x64x16xf32>
+        -> tensor<?x4x64x16xf32>, tensor<?x4x64xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_F32Tensor:$q, Dtc_F32Tensor:$k, Dtc_F32Tensor:$v,
+                       UnitAttr:$causal, F64Attr:$scale);
+  let results = (outs Dtc_F32Tensor:$result, Dtc_F32Tensor:$lse);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->` type($result) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dtc_AttentionGradOp : Dtc_Op<"attention_grad", [Pure,
+    AllTypesMatch<["q", "dq"]>, AllTypesMatch<["k", "dk"]>, AllTypesMatch<["v", "dv"]>,
+    AllTypesMatch<["out", "dy"]>]> {
+  let summary = "Gradient of dtc.attention from its result, lse and the result's gradient";
+  let description = [{
+    Recomputes each row's probabilities `P = exp(q k^T scale - lse)`, then
+    `dv = P^T dy`, `dS = P (dy v^T - rowsum(dy out))`,
+    `dq = scale dS k`, `dk = scale dS^T q` (FlashAttention's backward).
+  }];
+  let arguments = (ins Dtc_F32Tensor:$q, Dtc_F32Tensor:$k, Dtc_F32Tensor:$v,
+                       Dtc_F32Tensor:$out, Dtc_F32Tensor:$lse, Dtc_F32Tensor:$dy,
+                       UnitAttr:$causal, F64Attr:$scale);
+  let results = (outs Dtc_F32Tensor:$dq, Dtc_F32Tensor:$dk, Dtc_F32Tensor:$dv);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $out `,` $lse `,` $dy attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($dy) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Convolution and pooling (NCHW, as torch.nn)
 //===----------------------------------------------------------------------===//
 //

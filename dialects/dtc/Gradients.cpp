@@ -226,6 +226,16 @@ DTC_GRAD(MatmulOp) {
   return success();
 }
 
+DTC_GRAD(AttentionOp) {
+  DTC_G; // lse's gradient (never read by a loss) is zero: only dy counts
+  auto grad = AttentionGradOp::create(builder, getLoc(), getQ().getType(),
+                                      getK().getType(), getV().getType(),
+                                      getQ(), getK(), getV(), getResult(),
+                                      getLse(), dy, getCausal(), getScale());
+  operandGrads.append({grad.getDq(), grad.getDk(), grad.getDv()});
+  return success();
+}
+
 DTC_GRAD(EmbeddingOp) {
   DTC_G;
   operandGrads.push_back(Value()); // integer ids take no gradient

@@ -218,6 +218,51 @@ FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels) {
   return f32({}, logits);
 }
 
+FailureOr<std::pair<RankedTensorType, RankedTensorType>>
+attention(Loc loc, Type q, Type k, Type v, bool causal) {
+  auto qs = cast<RankedTensorType>(q).getShape();
+  auto ks = cast<RankedTensorType>(k).getShape();
+  auto vs = cast<RankedTensorType>(v).getShape();
+  if (qs.size() < 2 || ks.size() != qs.size() || vs.size() != qs.size())
+    return emitOptionalError(loc,
+                             "attention needs q [..., Tq, D], k [..., Tk, D] "
+                             "and v [..., Tk, Dv] of one rank (at least 2), "
+                             "got ",
+                             str(q), ", ", str(k), " and ", str(v));
+  const size_t r = qs.size();
+  if (qs.drop_back(2) != ks.drop_back(2) || qs.drop_back(2) != vs.drop_back(2))
+    return emitOptionalError(loc,
+                             "attention's q, k and v need the same leading "
+                             "(batch and head) dimensions, got ",
+                             str(q), ", ", str(k), " and ", str(v));
+  for (size_t i = r - 2; i < r; ++i)
+    if (ShapedType::isDynamic(qs[i]) || ShapedType::isDynamic(ks[i]) ||
+        ShapedType::isDynamic(vs[i]))
+      return emitOptionalError(loc,
+                               "attention's sequence and feature dimensions "
+                               "cannot be the batch, got ",
+                               str(q));
+  if (ks[r - 1] != qs[r - 1])
+    return emitOptionalError(loc,
+                             "attention's q and k need the same feature "
+                             "size D, got ",
+                             str(q), " and ", str(k));
+  if (vs[r - 2] != ks[r - 2])
+    return emitOptionalError(loc,
+                             "attention's k and v need the same number "
+                             "of keys Tk, got ",
+                             str(k), " and ", str(v));
+  if (causal && qs[r - 2] != ks[r - 2])
+    return emitOptionalError(
+        loc,
+        "a causal mask needs square scores (as many queries as keys), "
+        "got ",
+        qs[r - 2], " queries and ", ks[r - 2], " keys");
+  SmallVector<int64_t> out(qs.begin(), qs.end());
+  out.back() = vs.back();
+  return std::pair{f32(out, q), f32(qs.drop_back(), q)};
+}
+
 FailureOr<RankedTensorType> embedding(Loc loc, Type ids, Type weight) {
   auto w = cast<RankedTensorType>(weight).getShape();
   if (w.size() != 2 || ShapedType::isDynamic(w[0]) ||

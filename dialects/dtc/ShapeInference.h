@@ -13,6 +13,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace dtc::shape {
 using mlir::FailureOr;
@@ -48,6 +49,11 @@ FailureOr<RankedTensorType> reshape(Loc loc, Type x,
 mlir::LogicalResult axis(Loc loc, int64_t rank, int64_t axis);
 /// logits [N, ..., C] against labels [N, ...]: a 0-d f32 (also accuracy's).
 FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels);
+/// Attention of q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv] (the same
+/// leading dimensions; causal: Tq = Tk): the result [..., Tq, Dv] and the
+/// row statistics [..., Tq].
+FailureOr<std::pair<RankedTensorType, RankedTensorType>>
+attention(Loc loc, Type q, Type k, Type v, bool causal);
 /// The rows of weight [num, dim] picked by ids (any shape): ids' shape + [dim].
 FailureOr<RankedTensorType> embedding(Loc loc, Type ids, Type weight);
 

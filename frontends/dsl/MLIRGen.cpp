@@ -92,6 +92,7 @@ private:
   Value genBatchNorm(const Expr &e, llvm::StringRef assignedName);
   Value genLayerNorm(const Expr &e, llvm::StringRef assignedName);
   Value genEmbedding(const Expr &e, llvm::StringRef assignedName);
+  Value genAttention(const Expr &e);
   std::optional<double> epsOf(const Expr &call, size_t pos, double dflt);
   Value activation(const Expr &call, Value y);
   Value requireF32(const Expr &e, llvm::StringRef what);
@@ -1056,6 +1057,57 @@ Value Gen::genEmbedding(const Expr &e, llvm::StringRef assignedName) {
   return EmbeddingOp::create(b, at, *t, ids, w);
 }
 
+/// scaled_dot_product_attention(query, key, value, is_causal=false,
+/// scale=1/sqrt(D)): F.scaled_dot_product_attention on [..., T, D] (as
+/// [B, H, T, D]): one fused op, without attn_mask or dropout_p.
+Value Gen::genAttention(const Expr &e) {
+  for (const KeywordArg &k : e.kwargs)
+    if (k.name == "attn_mask" || k.name == "dropout_p") {
+      error(k.value->loc) << "scaled_dot_product_attention() takes no "
+                          << k.name << " (is_causal=true is the mask dtc has)";
+      return {};
+    }
+  if (!checkArgs(e, 3,
+                 {"query", "key", "value", "is_causal", "causal", "scale"}))
+    return {};
+  const Expr *qe = arg(e, 0, "query", true), *ke = arg(e, 1, "key", true),
+             *ve = arg(e, 2, "value", true);
+  if (!qe || !ke || !ve)
+    return {};
+  Value q = requireF32(*qe, "the query");
+  Value k = q ? requireF32(*ke, "the key") : Value();
+  Value v = k ? requireF32(*ve, "the value") : Value();
+  if (!v)
+    return {};
+  bool causal = false;
+  for (const char *name : {"is_causal", "causal"})
+    if (const Expr *ce = arg(e, 99, name, false)) {
+      auto c = boolean(*ce, name);
+      if (!c)
+        return {};
+      causal = *c;
+    }
+  auto qt = cast<RankedTensorType>(q.getType());
+  auto t = shape::attention(loc(e.loc), q.getType(), k.getType(), v.getType(),
+                            causal);
+  if (failed(t))
+    return hadError = true, Value();
+  double scale = 1.0 / std::sqrt(double(qt.getShape().back()));
+  if (const Expr *se = arg(e, 99, "scale", false)) {
+    auto s = number(*se, "the scale");
+    if (!s)
+      return {};
+    if (!(*s > 0)) {
+      error(se->loc) << "the scale must be > 0, got " << *s;
+      return {};
+    }
+    scale = *s;
+  }
+  auto op = AttentionOp::create(b, loc(e.loc), t->first, t->second, q, k, v,
+                                causal, llvm::APFloat(scale));
+  return op.getResult();
+}
+
 Value Gen::genBatchNorm(const Expr &e, llvm::StringRef assignedName) {
   if (assignedName.empty()) {
     error(e.loc) << "batch_norm() must be assigned to a name (the name of its "
@@ -1450,6 +1502,8 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
   }
   if (f == "transpose" || f == "permute")
     return genTranspose(e);
+  if (f == "scaled_dot_product_attention")
+    return genAttention(e);
   if (f == "concat")
     return genConcat(e);
   if (f == "split") {

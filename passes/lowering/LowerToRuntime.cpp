@@ -297,6 +297,7 @@ struct LowerToRuntimePass
     LoweringTable table;
     populateDataMovementLowerings(table);
     populateLinearLowerings(table);
+    populateAttentionLowerings(table);
     populateConvolutionLowerings(table);
     populatePoolingLowerings(table);
     populateRandomLowerings(table);

@@ -116,6 +116,7 @@ private:
 // One per op family, each in its file.
 void populateDataMovementLowerings(LoweringTable &t);  // DataMovement.cpp
 void populateLinearLowerings(LoweringTable &t);        // Linear.cpp
+void populateAttentionLowerings(LoweringTable &t);     // Attention.cpp
 void populateConvolutionLowerings(LoweringTable &t);   // Convolution.cpp
 void populatePoolingLowerings(LoweringTable &t);       // Pooling.cpp
 void populateRandomLowerings(LoweringTable &t);        // Random.cpp

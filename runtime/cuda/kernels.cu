@@ -534,6 +534,112 @@ accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
     *out = B > 0 ? float(total / double(counted)) : 0.0f;
 }
 
+//===--- attention ------------------------------------------------------------===//
+
+// One warp per query row (the heads' rows one after another), the lanes
+// over the features: the scores are never stored. The forward makes two
+// passes over the row's keys, the first for the max and the sum of the
+// softmax (online), the second adding exp(s - lse) v into the output row,
+// which only this warp writes. The backward has a warp per query row for
+// dq and one per key row for dk and dv (no atomics: deterministic), each
+// recomputing the probabilities from lse as the CPU kernel does.
+struct AttentionShape {
+  int64_t heads, tq, tk, d, dv;
+  bool causal;
+  float scale;
+  __device__ int64_t keysOf(int64_t i) const { return causal ? (i + 1 < tk ? i + 1 : tk) : tk; }
+};
+
+__device__ inline float warpDot(const float *a, const float *b, int64_t n) {
+  float s = 0;
+  for (int64_t c = threadIdx.x & 31; c < n; c += 32)
+    s += a[c] * b[c];
+  return warpSum(s);
+}
+
+__device__ inline int64_t globalWarp() {
+  return (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+}
+
+__global__ void attentionKernel(const float *q, const float *k, const float *v, float *out,
+                                float *lse, AttentionShape a) {
+  const int64_t row = globalWarp();
+  if (row >= a.heads * a.tq)
+    return;
+  const int64_t h = row / a.tq, i = row - h * a.tq, n = a.keysOf(i);
+  const int lane = threadIdx.x & 31;
+  const float *qi = q + row * a.d, *kh = k + h * a.tk * a.d, *vh = v + h * a.tk * a.dv;
+  float *oi = out + row * a.dv;
+  float m = -INFINITY, l = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const float s = warpDot(qi, kh + j * a.d, a.d) * a.scale;
+    const float mNew = maxOf(m, s);
+    l = l * expf(m - mNew) + expf(s - mNew);
+    m = mNew;
+  }
+  const float rowLse = m + logf(l);
+  for (int64_t c = lane; c < a.dv; c += 32)
+    oi[c] = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    const float p = expf(warpDot(qi, kh + j * a.d, a.d) * a.scale - rowLse);
+    const float *vj = vh + j * a.dv;
+    for (int64_t c = lane; c < a.dv; c += 32)
+      oi[c] += p * vj[c];
+  }
+  if (lane == 0)
+    lse[row] = rowLse;
+}
+
+__global__ void attentionGradQKernel(const float *q, const float *k, const float *v,
+                                     const float *out, const float *lse, const float *dout,
+                                     float *dq, AttentionShape a) {
+  const int64_t row = globalWarp();
+  if (row >= a.heads * a.tq)
+    return;
+  const int64_t h = row / a.tq, i = row - h * a.tq, n = a.keysOf(i);
+  const int lane = threadIdx.x & 31;
+  const float *qi = q + row * a.d, *kh = k + h * a.tk * a.d, *vh = v + h * a.tk * a.dv;
+  const float *doi = dout + row * a.dv;
+  float *dqi = dq + row * a.d;
+  const float di = warpDot(doi, out + row * a.dv, a.dv), l = lse[row];
+  for (int64_t c = lane; c < a.d; c += 32)
+    dqi[c] = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    const float *kj = kh + j * a.d;
+    const float p = expf(warpDot(qi, kj, a.d) * a.scale - l);
+    const float ds = p * (warpDot(doi, vh + j * a.dv, a.dv) - di) * a.scale;
+    for (int64_t c = lane; c < a.d; c += 32)
+      dqi[c] += ds * kj[c];
+  }
+}
+
+__global__ void attentionGradKVKernel(const float *q, const float *k, const float *v,
+                                      const float *out, const float *lse, const float *dout,
+                                      float *dk, float *dv, AttentionShape a) {
+  const int64_t row = globalWarp(); // a key row
+  if (row >= a.heads * a.tk)
+    return;
+  const int64_t h = row / a.tk, j = row - h * a.tk;
+  const int lane = threadIdx.x & 31;
+  const float *kj = k + row * a.d, *vj = v + row * a.dv;
+  float *dkj = dk + row * a.d, *dvj = dv + row * a.dv;
+  for (int64_t c = lane; c < a.d; c += 32)
+    dkj[c] = 0.0f;
+  for (int64_t c = lane; c < a.dv; c += 32)
+    dvj[c] = 0.0f;
+  for (int64_t i = a.causal ? j : 0; i < a.tq; ++i) {
+    const int64_t qrow = h * a.tq + i;
+    const float *qi = q + qrow * a.d, *doi = dout + qrow * a.dv;
+    const float p = expf(warpDot(qi, kj, a.d) * a.scale - lse[qrow]);
+    const float di = warpDot(doi, out + qrow * a.dv, a.dv);
+    const float ds = p * (warpDot(doi, vj, a.dv) - di) * a.scale;
+    for (int64_t c = lane; c < a.dv; c += 32)
+      dvj[c] += p * doi[c];
+    for (int64_t c = lane; c < a.d; c += 32)
+      dkj[c] += ds * qi[c];
+  }
+}
+
 //===--- embeddings -----------------------------------------------------------===//
 
 // Ids outside the table are clamped (the data sets are checked when loaded).
@@ -841,6 +947,34 @@ void accuracy(const rt::DeviceContext &c, const float *logits, const int32_t *la
     B = 0;
   accuracyKernel<<<1, kLossThreads, 0, c.stream>>>(logits, labels, B, C, ignore, out);
   checkLaunch("accuracy");
+}
+
+void attention(const rt::DeviceContext &c, const float *q, const float *k, const float *v,
+               float *out, float *lse, int64_t heads, int64_t tq, int64_t tk, int64_t d,
+               int64_t dv, bool causal, float scale) {
+  if (heads <= 0 || tq <= 0)
+    return;
+  const AttentionShape a{heads, tq, tk, d, dv, causal, scale};
+  const int64_t warps = heads * tq, perBlock = kThreads / 32;
+  attentionKernel<<<unsigned((warps + perBlock - 1) / perBlock), kThreads, 0, c.stream>>>(
+      q, k, v, out, lse, a);
+  checkLaunch("attention");
+}
+
+void attentionGrad(const rt::DeviceContext &c, const float *q, const float *k, const float *v,
+                   const float *out, const float *lse, const float *dout, float *dq, float *dk,
+                   float *dvOut, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv,
+                   bool causal, float scale) {
+  if (heads <= 0)
+    return;
+  const AttentionShape a{heads, tq, tk, d, dv, causal, scale};
+  const int64_t perBlock = kThreads / 32;
+  attentionGradQKernel<<<unsigned((heads * tq + perBlock - 1) / perBlock), kThreads, 0,
+                         c.stream>>>(q, k, v, out, lse, dout, dq, a);
+  checkLaunch("attentionGrad (dq)");
+  attentionGradKVKernel<<<unsigned((heads * tk + perBlock - 1) / perBlock), kThreads, 0,
+                          c.stream>>>(q, k, v, out, lse, dout, dk, dvOut, a);
+  checkLaunch("attentionGrad (dk, dv)");
 }
 
 void embedding(const rt::DeviceContext &c, const float *weight, const int32_t *ids, int64_t rows,

@@ -155,6 +155,8 @@ DTC_SAME_ABI(mse);
 DTC_SAME_ABI(mseGrad);
 DTC_SAME_ABI(accuracy);
 DTC_SAME_ABI(embedding);
+DTC_SAME_ABI(attention);
+DTC_SAME_ABI(attentionGrad);
 DTC_SAME_ABI(embeddingGrad);
 DTC_SAME_ABI(fill);
 DTC_SAME_ABI(copyRows);
@@ -580,6 +582,33 @@ TEST_F(Kernels, IgnoredRowsAndEmbeddingsMatchTheCpu) {
   cuda::embeddingGrad(c(), dIds.get(), dDy.get(), B, num, dim, dDw.get());
   expectClose(dEmb.host(), out, 0, 0, "embedding");
   expectClose(dDw.host(), dw, 0, 0, "embeddingGrad (the same order of sums)");
+}
+
+TEST_F(Kernels, AttentionMatchesTheCpu) {
+  for (bool causal : {false, true}) {
+    const int64_t heads = 6, tq = 37, tk = causal ? 37 : 50, d = 40, dv = causal ? 40 : 24;
+    const float scale = 0.17f;
+    const auto q = randomVec(size_t(heads * tq * d), 96), k = randomVec(size_t(heads * tk * d), 97),
+               v = randomVec(size_t(heads * tk * dv), 98),
+               dout = randomVec(size_t(heads * tq * dv), 99);
+    std::vector<float> out(size_t(heads * tq * dv)), lse(size_t(heads * tq)), dq(q.size()),
+        dk(k.size()), dvv(v.size());
+    kern::attention(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), heads, tq, tk, d,
+                    dv, causal, scale);
+    kern::attentionGrad(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), dout.data(),
+                        dq.data(), dk.data(), dvv.data(), heads, tq, tk, d, dv, causal, scale);
+    DevVec<float> dQ(q), dK(k), dV(v), dDout(dout), dOut(out.size()), dLse(lse.size()),
+        dDq(dq.size()), dDk(dk.size()), dDv(dvv.size());
+    cuda::attention(c(), dQ.get(), dK.get(), dV.get(), dOut.get(), dLse.get(), heads, tq, tk, d,
+                    dv, causal, scale);
+    cuda::attentionGrad(c(), dQ.get(), dK.get(), dV.get(), dOut.get(), dLse.get(), dDout.get(),
+                        dDq.get(), dDk.get(), dDv.get(), heads, tq, tk, d, dv, causal, scale);
+    expectClose(dOut.host(), out, 1e-5f, 1e-6f, "attention");
+    expectClose(dLse.host(), lse, 1e-5f, 1e-6f, "attention lse");
+    expectClose(dDq.host(), dq, 1e-4f, 1e-6f, "attentionGrad dq");
+    expectClose(dDk.host(), dk, 1e-4f, 1e-6f, "attentionGrad dk");
+    expectClose(dDv.host(), dvv, 1e-4f, 1e-6f, "attentionGrad dv");
+  }
 }
 
 TEST_F(Kernels, FillAndCopyMatchTheCpu) {

@@ -1432,3 +1432,79 @@ TEST(Kernels, EmbeddingGathersRowsAndItsGradientSumsThemByIdAtAnyThreadCount) {
   EXPECT_EXIT(kern::embedding(kHost, w.data(), bad.data(), 2, num, dim, out.data()),
               ::testing::ExitedWithCode(1), "an id outside the table");
 }
+
+TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
+  for (bool causal : {false, true}) {
+    const int64_t heads = 5, tq = 9, tk = causal ? 9 : 13, d = 6, dv = causal ? 6 : 3;
+    const float scale = causal ? 0.4f : 1.1f;
+    const auto q = randomVec(size_t(heads * tq * d), 81, -2, 2),
+               k = randomVec(size_t(heads * tk * d), 82, -2, 2),
+               v = randomVec(size_t(heads * tk * dv), 83),
+               dout = randomVec(size_t(heads * tq * dv), 84);
+    // The reference: the [tq, tk] probabilities in double, then autodiff by hand.
+    std::vector<double> ro(q.size() / size_t(d) * size_t(dv), 0), rdq(q.size(), 0),
+        rdk(k.size(), 0), rdv(v.size(), 0);
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < tq; ++i) {
+        const int64_t n = causal ? i + 1 : tk;
+        std::vector<double> p(static_cast<size_t>(n));
+        double m = -1e300, sum = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t c = 0; c < d; ++c)
+            s += double(q[size_t((h * tq + i) * d + c)]) * k[size_t((h * tk + j) * d + c)];
+          p[size_t(j)] = s * scale;
+          m = std::max(m, p[size_t(j)]);
+        }
+        for (auto &x : p)
+          sum += (x = std::exp(x - m));
+        for (auto &x : p)
+          x /= sum;
+        std::vector<double> dp(static_cast<size_t>(n), 0.0);
+        double di = 0;
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t c = 0; c < dv; ++c) {
+            const size_t o = size_t((h * tq + i) * dv + c), vj = size_t((h * tk + j) * dv + c);
+            ro[o] += p[size_t(j)] * v[vj];
+            dp[size_t(j)] += double(dout[o]) * v[vj];
+            rdv[vj] += p[size_t(j)] * dout[o];
+          }
+        for (int64_t j = 0; j < n; ++j)
+          di += p[size_t(j)] * dp[size_t(j)];
+        for (int64_t j = 0; j < n; ++j) {
+          const double ds = p[size_t(j)] * (dp[size_t(j)] - di) * scale;
+          for (int64_t c = 0; c < d; ++c) {
+            rdq[size_t((h * tq + i) * d + c)] += ds * k[size_t((h * tk + j) * d + c)];
+            rdk[size_t((h * tk + j) * d + c)] += ds * q[size_t((h * tq + i) * d + c)];
+          }
+        }
+      }
+    std::vector<float> first;
+    for (int threads : {1, 3}) {
+      KernelThreads t(threads);
+      std::vector<float> out(ro.size()), lse(size_t(heads * tq)), dq(q.size()), dk(k.size(),
+                                                                                    7.0f),
+          dvv(v.size(), 7.0f);
+      kern::attention(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), heads, tq, tk,
+                      d, dv, causal, scale);
+      kern::attentionGrad(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                          dout.data(), dq.data(), dk.data(), dvv.data(), heads, tq, tk, d, dv,
+                          causal, scale);
+      for (size_t i = 0; i < out.size(); ++i)
+        ASSERT_NEAR(out[i], ro[i], 1e-5) << "out " << i << (causal ? " causal" : "");
+      for (size_t i = 0; i < dq.size(); ++i)
+        ASSERT_NEAR(dq[i], rdq[i], 1e-5) << "dq " << i;
+      for (size_t i = 0; i < dk.size(); ++i)
+        ASSERT_NEAR(dk[i], rdk[i], 1e-5) << "dk " << i;
+      for (size_t i = 0; i < dvv.size(); ++i)
+        ASSERT_NEAR(dvv[i], rdv[i], 1e-5) << "dv " << i;
+      std::vector<float> all(out);
+      for (auto *x : {&lse, &dq, &dk, &dvv})
+        all.insert(all.end(), x->begin(), x->end());
+      if (first.empty())
+        first = all;
+      else
+        EXPECT_EQ(all, first) << "--threads " << threads;
+    }
+  }
+}

@@ -25,6 +25,17 @@ AFTER = {}  # case: the buffers torch holds after the step (batch norm)
 BUFFER = ("running_mean", "running_var", "num_batches_tracked")
 F = torch.nn.functional
 
+def sdpa(q, k, v, is_causal=False, scale=None):
+    """F.scaled_dot_product_attention (torch 2), written out for the torch
+    of Debian 12 (1.13): softmax(q k^T scale, future keys masked) v."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale)
+    s = q @ k.transpose(-2, -1) * (scale if scale is not None else q.shape[-1] ** -0.5)
+    if is_causal:
+        mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        s = s.masked_fill(~mask, float("-inf"))
+    return torch.softmax(s, -1) @ v
+
 def pos(shape):   # positive operands (log, sqrt, div)
     return rng.uniform(0.5, 2.0, shape).astype(np.float32)
 
@@ -90,6 +101,17 @@ def cases():
     c["tied_weight"] = ({"a": rnd((3, 5)), "h.weight": rnd((4, 5)), "h.bias": rnd((4,))},
                         "h = linear(a, 4)\nh @ h.weight",
                         lambda p: F.linear(p["a"], p["h.weight"], p["h.bias"]) @ p["h.weight"])
+    # F.scaled_dot_product_attention: causal over [H, T, D] heads, and
+    # full with another scale over fewer queries than keys and Dv != D.
+    c["sdpa_causal"] = ({"q": rnd((2, 3, 7, 4)), "k": rnd((2, 3, 7, 4)), "v": rnd((2, 3, 7, 4))},
+                        "scaled_dot_product_attention(q, k, v, is_causal=true)",
+                        lambda p: sdpa(p["q"], p["k"], p["v"], is_causal=True))
+    c["sdpa_scale_rect"] = ({"q": rnd((2, 4, 3)) * 2, "k": rnd((2, 6, 3)), "v": rnd((2, 6, 5))},
+                            "scaled_dot_product_attention(q, k, v, scale=0.3)",
+                            lambda p: sdpa(p["q"], p["k"], p["v"], scale=0.3))
+    c["sdpa_default_scale"] = ({"q": rnd((5, 16)) * 3, "k": rnd((9, 16)), "v": rnd((9, 2))},
+                               "scaled_dot_product_attention(q, k, v)",
+                               lambda p: sdpa(p["q"], p["k"], p["v"]))
     # nn.Linear on the last dimension of a 3-D input: `o = linear(...)`
     # declares o.weight [out, in] and o.bias [out].
     c["linear_3d"] = ({"a": rnd((2, 3, 5)), "o.weight": rnd((4, 5)), "o.bias": rnd((4,))},

@@ -101,6 +101,16 @@ void mseGrad(const rt::DeviceContext &c, const float *p, const float *t,
              int64_t n, const float *dloss, float *dp);
 void accuracy(const rt::DeviceContext &c, const float *logits,
               const int32_t *labels, int64_t B, int64_t C, int64_t ignore, float *out);
+// Scaled dot-product attention (kernels.h): a warp per query row, the
+// scores never stored; the gradient a warp per query row (dq) and one per
+// key row (dk, dv), without atomics.
+void attention(const rt::DeviceContext &c, const float *q, const float *k, const float *v,
+               float *out, float *lse, int64_t heads, int64_t tq, int64_t tk, int64_t d,
+               int64_t dv, bool causal, float scale);
+void attentionGrad(const rt::DeviceContext &c, const float *q, const float *k, const float *v,
+                   const float *out, const float *lse, const float *dout, float *dq, float *dk,
+                   float *dvOut, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv,
+                   bool causal, float scale);
 // Embeddings (kernels.h); ids outside [0, num) are clamped. The gradient:
 // one thread per column, rows in order (deterministic, no atomics).
 void embedding(const rt::DeviceContext &c, const float *weight, const int32_t *ids,

@@ -160,6 +160,22 @@ void layerNormGrad(const rt::HostContext &c, const float *x, const float *dy, co
                    const float *rstd, const float *weight, float *dx, float *dweight,
                    float *dbias, int64_t rows, int64_t d);
 
+// Scaled dot-product attention (F.scaled_dot_product_attention) of `heads`
+// independent heads (batch x heads, contiguous): q [heads, tq, d], k
+// [heads, tk, d], v [heads, tk, dv] -> out [heads, tq, dv] = softmax(q k^T
+// scale, keys after the query masked out when causal) v, and each row's
+// log-sum-exp lse [heads, tq], all the gradient keeps (attention.cpp: one
+// fused kernel, the scores of one row at a time). The gradient recomputes
+// the probabilities from lse and writes dq, dk, dv; the same bits at any
+// --threads.
+void attention(const rt::HostContext &c, const float *q, const float *k, const float *v,
+               float *out, float *lse, int64_t heads, int64_t tq, int64_t tk, int64_t d,
+               int64_t dv, bool causal, float scale);
+void attentionGrad(const rt::HostContext &c, const float *q, const float *k, const float *v,
+                   const float *out, const float *lse, const float *dout, float *dq, float *dk,
+                   float *dvOut, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv,
+                   bool causal, float scale);
+
 // Convolution and pooling of NCHW tensors, as torch.nn's Conv2d, MaxPool2d
 // and AvgPool2d; N samples, `window` a rt::Window2d's 15 values. cols is
 // scratch of C kH kW Ho Wo floats (one sample's im2col columns; its contents
