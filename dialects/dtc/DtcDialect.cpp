@@ -463,6 +463,12 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult ArangeOp::verify() {
+  if (!getType().hasStaticShape())
+    return emitOpError("needs a length that is not the batch");
+  return success();
+}
+
 LogicalResult EmbeddingGradOp::verify() {
   auto w = getType().getShape();
   if (w.size() != 2 || !getType().hasStaticShape())

@@ -100,6 +100,20 @@ def Dtc_ConstantOp : Dtc_Op<"constant", [Pure, ConstantLike]> {
   let hasVerifier = 1;
 }
 
+def Dtc_ArangeOp : Dtc_Op<"arange", [Pure]> {
+  let summary = "The ids 0, 1, ..., n - 1 (torch.arange(n), as int32)";
+  let description = [{
+    A 1-D i32 tensor of the positions of a sequence, for a position
+    embedding: `dtc.embedding` of it reads the table's first n rows.
+    ```mlir
+    %pos = dtc.arange : tensor<64xi32>
+    ```
+  }];
+  let results = (outs 1DTensorOf<[I32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Dtc_BatchSizeOp : Dtc_Op<"batch_size", [Pure]> {
   let summary = "The number of rows in the current batch, as a float scalar";
   let description = [{

@@ -47,7 +47,7 @@ def Dtcrt_BufferOp : Dtcrt_Op<"buffer", [Pure]> {
     offset is in bytes per sample: the buffer starts at offset * B).
   }];
   let arguments = (ins Dtcrt_Space:$space, I64Attr:$offset);
-  let results = (outs AnyTypeOf<[Dtcrt_F32Ptr, Dtcrt_I64Ptr]>:$ptr);
+  let results = (outs AnyTypeOf<[Dtcrt_F32Ptr, Dtcrt_I32Ptr, Dtcrt_I64Ptr]>:$ptr);
   let assemblyFormat = "$space `[` $offset `]` attr-dict `:` type($ptr)";
 }
 
@@ -282,6 +282,8 @@ def Dtcrt_ExportPredictionOp : Dtcrt_Call<"export_prediction", (ins Dtcrt_F32Ptr
     Dtcrt_F32Ptr:$src, I64:$n), "dst[0..n) = src[0..n) unless dst is null">;
 def Dtcrt_FillOp : Dtcrt_Call<"fill", (ins Dtcrt_F32Ptr:$x, I64:$n, F32:$value),
     "x[0..n) = value">;
+def Dtcrt_ArangeOp : Dtcrt_Call<"arange", (ins Dtcrt_I32Ptr:$x, I64:$n),
+    "x[i] = i for i in [0, n) (int32)">;
 def Dtcrt_CopyRowsOp : Dtcrt_Call<"copy_rows", (ins Dtcrt_F32Ptr:$src, I64:$src_stride,
     Dtcrt_F32Ptr:$dst, I64:$dst_stride, I64:$rows, I64:$len),
     "dst[r * dst_stride + i] = src[r * src_stride + i] for rows r, i < len (a split or concat piece)">;

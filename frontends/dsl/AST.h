@@ -63,6 +63,17 @@ struct Stmt {
   ExprPtr value; // Assign, Loss, Metric, Param initializer (optional)
 };
 
+/// `block name(a, b) { ...assignments...; return expr }`: layers defined
+/// once and instantiated by `h0 = name(x, y)`, their parameters prefixed by
+/// the instance's name (`h0.ln1.weight`).
+struct Block {
+  Loc loc, nameLoc;
+  std::string name;
+  std::vector<std::pair<std::string, Loc>> params;
+  std::vector<Stmt> stmts;
+  ExprPtr result;
+};
+
 struct Setting {
   Loc loc;
   std::string key;
@@ -72,6 +83,7 @@ struct Setting {
 struct Program {
   std::string modelName;
   std::vector<Stmt> stmts;
+  std::vector<Block> blocks;
   bool hasTrain = false;
   Loc trainLoc;
   std::vector<Setting> train;

@@ -138,10 +138,18 @@ private:
   std::string filename;
   OpBuilder b;
   ModuleOp module;
-  Block *body = nullptr; // @forward's entry block
+  mlir::Block *body = nullptr; // @forward's entry block
   llvm::StringMap<std::pair<Value, Loc>> names;
   llvm::StringSet<> paramNames;
   llvm::StringSet<> poisoned; // names whose definition failed
+  // Blocks by name; while one is instantiated, the prefix of its names
+  // ("h0", "h0.attn") and the blocks being instantiated (no recursion).
+  llvm::StringMap<const dsl::Block *> blocks;
+  std::string prefix;
+  llvm::SmallVector<llvm::StringRef> active;
+  Value genBlockCall(const dsl::Block &blk, const Expr &e,
+                     llvm::StringRef assignedName);
+  void genTuple(const Stmt &s);
   std::string batchSymbol;
   Loc batchLoc;
   bool hadError = false;
@@ -458,9 +466,14 @@ Value Gen::gen(const Expr &e, llvm::StringRef assignedName) {
       // A layer's parameter by its full name (`wte.weight`): the same
       // parameter read again (GPT-2's output head tied to the token
       // embedding); its gradients add up.
-      if (auto p = module.lookupSymbol<ParamOp>(e.text))
-        return ParamRefOp::create(b, loc(e.loc), p.getType(),
-                                  FlatSymbolRefAttr::get(ctx, e.text));
+      // Inside a block, its own layers' first (`ln1.weight` of instance
+      // h0 is h0.ln1.weight).
+      for (const std::string &n :
+           {prefix.empty() ? std::string() : prefix + "." + e.text, e.text})
+        if (!n.empty())
+          if (auto p = module.lookupSymbol<ParamOp>(n))
+            return ParamRefOp::create(b, loc(e.loc), p.getType(),
+                                      FlatSymbolRefAttr::get(ctx, n));
       InFlightDiagnostic d = error(e.loc);
       d << "unknown name '" << e.text << "'";
       if (llvm::StringRef(e.text).contains('.'))
@@ -1380,6 +1393,8 @@ Value Gen::genTranspose(const Expr &e) {
 Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
   const std::string &f = e.text;
   Location at = loc(e.loc);
+  if (auto it = blocks.find(f); it != blocks.end())
+    return genBlockCall(*it->second, e, assignedName);
   auto unary = [&](auto create) -> Value {
     if (!checkArgs(e, 1, {"x"}))
       return {};
@@ -1504,6 +1519,15 @@ Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
     return genTranspose(e);
   if (f == "scaled_dot_product_attention")
     return genAttention(e);
+  if (f == "arange") { // torch.arange(n): positions, int32 here
+    if (!checkArgs(e, 1, {"end"}))
+      return {};
+    const Expr *ne = arg(e, 0, "end", true);
+    auto n = ne ? integer(*ne, "arange's end", 1) : std::nullopt;
+    if (!n)
+      return {};
+    return ArangeOp::create(b, at, RankedTensorType::get({*n}, b.getI32Type()));
+  }
   if (f == "concat")
     return genConcat(e);
   if (f == "split") {
@@ -1856,6 +1880,104 @@ void Gen::genRecipe(const Program &p) {
 // The program
 //===----------------------------------------------------------------------===//
 
+/// `q, k, v = split(...)`: one name per value.
+void Gen::genTuple(const Stmt &s) {
+  SmallVector<Value> values;
+  if (s.value->kind == Expr::Kind::Call && s.value->text == "split")
+    values = genSplit(*s.value, s.names.size());
+  else
+    error(s.value->loc) << "only split() gives several values; assign "
+                           "this to one name";
+  for (auto [i, n] : llvm::enumerate(s.names)) {
+    if (n.first == "loss") {
+      error(n.second) << "'loss' is the objective: assign it alone, "
+                         "as in 'loss = ...'";
+      values.clear();
+    }
+    if (values.empty())
+      poisoned.insert(n.first);
+    else
+      declare(n.first, n.second, values[i]);
+  }
+}
+
+/// `h0 = blk(x, ...)`: the block's statements with its inputs bound to the
+/// arguments, in a scope of their own (a block sees its inputs and its own
+/// names only), every layer in it named `h0.<its name>`; the value of its
+/// return.
+Value Gen::genBlockCall(const dsl::Block &blk, const Expr &e,
+                        llvm::StringRef assignedName) {
+  if (assignedName.empty()) {
+    error(e.loc) << "block '" << blk.name
+                 << "' must be assigned to a name (the prefix of its "
+                    "parameters), as in 'h0 = "
+                 << blk.name << "(x)'";
+    return {};
+  }
+  if (llvm::is_contained(active, llvm::StringRef(blk.name))) {
+    error(e.loc) << "block '" << blk.name << "' instantiates itself";
+    return {};
+  }
+  std::optional<llvm::StringRef> taken; // the first in order, for the message
+  for (const auto &p : paramNames)
+    if (p.getKey().starts_with((assignedName + ".").str()) &&
+        (!taken || p.getKey() < *taken))
+      taken = p.getKey();
+  if (taken) {
+    error(e.loc) << "'" << assignedName << "' already names parameters ("
+                 << *taken
+                 << "): every instance of a block needs a name of its own";
+    return {};
+  }
+  SmallVector<llvm::StringRef> inputs;
+  for (auto &p : blk.params)
+    inputs.push_back(p.first);
+  if (!checkArgs(e, inputs.size(), inputs))
+    return {};
+  SmallVector<Value> args;
+  for (auto [i, name] : llvm::enumerate(inputs)) {
+    const Expr *a = arg(e, i, name, true);
+    Value v = a ? gen(*a) : Value();
+    if (!v)
+      return {};
+    args.push_back(v);
+  }
+  // The block's own scope.
+  auto outerNames = std::move(names);
+  auto outerPoisoned = std::move(poisoned);
+  std::string outerPrefix = std::move(prefix);
+  names = {};
+  poisoned = {};
+  prefix = assignedName.str();
+  active.push_back(blk.name);
+  for (auto [i, p] : llvm::enumerate(blk.params))
+    declare(p.first, p.second, args[i]);
+  for (const Stmt &s : blk.stmts) {
+    b.setInsertionPointToEnd(body);
+    if (s.kind != Stmt::Kind::Assign) {
+      error(s.loc) << "a block holds assignments and its return; inputs, "
+                      "labels, parameters, the loss and metrics belong to "
+                      "the model";
+      continue;
+    }
+    if (!s.names.empty()) {
+      genTuple(s);
+      continue;
+    }
+    Value v = gen(*s.value, prefix + "." + s.name);
+    if (v)
+      declare(s.name, s.nameLoc, v);
+    else
+      poisoned.insert(s.name);
+  }
+  Value result = hadError ? Value() : gen(*blk.result);
+  active.pop_back();
+  names = std::move(outerNames);
+  poisoned = std::move(outerPoisoned);
+  prefix = std::move(outerPrefix);
+  return result;
+}
+
 OwningOpRef<ModuleOp> Gen::run(const Program &p) {
   // Owned here, so that every early return (an error) frees it.
   OwningOpRef<ModuleOp> owned = ModuleOp::create(loc({1, 1}));
@@ -1867,6 +1989,8 @@ OwningOpRef<ModuleOp> Gen::run(const Program &p) {
   dialect->getModelAttrHelper().setAttr(module, b.getStringAttr(name));
   dialect->getSourceAttrHelper().setAttr(module, b.getStringAttr(filename));
 
+  for (const dsl::Block &blk : p.blocks)
+    blocks[blk.name] = &blk;
   // The signature: the input, then the labels.
   const Stmt *input = nullptr, *label = nullptr;
   for (const Stmt &s : p.stmts) {
@@ -1931,23 +2055,7 @@ OwningOpRef<ModuleOp> Gen::run(const Program &p) {
     case Stmt::Kind::Loss:
     case Stmt::Kind::Metric: {
       if (!s.names.empty()) { // q, k, v = split(...)
-        SmallVector<Value> values;
-        if (s.value->kind == Expr::Kind::Call && s.value->text == "split")
-          values = genSplit(*s.value, s.names.size());
-        else
-          error(s.value->loc) << "only split() gives several values; assign "
-                                 "this to one name";
-        for (auto [i, n] : llvm::enumerate(s.names)) {
-          if (n.first == "loss") {
-            error(n.second) << "'loss' is the objective: assign it alone, "
-                               "as in 'loss = ...'";
-            values.clear();
-          }
-          if (values.empty())
-            poisoned.insert(n.first);
-          else
-            declare(n.first, n.second, values[i]);
-        }
+        genTuple(s);
         break;
       }
       Value v = gen(*s.value, s.name);

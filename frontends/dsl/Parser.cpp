@@ -301,6 +301,11 @@ public:
           return std::nullopt;
         continue;
       }
+      if (isKeyword("block") && peekTok.kind == Tok::Ident) {
+        if (!parseBlock(p))
+          return std::nullopt;
+        continue;
+      }
       auto s = parseStmt();
       if (!s)
         return std::nullopt;
@@ -471,6 +476,67 @@ private:
       }
     }
     consume();
+    return true;
+  }
+
+  /// block NAME '(' [NAME (',' NAME)*] ')' '{' stmt* 'return' expr '}'
+  bool parseBlock(Program &p) {
+    Block blk;
+    blk.loc = tok.loc;
+    consume(); // block
+    blk.name = tok.text;
+    blk.nameLoc = tok.loc;
+    if (!assignable(tok))
+      return false;
+    consume();
+    for (const Block &other : p.blocks)
+      if (other.name == blk.name) {
+        error(blk.nameLoc, "block '" + blk.name +
+                               "' is defined twice (the first is at line " +
+                               llvm::Twine(other.nameLoc.line) + ")");
+        return false;
+      }
+    if (!expect(Tok::LParen, "'(' and the block's inputs"))
+      return false;
+    while (tok.kind != Tok::RParen) {
+      if (!expect(Tok::Ident, "an input name or ')'") || !assignable(prev))
+        return false;
+      blk.params.push_back({prev.text, prev.loc});
+      if (tok.kind == Tok::Comma)
+        consume();
+      else if (tok.kind != Tok::RParen)
+        return unexpected("',' or ')'"), false;
+    }
+    consume();
+    if (!expect(Tok::LBrace, "'{' and the block's statements"))
+      return false;
+    while (!blk.result) {
+      if (tok.kind == Tok::Semicolon) {
+        consume();
+        continue;
+      }
+      if (isKeyword("return")) {
+        consume();
+        blk.result = parseExpr();
+        if (!blk.result)
+          return false;
+        break;
+      }
+      if (tok.kind == Tok::RBrace || tok.kind == Tok::Eof) {
+        error(tok.loc, "block '" + blk.name +
+                           "' ends without 'return': a block gives one value");
+        return false;
+      }
+      auto s = parseStmt();
+      if (!s)
+        return false;
+      blk.stmts.push_back(std::move(*s));
+    }
+    while (tok.kind == Tok::Semicolon)
+      consume();
+    if (!expect(Tok::RBrace, "'}' after the block's return"))
+      return false;
+    p.blocks.push_back(std::move(blk));
     return true;
   }
 

@@ -275,10 +275,10 @@ LogicalResult Printer::printOp(Operation *op) {
         std::string n = fresh("v");
         exprs[b] = n;
         int64_t off = b.getOffset();
-        const char *type =
-            cast<dtcrt::PtrType>(b.getType()).getElement().isInteger(64)
-                ? "int64_t"
-                : "float";
+        Type element = cast<dtcrt::PtrType>(b.getType()).getElement();
+        const char *type = element.isInteger(64)   ? "int64_t"
+                           : element.isInteger(32) ? "int32_t"
+                                                   : "float";
         os << "  " << type << " *" << n << " = reinterpret_cast<" << type
            << " *>("
            << (b.getSpace() == dtcrt::Space::Persistent

@@ -51,6 +51,12 @@ void copyPieces(Lowering &l, Value whole, Type wholeType, int64_t axis,
 } // namespace
 
 void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
+  // The positions 0..n-1, written into their buffer by each step.
+  t.add<ArangeOp>([](ArangeOp op, Lowering &l) {
+    Value out = l.resultBuffer(op);
+    dtcrt::ArangeOp::create(l.b, l.loc, out, l.i64(op.getType().getDimSize(0)));
+    return success();
+  });
   // An embedding gathers rows of its table: ids [...] as [rows].
   t.add<EmbeddingOp>([](EmbeddingOp op, Lowering &l) {
     auto ids = op.getIds().getType().getShape();

@@ -47,9 +47,11 @@ Value Lowering::resultBuffer(Operation *op, unsigned i) {
   auto t = cast<RankedTensorType>(r.getType());
   auto space =
       shape::isBatched(t) ? dtcrt::Space::PerSample : dtcrt::Space::Fixed;
+  // f32 tensors, and the i32 positions of dtc.arange.
+  Type element = t.getElementType().isInteger(32) ? Type(b.getI32Type())
+                                                  : Type(b.getF32Type());
   Value p = dtcrt::BufferOp::create(
-      b, loc, dtcrt::PtrType::get(b.getContext(), b.getF32Type()), space,
-      offsets[i]);
+      b, loc, dtcrt::PtrType::get(b.getContext(), element), space, offsets[i]);
   map(r, p);
   return p;
 }

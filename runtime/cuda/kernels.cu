@@ -642,6 +642,11 @@ __global__ void attentionGradKVKernel(const float *q, const float *k, const floa
 
 //===--- embeddings -----------------------------------------------------------===//
 
+__global__ void arangeKernel(int32_t *x, int64_t n) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    x[i] = int32_t(i);
+}
+
 // Ids outside the table are clamped (the data sets are checked when loaded).
 __global__ void embeddingKernel(const float *weight, const int32_t *ids, int64_t rows,
                                 int64_t num, int64_t dim, float *out) {
@@ -975,6 +980,13 @@ void attentionGrad(const rt::DeviceContext &c, const float *q, const float *k, c
   attentionGradKVKernel<<<unsigned((heads * tk + perBlock - 1) / perBlock), kThreads, 0,
                           c.stream>>>(q, k, v, out, lse, dout, dk, dvOut, a);
   checkLaunch("attentionGrad (dk, dv)");
+}
+
+void arange(const rt::DeviceContext &c, int32_t *x, int64_t n) {
+  if (n <= 0)
+    return;
+  arangeKernel<<<gridFor(n), kThreads, 0, c.stream>>>(x, n);
+  checkLaunch("arange");
 }
 
 void embedding(const rt::DeviceContext &c, const float *weight, const int32_t *ids, int64_t rows,

@@ -499,6 +499,11 @@ void accuracy(const rt::HostContext &, const float *logits, const int32_t *label
   out[0] = static_cast<float>(double(correct) / double(countedRows(labels, B, ignore)));
 }
 
+void arange(const rt::HostContext &, int32_t *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = int32_t(i);
+}
+
 void embedding(const rt::HostContext &, const float *weight, const int32_t *ids, int64_t rows,
                int64_t num, int64_t dim, float *out) {
   rt::parallelFor(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, dim)),

@@ -155,6 +155,7 @@ DTC_SAME_ABI(mse);
 DTC_SAME_ABI(mseGrad);
 DTC_SAME_ABI(accuracy);
 DTC_SAME_ABI(embedding);
+DTC_SAME_ABI(arange);
 DTC_SAME_ABI(attention);
 DTC_SAME_ABI(attentionGrad);
 DTC_SAME_ABI(embeddingGrad);

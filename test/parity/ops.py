@@ -112,6 +112,10 @@ def cases():
     c["sdpa_default_scale"] = ({"q": rnd((5, 16)) * 3, "k": rnd((9, 16)), "v": rnd((9, 2))},
                                "scaled_dot_product_attention(q, k, v)",
                                lambda p: sdpa(p["q"], p["k"], p["v"]))
+    # A position embedding: the first rows of its table (torch.arange ids).
+    c["position_embedding"] = ({"a": rnd((2, 5, 3)), "e.weight": rnd((7, 3))},
+                               "e = embedding(arange(5), 7, 3)\na * e",
+                               lambda p: p["a"] * F.embedding(torch.arange(5), p["e.weight"]))
     # nn.Linear on the last dimension of a 3-D input: `o = linear(...)`
     # declares o.weight [out, in] and o.bias [out].
     c["linear_3d"] = ({"a": rnd((2, 3, 5)), "o.weight": rnd((4, 5)), "o.bias": rnd((4,))},

@@ -86,6 +86,8 @@ void mseGrad(const rt::HostContext &c, const float *p, const float *t, int64_t n
 void accuracy(const rt::HostContext &c, const float *logits, const int32_t *labels,
               int64_t B, int64_t C, int64_t ignore, float *out);
 
+// x[i] = i for i in [0, n): the positions of a sequence (torch.arange).
+void arange(const rt::HostContext &c, int32_t *x, int64_t n);
 // Embeddings: out [rows, dim] = the rows of weight [num, dim] at ids [rows];
 // the gradient dweight [num, dim] = the rows of dy [rows, dim] summed by
 // their ids, in row order (the same at any --threads). An id outside

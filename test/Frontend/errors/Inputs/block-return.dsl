@@ -1,0 +1,3 @@
+block ff(a) {
+  fc = linear(a, 4)
+}
