@@ -199,6 +199,21 @@ def OverlapAllReduce : Pass<"dtc-overlap-allreduce", "mlir::ModuleOp"> {
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def ClipGradNorm : Pass<"dtc-clip-grad-norm", "mlir::ModuleOp"> {
+  let summary = "Clips the gradients by their global norm before the updates";
+  let description = [{
+    Where the module has `dtc.clip_grad_norm` (the recipe's
+    `clip_grad_norm = ...`), as torch.nn.utils.clip_grad_norm_ between
+    backward and the optimizer step: `@train_step`'s gradients, as the
+    updates receive them (all-reduced: every rank computes the same norm),
+    go into one `dtc.sum_squares`, `dtc.clip_coef` makes the factor
+    min(1, max_norm / (norm + 1e-6)) from the run's max_norm, and each
+    gradient is multiplied by it. The updates move after the last gradient
+    (clipping needs them all), in their order. Otherwise nothing changes.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def FoldMomentum : Pass<"dtc-fold-momentum", "mlir::ModuleOp"> {
   let summary = "Folds SGD momentum into the gradient buckets";
   let description = [{

@@ -31,6 +31,7 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     if (options.overlap)
       pm.addPass(createOverlapAllReduce());
   }
+  pm.addPass(createClipGradNorm());
   if (options.fuseMaxPoolGrad)
     pm.addNestedPass<func::FuncOp>(createFuseMaxPoolGrad());
   // Elementwise ops reach the emitters only inside dtc.fused: without

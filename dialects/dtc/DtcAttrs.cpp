@@ -264,6 +264,15 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
   if (name == getScheduleAttrHelper().getName())
     return expect(isa<ScheduleAttr>(value), onModule, "#dtc.schedule",
                   "the module");
+  if (name == getClipGradNormAttrHelper().getName()) {
+    auto f = dyn_cast<FloatAttr>(value);
+    if (failed(expect(bool(f), onModule, "a float", "the module")))
+      return failure();
+    if (!(f.getValueAsDouble() > 0) || !std::isfinite(f.getValueAsDouble()))
+      return op->emitError() << "'" << name << "' must be finite and > 0, got "
+                             << f.getValueAsDouble();
+    return success();
+  }
   if (name == getModelAttrHelper().getName() ||
       name == getSourceAttrHelper().getName())
     return expect(isa<StringAttr>(value), onModule, "a string", "the module");

@@ -26,6 +26,7 @@ def Dtc_Dialect : Dialect {
     "::dtc::RecipeAttr":$recipe,
     "::dtc::OptimizerAttr":$optimizer,
     "::dtc::ScheduleAttr":$schedule,
+    "::mlir::FloatAttr":$clip_grad_norm,
     "::mlir::StringAttr":$model,
     "::mlir::StringAttr":$source,
     "::dtc::PersistentAttr":$persistent,

@@ -966,6 +966,30 @@ def Dtc_ExportPredictionOp : Dtc_Op<"export_prediction"> {
 // Data parallelism: gradient all-reduce
 //===----------------------------------------------------------------------===//
 
+def Dtc_SumSquaresOp : Dtc_Op<"sum_squares", [Pure]> {
+  let summary = "The sum of the squares of every element of its operands";
+  let description = [{
+    Inserted by `dtc-clip-grad-norm` over the all-reduced gradients: the
+    square of their global 2-norm (torch.nn.utils.clip_grad_norm_'s total
+    norm, norm_type 2), the same on every rank.
+  }];
+  let arguments = (ins Variadic<Dtc_F32Tensor>:$xs);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = "$xs attr-dict `:` type($xs) `->` type($result)";
+}
+
+def Dtc_ClipCoefOp : Dtc_Op<"clip_coef", [Pure]> {
+  let summary = "The factor clip_grad_norm_ scales the gradients by";
+  let description = [{
+    From the square of the gradients' global norm: `min(1, max_norm /
+    (norm + 1e-6))` with `max_norm` the run's (the recipe's
+    `clip_grad_norm`, or train --clip-grad-norm; 1 when it is 0).
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$sum_squares);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = "$sum_squares attr-dict `:` type($sum_squares) `->` type($result)";
+}
+
 def Dtc_CopyOp : Dtc_Op<"copy", [Pure, Dtc_Elementwise,
     SameOperandsAndResultType]> {
   let summary = "A copy of a tensor in a buffer of its own";

@@ -282,6 +282,11 @@ def Dtcrt_ExportPredictionOp : Dtcrt_Call<"export_prediction", (ins Dtcrt_F32Ptr
     Dtcrt_F32Ptr:$src, I64:$n), "dst[0..n) = src[0..n) unless dst is null">;
 def Dtcrt_FillOp : Dtcrt_Call<"fill", (ins Dtcrt_F32Ptr:$x, I64:$n, F32:$value),
     "x[0..n) = value">;
+def Dtcrt_SumSquaresOp : Dtcrt_Call<"sum_squares", (ins Dtcrt_F32Ptr:$x, I64:$n,
+    Dtcrt_F32Ptr:$acc), "acc[0] += the sum of the squares of x[0..n) (in double)">;
+def Dtcrt_ClipCoefOp : Dtcrt_Call<"clip_coef", (ins Dtcrt_F32Ptr:$sum_squares,
+    Dtcrt_HyperType:$hyper, Dtcrt_F32Ptr:$coef),
+    "coef[0] = min(1, hyper.maxGradNorm / (sqrt(sum_squares[0]) + 1e-6)), 1 when maxGradNorm is 0">;
 def Dtcrt_ArangeOp : Dtcrt_Call<"arange", (ins Dtcrt_I32Ptr:$x, I64:$n),
     "x[i] = i for i in [0, n) (int32)">;
 def Dtcrt_CopyRowsOp : Dtcrt_Call<"copy_rows", (ins Dtcrt_F32Ptr:$src, I64:$src_stride,

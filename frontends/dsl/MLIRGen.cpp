@@ -1798,6 +1798,7 @@ void Gen::genRecipe(const Program &p) {
   double validation = 0;
   OptimizerAttr opt;
   ScheduleAttr schedule;
+  std::optional<double> clipNorm;
   llvm::StringMap<Loc> seen;
   for (const Setting &s : p.train) {
     // Aliases name the same setting.
@@ -1833,6 +1834,14 @@ void Gen::genRecipe(const Program &p) {
       opt = genOptimizer(v);
     } else if (s.key == "schedule") {
       schedule = genSchedule(v);
+    } else if (s.key == "clip_grad_norm") {
+      auto x = number(v, "the gradients' maximum norm");
+      if (x && !(*x > 0 && std::isfinite(*x)))
+        error(v.loc) << "clip_grad_norm is the gradients' maximum 2-norm, > 0, "
+                        "got "
+                     << *x;
+      else if (x)
+        clipNorm = *x;
     } else if (s.key == "lr") {
       auto x = number(v, "the learning rate");
       if (x && *x <= 0)
@@ -1842,7 +1851,7 @@ void Gen::genRecipe(const Program &p) {
     } else {
       error(s.loc) << "unknown train setting '" << s.key
                    << "' (expected data, batch, epochs, optimizer, lr, "
-                      "schedule, seed, validation)";
+                      "schedule, clip_grad_norm, seed, validation)";
     }
   }
   if (hadError)
@@ -1874,6 +1883,9 @@ void Gen::genRecipe(const Program &p) {
   dialect->getOptimizerAttrHelper().setAttr(module, opt);
   if (schedule)
     dialect->getScheduleAttrHelper().setAttr(module, schedule);
+  if (clipNorm)
+    dialect->getClipGradNormAttrHelper().setAttr(module,
+                                                 b.getF64FloatAttr(*clipNorm));
 }
 
 //===----------------------------------------------------------------------===//

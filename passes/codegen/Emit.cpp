@@ -768,6 +768,9 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
        << "  s.recipe.schedule.stepSize = " << sched.getStepSize() << ";\n"
        << "  s.recipe.schedule.gamma = " << doubleLiteral(sched.getGamma())
        << ";\n";
+  if (auto clip = dtc->getClipGradNormAttrHelper().getAttr(module))
+    os << "  s.recipe.hyper.maxGradNorm = "
+       << floatLiteral(clip.getValueAsDouble()) << ";\n";
   os << "  s.recipe.hyper.nesterov = " << (opt.getNesterov() ? 1 : 0) << ";\n"
      << "  s.recipe.hyper.step = 0;\n"
      << "  s.fingerprint = 0x" << llvm::format_hex_no_prefix(fingerprint, 16)

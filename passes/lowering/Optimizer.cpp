@@ -7,6 +7,22 @@ using namespace dtc;
 using namespace dtc::lowering;
 
 void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
+  // Gradient clipping: the squares of every gradient added into one float,
+  // then the factor from the run's max norm.
+  t.add<SumSquaresOp>([](SumSquaresOp op, Lowering &l) {
+    Value acc = l.resultBuffer(op);
+    dtcrt::FillOp::create(l.b, l.loc, acc, l.i64(1), l.f32(0.0f));
+    for (Value x : op.getXs())
+      dtcrt::SumSquaresOp::create(l.b, l.loc, l.ptr(x), l.size(x.getType()),
+                                  acc);
+    return success();
+  });
+  t.add<ClipCoefOp>([](ClipCoefOp op, Lowering &l) {
+    Value out = l.resultBuffer(op);
+    dtcrt::ClipCoefOp::create(l.b, l.loc, l.ptr(op.getSumSquares()), l.hyper(),
+                              out);
+    return success();
+  });
   // One call of the optimizer's kernel for the whole group.
   t.add<UpdateGroupOp>([](UpdateGroupOp op, Lowering &l) {
     OptimizerAttr opt = optimizerOf(l.module);

@@ -642,6 +642,22 @@ __global__ void attentionGradKVKernel(const float *q, const float *k, const floa
 
 //===--- embeddings -----------------------------------------------------------===//
 
+__global__ void __launch_bounds__(kLossThreads)
+sumSquaresKernel(const float *x, int64_t n, float *acc) {
+  __shared__ double sm[32];
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    s += double(x[i]) * double(x[i]);
+  s = warpSum(s);
+  const double total = blockSumOfWarps(s, sm);
+  if (threadIdx.x == 0)
+    acc[0] = float(double(acc[0]) + total);
+}
+
+__global__ void clipCoefKernel(const float *sumSquares, float maxNorm, float *coef) {
+  coef[0] = rt::clipCoefficient(sumSquares[0], maxNorm);
+}
+
 __global__ void arangeKernel(int32_t *x, int64_t n) {
   for (int64_t i = globalThread(); i < n; i += gridThreads())
     x[i] = int32_t(i);
@@ -980,6 +996,19 @@ void attentionGrad(const rt::DeviceContext &c, const float *q, const float *k, c
   attentionGradKVKernel<<<unsigned((heads * tk + perBlock - 1) / perBlock), kThreads, 0,
                           c.stream>>>(q, k, v, out, lse, dout, dk, dvOut, a);
   checkLaunch("attentionGrad (dk, dv)");
+}
+
+void sumSquares(const rt::DeviceContext &c, const float *x, int64_t n, float *acc) {
+  if (n <= 0)
+    return;
+  sumSquaresKernel<<<1, kLossThreads, 0, c.stream>>>(x, n, acc);
+  checkLaunch("sumSquares");
+}
+
+void clipCoef(const rt::DeviceContext &c, const float *sumSquares, const rt::Hyper &h,
+              float *coef) {
+  clipCoefKernel<<<1, 1, 0, c.stream>>>(sumSquares, h.maxGradNorm, coef);
+  checkLaunch("clipCoef");
 }
 
 void arange(const rt::DeviceContext &c, int32_t *x, int64_t n) {

@@ -499,6 +499,18 @@ void accuracy(const rt::HostContext &, const float *logits, const int32_t *label
   out[0] = static_cast<float>(double(correct) / double(countedRows(labels, B, ignore)));
 }
 
+void sumSquares(const rt::HostContext &, const float *x, int64_t n, float *acc) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i)
+    s += double(x[i]) * double(x[i]);
+  acc[0] = float(double(acc[0]) + s);
+}
+
+void clipCoef(const rt::HostContext &, const float *sumSquares, const rt::Hyper &h,
+              float *coef) {
+  coef[0] = rt::clipCoefficient(sumSquares[0], h.maxGradNorm);
+}
+
 void arange(const rt::HostContext &, int32_t *x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     x[i] = int32_t(i);

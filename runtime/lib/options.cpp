@@ -170,6 +170,7 @@ Options defaultOptions(const ModelSpec &spec) {
   o.epochs = r.epochs > 0 ? r.epochs : 1;
   o.batch = r.batch > 0 ? r.batch : 1;
   o.lr = r.hyper.lr;
+  o.maxGradNorm = r.hyper.maxGradNorm;
   const ScheduleSpec &sc = r.schedule;
   if (sc.kind >= 0 && sc.kind <= 3)
     o.schedule.kind = LrSchedule::Kind(sc.kind);
@@ -250,6 +251,12 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("F")
       ->capture_default_str()
       ->check(inRange<float>(0, FLT_MAX, "a finite learning rate >= 0"));
+  app.add_option("--clip-grad-norm", out.maxGradNorm,
+                 "Clip the gradients to this global 2-norm (after the all-reduce), as "
+                 "clip_grad_norm_; 0: off. The recipe's clip_grad_norm compiles it in")
+      ->type_name("F")
+      ->capture_default_str()
+      ->check(inRange<float>(0, FLT_MAX, "a finite norm >= 0"));
   std::string schedule = scheduleKindName(out.schedule.kind);
   app.add_option("--lr-schedule", schedule,
                  "The learning rate over the steps: constant, cosine or linear (to --min-lr "
@@ -466,6 +473,12 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       return 2;
     }
     out.epochs = 0;
+  }
+  if (out.maxGradNorm > 0 && !(spec.recipe.hyper.maxGradNorm > 0)) {
+    std::cerr << "train: error: --clip-grad-norm: model '" << spec.name
+              << "' was compiled without gradient clipping; add clip_grad_norm = "
+              << out.maxGradNorm << " to its recipe\n";
+    return 2;
   }
   if (!data.empty())
     applyDataOption(data, out.data);

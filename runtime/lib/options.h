@@ -22,6 +22,7 @@ struct Options {
   int64_t epochs = 1;
   int64_t batch = 1;
   float lr = 0;
+  float maxGradNorm = 0; // --clip-grad-norm (the recipe's clip_grad_norm)
   LrSchedule schedule; // --lr-schedule, --warmup-steps, ... (schedule.h)
   uint64_t seed = 0;
   bool shuffle = true;

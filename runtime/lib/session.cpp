@@ -56,6 +56,7 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
     comm.broadcast(persistent.data(), resumedAnywhere ? spec.persistentBytes : spec.paramBytes + spec.bufferBytes,
                    0);
   hyper.lr = this->opts.lr;
+  hyper.maxGradNorm = this->opts.maxGradNorm;
   hyper.step = 0;
   args.persistent = persistent.data();
   args.arena = arena.data();

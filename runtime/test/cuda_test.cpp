@@ -156,6 +156,8 @@ DTC_SAME_ABI(mseGrad);
 DTC_SAME_ABI(accuracy);
 DTC_SAME_ABI(embedding);
 DTC_SAME_ABI(arange);
+DTC_SAME_ABI(sumSquares);
+DTC_SAME_ABI(clipCoef);
 DTC_SAME_ABI(attention);
 DTC_SAME_ABI(attentionGrad);
 DTC_SAME_ABI(embeddingGrad);

@@ -1508,3 +1508,22 @@ TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
     }
   }
 }
+
+TEST(ClipGradNorm, SumOfSquaresAndTheFactorAsClipGradNorm) {
+  const std::vector<float> a = {3, -4}, b = {12};
+  float acc = 0;
+  kern::sumSquares(kHost, a.data(), 2, &acc);
+  kern::sumSquares(kHost, b.data(), 1, &acc);
+  EXPECT_EQ(acc, 169.0f); // a norm of 13
+  rt::Hyper h{};
+  float coef = 0;
+  h.maxGradNorm = 1.0f;
+  kern::clipCoef(kHost, &acc, h, &coef);
+  EXPECT_FLOAT_EQ(coef, 1.0f / (13.0f + 1e-6f));
+  h.maxGradNorm = 26.0f; // a larger norm than the gradients': no clipping
+  kern::clipCoef(kHost, &acc, h, &coef);
+  EXPECT_EQ(coef, 1.0f);
+  h.maxGradNorm = 0.0f; // off
+  kern::clipCoef(kHost, &acc, h, &coef);
+  EXPECT_EQ(coef, 1.0f);
+}

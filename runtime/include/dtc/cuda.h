@@ -112,6 +112,10 @@ void attentionGrad(const rt::DeviceContext &c, const float *q, const float *k, c
                    float *dvOut, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv,
                    bool causal, float scale);
 void arange(const rt::DeviceContext &c, int32_t *x, int64_t n);
+// Gradient clipping (kernels.h): one block per call, the sum in double.
+void sumSquares(const rt::DeviceContext &c, const float *x, int64_t n, float *acc);
+void clipCoef(const rt::DeviceContext &c, const float *sumSquares, const rt::Hyper &h,
+              float *coef);
 // Embeddings (kernels.h); ids outside [0, num) are clamped. The gradient:
 // one thread per column, rows in order (deterministic, no atomics).
 void embedding(const rt::DeviceContext &c, const float *weight, const int32_t *ids,

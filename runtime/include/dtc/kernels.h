@@ -86,6 +86,12 @@ void mseGrad(const rt::HostContext &c, const float *p, const float *t, int64_t n
 void accuracy(const rt::HostContext &c, const float *logits, const int32_t *labels,
               int64_t B, int64_t C, int64_t ignore, float *out);
 
+// Gradient clipping (dtc-clip-grad-norm): acc[0] += sum of x[i]^2 (in
+// double per call); coef[0] = min(1, h.maxGradNorm / (sqrt(sumSquares[0]) +
+// 1e-6)), or 1 when maxGradNorm <= 0 (torch.nn.utils.clip_grad_norm_).
+void sumSquares(const rt::HostContext &c, const float *x, int64_t n, float *acc);
+void clipCoef(const rt::HostContext &c, const float *sumSquares, const rt::Hyper &h,
+              float *coef);
 // x[i] = i for i in [0, n): the positions of a sequence (torch.arange).
 void arange(const rt::HostContext &c, int32_t *x, int64_t n);
 // Embeddings: out [rows, dim] = the rows of weight [num, dim] at ids [rows];

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 
 namespace dtc::rt {
@@ -68,6 +69,8 @@ struct Hyper {
   float beta1, beta2, eps;
   int32_t nesterov;
   int64_t step;             // 1-based optimizer step (Adam bias correction)
+  float maxGradNorm;        // clip_grad_norm's max_norm (0: no clipping; the
+                            // step clips only if compiled to, dtc-clip-grad-norm)
 };
 
 // The context the CPU steps pass first to every dtc::kern kernel (declared
@@ -145,6 +148,16 @@ DTC_HOST_DEVICE inline bool dropoutKeeps(uint64_t seed, int64_t salt, int64_t i,
 // every rank its own.
 inline uint64_t stepRngSeed(uint64_t seed, int64_t step, int rank) {
   return mixSeed(mixSeed(seed ^ 0x64726f706f7574ULL, uint64_t(step)), uint64_t(rank));
+}
+
+// clip_grad_norm_'s factor from the square of the gradients' global norm:
+// min(1, maxNorm / (norm + 1e-6)); 1 without clipping (maxNorm <= 0). Host
+// and device code alike.
+DTC_HOST_DEVICE inline float clipCoefficient(float sumSquares, float maxNorm) {
+  if (!(maxNorm > 0))
+    return 1.0f;
+  const float c = maxNorm / (sqrtf(sumSquares) + 1e-6f);
+  return c < 1.0f ? c : 1.0f;
 }
 
 // SGD momentum folded into the gradient buckets (dtc.fold_momentum): the

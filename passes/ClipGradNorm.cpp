@@ -1,0 +1,60 @@
+//===- ClipGradNorm.cpp - Gradients clipped by their global norm ----------===//
+//
+// torch.nn.utils.clip_grad_norm_ compiled into the step: what a PyTorch
+// user calls between loss.backward() (DDP's all-reduce included) and
+// optimizer.step().
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/Steps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_CLIPGRADNORM
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+
+struct ClipGradNormPass : public dtc::impl::ClipGradNormBase<ClipGradNormPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    DtcDialect *dtc = getContext().getLoadedDialect<DtcDialect>();
+    if (!dtc || !dtc->getClipGradNormAttrHelper().getAttr(module))
+      return;
+    func::FuncOp step = steps::trainStep(module, *this);
+    if (!step)
+      return signalPassFailure();
+    SmallVector<ApplyGradientOp> updates(step.getOps<ApplyGradientOp>());
+    if (updates.empty())
+      return;
+    if (!step.getOps<UpdateGroupOp>().empty()) {
+      step.emitError("dtc-clip-grad-norm runs before dtc-group-updates");
+      return signalPassFailure();
+    }
+    // The updates go last, in their order: every gradient exists there.
+    Operation *ret = step.front().getTerminator();
+    for (ApplyGradientOp u : updates)
+      u->moveBefore(ret);
+    OpBuilder b(updates.front());
+    Location loc = updates.front().getLoc();
+    SmallVector<Value> grads;
+    for (ApplyGradientOp u : updates)
+      grads.push_back(u.getGrad());
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    Value sumSq = SumSquaresOp::create(b, loc, scalar, grads);
+    Value coef = ClipCoefOp::create(b, loc, scalar, sumSq);
+    for (ApplyGradientOp u : updates) {
+      Value g = u.getGrad();
+      Value clipped = MulOp::create(b, u.getLoc(), g.getType(), g, coef);
+      u.getGradMutable().assign(clipped);
+    }
+  }
+};
+
+} // namespace

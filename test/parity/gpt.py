@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""GPT parity in the manner of llm.c's test_gpt2: a GPT-2-style byte-level
+model (pre-norm blocks of causal self-attention and a tanh-GELU MLP, learned
+position embeddings, the head tied to the token embedding) written with the
+DSL's builtins and blocks, against an independent PyTorch implementation of
+the same model, from the same initialization (a safetensors file dtc reads
+with --init) and the same batches (--shuffle off: window i holds tokens
+i*T .. i*T+T-1, its labels the token after each).
+
+1. One step: the loss and every parameter's gradient (dtc: one SGD step of
+   lr 1 with the same initialization, the gradient = before - after).
+2. 24 AdamW steps with the recipe's gradient clipping (clip_grad_norm_ to
+   1.0 after the all-reduce) and warmup + cosine schedule: every step's loss
+   and the final parameters.
+3. The same 24 steps on 2 ranks (mpirun; rank r takes windows r, r+2, ...
+   of each global batch) against one PyTorch process on the global batch
+   (DDP's averaged gradient is the global batch's mean gradient).
+
+Tolerances (fp32, different summation orders): loss 1e-5 x (1 + |loss|);
+gradients 1e-5 x (1 + max |g|) per tensor (measured 6e-8); over 24 steps,
+losses 2e-5 x (1 + |loss|) and parameters 1e-4 x (1 + max |w|) per tensor
+(measured 1e-6 and 9e-6). The logits are not compared on their own: the
+loss and every gradient are functions of them. --control runs
+the reference with a wrong attention scale (1/D for 1/sqrt(D)) and then
+without the causal mask: every check must then fail.
+usage: gpt.py DTC WORKDIR [--control]"""
+import csv, os, sys, warnings
+import numpy as np
+import torch
+from common import save_safetensors, load_safetensors, compile_model, run, read_losses
+
+warnings.filterwarnings("ignore", category=UserWarning)  # SequentialLR's
+F = torch.nn.functional
+torch.set_num_threads(1)
+V, T, C, H, L, B = 256, 16, 32, 4, 2, 4
+# DECAY = STEPS: past it torch's cosine rises again, dtc's stays at min_lr.
+STEPS, LR, MIN_LR, WARMUP, DECAY, CLIP = 24, 3e-3, 3e-4, 5, 24, 1.0
+
+def dsl(optimizer, text):
+    layers = "\n".join(f"h{i} = layer({'x' if i == 0 else f'h{i - 1}'})" for i in range(L))
+    return f"""model gpt_parity
+input ids: i32[B, {T}]
+label y: i32[B, {T}]
+
+block attention(x) {{
+  c_attn = linear(x, {3 * C})
+  q, k, v = split(c_attn, 3)
+  qh = transpose(reshape(q, [B, {T}, {H}, {C // H}]), 1, 2)
+  kh = transpose(reshape(k, [B, {T}, {H}, {C // H}]), 1, 2)
+  vh = transpose(reshape(v, [B, {T}, {H}, {C // H}]), 1, 2)
+  a = scaled_dot_product_attention(qh, kh, vh, is_causal=true)
+  c_proj = linear(reshape(transpose(a, 1, 2), [B, {T}, {C}]), {C})
+  return c_proj
+}}
+
+block mlp(x) {{
+  c_fc = linear(x, {4 * C}, act=gelu_tanh)
+  c_proj = linear(c_fc, {C})
+  return c_proj
+}}
+
+block layer(x) {{
+  ln_1 = layer_norm(x)
+  attn = attention(ln_1)
+  h = x + attn
+  ln_2 = layer_norm(h)
+  mlp = mlp(ln_2)
+  return h + mlp
+}}
+
+wte = embedding(ids, {V}, {C})
+wpe = embedding(arange({T}), {T}, {C})
+x = wte + wpe
+{layers}
+ln_f = layer_norm(h{L - 1})
+logits = ln_f @ transpose(wte.weight)
+loss = cross_entropy(logits, y)
+
+train {{
+  data = text("{text}", block={T})
+  batch = {B}
+  optimizer = {optimizer}
+  schedule = cosine(warmup={WARMUP}, decay_steps={DECAY}, min_lr={MIN_LR})
+  clip_grad_norm = {CLIP}
+  validation = 0
+}}
+"""
+
+def init(rng):
+    """GPT-2's initialization: N(0, 0.02) weights, zero biases, ones and
+    zeros for the layer norms (perturbed, so that their gradients show)."""
+    p = {"wte.weight": rng.normal(0, 0.02, (V, C)), "wpe.weight": rng.normal(0, 0.02, (T, C))}
+    def lin(name, out, inp):
+        p[name + ".weight"] = rng.normal(0, 0.02, (out, inp))
+        p[name + ".bias"] = rng.normal(0, 0.01, (out,))
+    def ln(name):
+        p[name + ".weight"] = 1 + rng.normal(0, 0.1, (C,))
+        p[name + ".bias"] = rng.normal(0, 0.1, (C,))
+    for i in range(L):
+        ln(f"h{i}.ln_1")
+        lin(f"h{i}.attn.c_attn", 3 * C, C)
+        lin(f"h{i}.attn.c_proj", C, C)
+        ln(f"h{i}.ln_2")
+        lin(f"h{i}.mlp.c_fc", 4 * C, C)
+        lin(f"h{i}.mlp.c_proj", C, 4 * C)
+    ln("ln_f")
+    return {k: v.astype(np.float32) for k, v in p.items()}
+
+def forward(p, ids, scale=None, causal=True):
+    """An independent GPT-2 forward (nanoGPT's, written out)."""
+    t = ids.shape[1]
+    x = F.embedding(ids, p["wte.weight"]) + p["wpe.weight"][:t]
+    for i in range(L):
+        pre = f"h{i}."
+        h = F.layer_norm(x, (C,), p[pre + "ln_1.weight"], p[pre + "ln_1.bias"])
+        qkv = F.linear(h, p[pre + "attn.c_attn.weight"], p[pre + "attn.c_attn.bias"])
+        q, k, v = (z.view(-1, t, H, C // H).transpose(1, 2) for z in qkv.split(C, -1))
+        s = q @ k.transpose(-2, -1) * (scale if scale else (C // H) ** -0.5)
+        if causal:
+            s = s.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
+        a = (torch.softmax(s, -1) @ v).transpose(1, 2).reshape(-1, t, C)
+        x = x + F.linear(a, p[pre + "attn.c_proj.weight"], p[pre + "attn.c_proj.bias"])
+        h = F.layer_norm(x, (C,), p[pre + "ln_2.weight"], p[pre + "ln_2.bias"])
+        m = F.gelu(F.linear(h, p[pre + "mlp.c_fc.weight"], p[pre + "mlp.c_fc.bias"]),
+                   approximate="tanh")
+        x = x + F.linear(m, p[pre + "mlp.c_proj.weight"], p[pre + "mlp.c_proj.bias"])
+    x = F.layer_norm(x, (C,), p["ln_f.weight"], p["ln_f.bias"])
+    return x @ p["wte.weight"].T
+
+def batches(tokens, batch):
+    n = (len(tokens) - 1) // T
+    ids = np.stack([tokens[i * T:i * T + T] for i in range(n)]).astype(np.int64)
+    lab = np.stack([tokens[i * T + 1:i * T + T + 1] for i in range(n)]).astype(np.int64)
+    return [(torch.tensor(ids[j:j + batch]), torch.tensor(lab[j:j + batch]))
+            for j in range(0, n - batch + 1, batch)]
+
+def loss_of(p, xb, yb, variant):
+    return F.cross_entropy(forward(p, xb, **variant).reshape(-1, V), yb.reshape(-1))
+
+def reference_grads(params, data, variant):
+    p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    loss = loss_of(p, *data[0], variant)
+    loss.backward()
+    return loss.item(), {k: v.grad.numpy() for k, v in p.items()}
+
+def reference_train(params, data, variant):
+    p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    opt = torch.optim.AdamW(list(p.values()), lr=LR, weight_decay=0.1)
+    S = torch.optim.lr_scheduler
+    warm = S.LinearLR(opt, start_factor=1.0 / WARMUP, end_factor=1.0, total_iters=WARMUP - 1)
+    cos = S.CosineAnnealingLR(opt, T_max=DECAY - WARMUP, eta_min=MIN_LR)
+    sched = S.SequentialLR(opt, [warm, cos], milestones=[WARMUP])
+    losses = []
+    for s in range(STEPS):
+        opt.zero_grad()
+        loss = loss_of(p, *data[s], variant)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(p.values()), CLIP)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    return losses, {k: v.detach().numpy() for k, v in p.items()}
+
+def worst(got, want):
+    return max(float(np.abs(got[k] - v).max()) / (1 + float(np.abs(v).max())) for k, v in want.items())
+
+def main():
+    dtc, work = sys.argv[1:3]
+    control = "--control" in sys.argv
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(13)
+    words = "the attention of tokens is all you need to train a small model on bytes".split()
+    text = (" ".join(rng.choice(words, 3000)) + "\n").encode()
+    corpus = os.path.join(work, "corpus.txt")
+    with open(corpus, "wb") as f:
+        f.write(text)
+    tokens = np.frombuffer(text, dtype=np.uint8)
+    params = init(rng)
+    ckpt = os.path.join(work, "init.safetensors")
+    save_safetensors(ckpt, params)
+    variants = [{"scale": 1.0 / (C // H)}, {"causal": False}] if control else [{}]
+    results = []
+
+    # 1. One step's loss and gradients (SGD lr 1: the gradient is the change).
+    exe = compile_model(dtc, dsl("sgd(lr=1.0)", corpus), work, "gpt_sgd")
+    out = os.path.join(work, "sgd.safetensors")
+    run([exe, "--init", ckpt, "--shuffle", "off", "--max-steps", "1", "--threads", "1", "--eval", "off",
+         "--quiet", "--lr-schedule", "constant", "--warmup-steps", "0", "--clip-grad-norm", "0",
+         "--metrics", os.path.join(work, "sgd.csv"), "--save", out])
+    after = load_safetensors(out)
+    grads = {k: params[k] - after[k] for k in params}
+    loss0 = read_losses(os.path.join(work, "sgd.csv"))[0]
+    for variant in variants:
+        ref_loss, ref_grads = reference_grads(params, batches(tokens, B), variant)
+        lerr, gerr = abs(loss0 - ref_loss) / (1 + abs(ref_loss)), worst(grads, ref_grads)
+        ok = lerr <= 1e-5 and gerr <= 1e-5
+        results.append(ok)
+        print(f"one step {variant or ''} {'ok  ' if ok else 'FAIL'} loss {loss0:.6f}/{ref_loss:.6f} "
+              f"err {lerr:.1e}, worst gradient err {gerr:.1e} over {len(grads)} tensors")
+
+    # 2, 3. AdamW with clipping and the schedule, on 1 and 2 ranks.
+    exe = compile_model(dtc, dsl(f"adamw(lr={LR}, weight_decay=0.1)", corpus), work, "gpt_adamw")
+    for ranks in (1, 2):
+        d = os.path.join(work, f"r{ranks}")
+        os.makedirs(d, exist_ok=True)
+        cmd = [exe, "--init", ckpt, "--shuffle", "off", "--max-steps", str(STEPS), "--threads", "1",
+               "--eval", "off", "--quiet", "--metrics", os.path.join(d, "m.csv"),
+               "--save", os.path.join(d, "out.safetensors")]
+        if ranks > 1:
+            cmd = ["timeout", "300", "mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to",
+                   "none", "-np", str(ranks)] + cmd
+        run(cmd)
+        losses = read_losses(os.path.join(d, "m.csv"))
+        got = load_safetensors(os.path.join(d, "out.safetensors"))
+        for variant in variants:
+            ref_losses, ref_params = reference_train(params, batches(tokens, B * ranks), variant)
+            lerr = max(abs(a - b) / (1 + abs(b)) for a, b in zip(losses, ref_losses))
+            perr = worst(got, ref_params)
+            ok = len(losses) == STEPS and lerr <= 2e-5 and perr <= 1e-4
+            results.append(ok)
+            print(f"adamw {ranks} rank(s) {variant or ''} {'ok  ' if ok else 'FAIL'} loss[0] "
+                  f"{losses[0]:.5f}/{ref_losses[0]:.5f} loss[-1] {losses[-1]:.5f}/{ref_losses[-1]:.5f} "
+                  f"worst loss err {lerr:.1e} param err {perr:.1e}")
+    failed = sum(results) if control else len(results) - sum(results)
+    print(f"{len(results) - failed} passed, {failed} failed" +
+          (" (control: every check must fail)" if control else ""))
+    return 1 if failed else 0
+
+if __name__ == "__main__":
+    sys.exit(main())
