@@ -42,7 +42,8 @@ class Attention(torch.nn.Module):
         super().__init__()
         self.c_attn = torch.nn.Linear(C, 3 * C)
         self.c_proj = torch.nn.Linear(C, C)
-        self.register_buffer("mask", torch.ones(T, T, dtype=torch.bool).tril())
+        # (not a buffer: DDP broadcasts buffers, and gloo has no bool)
+        self.mask = torch.ones(T, T, dtype=torch.bool).tril()
 
     def forward(self, x):
         b, t, _ = x.shape
