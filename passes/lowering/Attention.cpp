@@ -22,21 +22,30 @@ void dtc::lowering::populateAttentionLowerings(LoweringTable &t) {
   t.add<AttentionOp>([](AttentionOp op, Lowering &l) {
     auto [heads, tq, tk, d, dv] = headsView(
         l, op.getQ().getType(), op.getK().getType(), op.getV().getType());
-    dtcrt::AttentionOp::create(
-        l.b, l.loc, l.ptr(op.getQ()), l.ptr(op.getK()), l.ptr(op.getV()),
-        l.resultBuffer(op, 0), l.resultBuffer(op, 1), heads, tq, tk, d, dv,
-        l.i1(op.getCausal()), l.f32(float(op.getScale().convertToDouble())));
+    // (One op per statement: the order of the IR never depends on the
+    // compiler's order of evaluating arguments.)
+    Value q = l.ptr(op.getQ()), k = l.ptr(op.getK()), v = l.ptr(op.getV());
+    Value out = l.resultBuffer(op, 0);
+    Value lse = l.resultBuffer(op, 1);
+    Value causal = l.i1(op.getCausal());
+    Value scale = l.f32(float(op.getScale().convertToDouble()));
+    dtcrt::AttentionOp::create(l.b, l.loc, q, k, v, out, lse, heads, tq, tk, d,
+                               dv, causal, scale);
     return success();
   });
   t.add<AttentionGradOp>([](AttentionGradOp op, Lowering &l) {
     auto [heads, tq, tk, d, dv] = headsView(
         l, op.getQ().getType(), op.getK().getType(), op.getV().getType());
-    dtcrt::AttentionGradOp::create(
-        l.b, l.loc, l.ptr(op.getQ()), l.ptr(op.getK()), l.ptr(op.getV()),
-        l.ptr(op.getOut()), l.ptr(op.getLse()), l.ptr(op.getDy()),
-        l.resultBuffer(op, 0), l.resultBuffer(op, 1), l.resultBuffer(op, 2),
-        heads, tq, tk, d, dv, l.i1(op.getCausal()),
-        l.f32(float(op.getScale().convertToDouble())));
+    Value q = l.ptr(op.getQ()), k = l.ptr(op.getK()), v = l.ptr(op.getV());
+    Value out = l.ptr(op.getOut()), lse = l.ptr(op.getLse());
+    Value dy = l.ptr(op.getDy());
+    Value dq = l.resultBuffer(op, 0);
+    Value dk = l.resultBuffer(op, 1);
+    Value dv2 = l.resultBuffer(op, 2);
+    Value causal = l.i1(op.getCausal());
+    Value scale = l.f32(float(op.getScale().convertToDouble()));
+    dtcrt::AttentionGradOp::create(l.b, l.loc, q, k, v, out, lse, dy, dq, dk,
+                                   dv2, heads, tq, tk, d, dv, causal, scale);
     return success();
   });
 }

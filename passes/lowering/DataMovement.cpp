@@ -54,25 +54,31 @@ void dtc::lowering::populateDataMovementLowerings(LoweringTable &t) {
   // The positions 0..n-1, written into their buffer by each step.
   t.add<ArangeOp>([](ArangeOp op, Lowering &l) {
     Value out = l.resultBuffer(op);
-    dtcrt::ArangeOp::create(l.b, l.loc, out, l.i64(op.getType().getDimSize(0)));
+    Value n = l.i64(op.getType().getDimSize(0));
+    dtcrt::ArangeOp::create(l.b, l.loc, out, n);
     return success();
   });
   // An embedding gathers rows of its table: ids [...] as [rows].
   t.add<EmbeddingOp>([](EmbeddingOp op, Lowering &l) {
     auto ids = op.getIds().getType().getShape();
     auto w = op.getWeight().getType().getShape();
+    Value rows = l.size(ids, 0, ids.size());
+    Value num = l.i64(w[0]);
+    Value dim = l.i64(w[1]);
+    Value out = l.resultBuffer(op);
     dtcrt::EmbeddingOp::create(l.b, l.loc, l.ptr(op.getWeight()),
-                               l.ptr(op.getIds()), l.size(ids, 0, ids.size()),
-                               l.i64(w[0]), l.i64(w[1]), l.resultBuffer(op));
+                               l.ptr(op.getIds()), rows, num, dim, out);
     return success();
   });
   t.add<EmbeddingGradOp>([](EmbeddingGradOp op, Lowering &l) {
     auto ids = op.getIds().getType().getShape();
     auto w = op.getType().getShape();
+    Value rows = l.size(ids, 0, ids.size());
+    Value num = l.i64(w[0]);
+    Value dim = l.i64(w[1]);
+    Value out = l.resultBuffer(op);
     dtcrt::EmbeddingGradOp::create(l.b, l.loc, l.ptr(op.getIds()),
-                                   l.ptr(op.getDy()),
-                                   l.size(ids, 0, ids.size()), l.i64(w[0]),
-                                   l.i64(w[1]), l.resultBuffer(op));
+                                   l.ptr(op.getDy()), rows, num, dim, out);
     return success();
   });
   // A parameter lives in the persistent block.

@@ -14,8 +14,9 @@ template <typename DtcOp, typename CallOp> void addClassLoss(LoweringTable &t) {
     Value out = l.resultBuffer(op);
     Value rows = l.size(s, 0, s.size() - 1);
     Value classes = l.i64(s.back());
+    Value ignore = l.i64(op.getIgnoreIndex());
     CallOp::create(l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()),
-                   rows, classes, l.i64(op.getIgnoreIndex()), out);
+                   rows, classes, ignore, out);
     return success();
   });
 }
@@ -29,9 +30,10 @@ void dtc::lowering::populateLossLowerings(LoweringTable &t) {
     Value out = l.resultBuffer(op);
     Value rows = l.size(s, 0, s.size() - 1);
     Value classes = l.i64(s.back());
+    Value ignore = l.i64(op.getIgnoreIndex());
     dtcrt::CrossEntropyGradOp::create(
         l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()), rows, classes,
-        l.i64(op.getIgnoreIndex()), l.ptr(op.getDloss()), out);
+        ignore, l.ptr(op.getDloss()), out);
     return success();
   });
   t.add<MseOp>([](MseOp op, Lowering &l) {

@@ -11,10 +11,13 @@ void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
   // then the factor from the run's max norm.
   t.add<SumSquaresOp>([](SumSquaresOp op, Lowering &l) {
     Value acc = l.resultBuffer(op);
-    dtcrt::FillOp::create(l.b, l.loc, acc, l.i64(1), l.f32(0.0f));
-    for (Value x : op.getXs())
-      dtcrt::SumSquaresOp::create(l.b, l.loc, l.ptr(x), l.size(x.getType()),
-                                  acc);
+    Value one = l.i64(1);
+    Value zero = l.f32(0.0f);
+    dtcrt::FillOp::create(l.b, l.loc, acc, one, zero);
+    for (Value x : op.getXs()) {
+      Value n = l.size(x.getType());
+      dtcrt::SumSquaresOp::create(l.b, l.loc, l.ptr(x), n, acc);
+    }
     return success();
   });
   t.add<ClipCoefOp>([](ClipCoefOp op, Lowering &l) {
