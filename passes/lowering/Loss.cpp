@@ -31,9 +31,9 @@ void dtc::lowering::populateLossLowerings(LoweringTable &t) {
     Value rows = l.size(s, 0, s.size() - 1);
     Value classes = l.i64(s.back());
     Value ignore = l.i64(op.getIgnoreIndex());
-    dtcrt::CrossEntropyGradOp::create(
-        l.b, l.loc, l.ptr(op.getLogits()), l.ptr(op.getLabels()), rows, classes,
-        ignore, l.ptr(op.getDloss()), out);
+    dtcrt::CrossEntropyGradOp::create(l.b, l.loc, l.ptr(op.getLogits()),
+                                      l.ptr(op.getLabels()), rows, classes,
+                                      ignore, l.ptr(op.getDloss()), out);
     return success();
   });
   t.add<MseOp>([](MseOp op, Lowering &l) {

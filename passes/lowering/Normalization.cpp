@@ -76,19 +76,25 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
     auto s = op.getX().getType().getShape();
     Value rows = l.size(s, 0, s.size() - 1), d = l.i64(s.back());
     Value eps = l.f32(float(op.getEps().convertToDouble()));
+    // One buffer per statement: their order must not depend on the
+    // compiler's order of evaluating arguments (GCC's and clang's differ).
+    Value y = l.resultBuffer(op, 0);
+    Value mean = l.resultBuffer(op, 1);
+    Value rstd = l.resultBuffer(op, 2);
     dtcrt::LayerNormOp::create(l.b, l.loc, l.ptr(op.getX()),
-                               l.ptr(op.getWeight()), l.ptr(op.getBias()),
-                               l.resultBuffer(op, 0), l.resultBuffer(op, 1),
-                               l.resultBuffer(op, 2), rows, d, eps);
+                               l.ptr(op.getWeight()), l.ptr(op.getBias()), y,
+                               mean, rstd, rows, d, eps);
     return success();
   });
   t.add<LayerNormGradOp>([](LayerNormGradOp op, Lowering &l) {
     auto s = op.getX().getType().getShape();
     Value rows = l.size(s, 0, s.size() - 1), d = l.i64(s.back());
+    Value dx = l.resultBuffer(op, 0);
+    Value dw = l.resultBuffer(op, 1);
+    Value db = l.resultBuffer(op, 2);
     dtcrt::LayerNormGradOp::create(
         l.b, l.loc, l.ptr(op.getX()), l.ptr(op.getDy()), l.ptr(op.getMean()),
-        l.ptr(op.getRstd()), l.ptr(op.getWeight()), l.resultBuffer(op, 0),
-        l.resultBuffer(op, 1), l.resultBuffer(op, 2), rows, d);
+        l.ptr(op.getRstd()), l.ptr(op.getWeight()), dx, dw, db, rows, d);
     return success();
   });
   // The buffers are updated where they live, in the persistent block.
