@@ -14,13 +14,14 @@
 # measured now (the better of OpenBLAS's and oneDNN's, each the best of 3
 # runs; per rank: its share of the cores), plus at 2 ranks the all-reduce
 # of the gradients at the MPI_Allreduce time measured now.
-# usage: benchmarks/vs_pytorch.sh [rounds=5] [models="mlp deep_mlp cnn"]
+# The GPT: tokens/s of GPT_STEPS (300) steps against benchmarks/torch_gpt.py.
+# usage: benchmarks/vs_pytorch.sh [rounds=5] [models="mlp deep_mlp cnn gpt"]
 # (DTC_FLAGS: more dtc options, e.g. DTC_FLAGS=--layout=nchw)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DTC_BUILD_DIR:-$root/build}
 rounds=${1:-5}
-models=${2:-mlp deep_mlp cnn}
+models=${2:-mlp deep_mlp cnn gpt}
 cores=$(nproc)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -44,15 +45,56 @@ if [ -e /usr/include/dnnl.h ] && gcc -O2 -DWITH_ONEDNN -o "$work/sgemm_peak_dnnl
   peakN=$(awk -v a="$peakN" -v b="$dN" 'BEGIN { print (a > b) ? a : b }')
 fi
 
-for model in $models; do
-  "$build/bin/dtc" "$root/examples/$model.dsl" ${DTC_FLAGS:-} -o "$work/train-$model"
-  "$work/train-$model" --version | sed 's/^train:/dtc program:/'
-  "$work/train-$model" --epochs 0 --eval off --quiet --data-cache "$work/cache" > /dev/null
-  report=$("$build/bin/dtc" "$root/examples/$model.dsl" --report --emit=mlir-opt -o /dev/null)
-  flops=$(sed -n 's/^\(GEMM\|convolution\) FLOPs per training step (batch [0-9]*): \([0-9]*\)/\2/p' <<<"$report" |
+# Compiles examples/$1.dsl to $work/train-$1 and reads its plan: flops (the
+# step's GEMM, convolution and attention FLOPs) and ar_us (the MPI
+# all-reduce of its gradients at 2 ranks, measured now).
+plan() {
+  "$build/bin/dtc" "$root/examples/$1.dsl" ${DTC_FLAGS:-} -o "$work/train-$1"
+  "$work/train-$1" --version | sed 's/^train:/dtc program:/'
+  report=$("$build/bin/dtc" "$root/examples/$1.dsl" --report --emit=mlir-opt -o /dev/null)
+  flops=$(sed -n 's/^\(GEMM\|convolution\|attention\) FLOPs per training step (batch [0-9]*): \([0-9]*\)/\2/p' <<<"$report" |
           awk '{ s += $1 } END { print s + 0 }')
   floats=$(sed -n 's/^all-reduce per step: \([0-9]*\) bytes.*/\1/p' <<<"$report" | awk '{print int($1/4)}')
   ar_us=$($mpirun -np 2 "$work/allreduce_mpi" "$floats" 100)
+}
+
+# The GPT (examples/gpt.dsl, a language model on Debian's fortunes):
+# GPT_STEPS steps per rank at batch 12, tokens/s of the training loop
+# against benchmarks/torch_gpt.py (DDP over gloo), and the floor from the
+# step's GEMM and attention FLOPs.
+gpt() {
+  local steps=${GPT_STEPS:-300}
+  plan gpt
+  for ranks in 1 2; do
+    : > "$work/d" ; : > "$work/p"
+    for r in $(seq "$rounds"); do
+      if [ "$ranks" -eq 1 ]; then
+        "$work/train-gpt" --max-steps "$steps" --eval off --quiet --threads "$cores" > "$work/log"
+      else
+        $mpirun -np 2 "$work/train-gpt" --max-steps "$steps" --eval off --quiet --threads $((cores / 2)) > "$work/log"
+      fi
+      sed -n 's/.* tokens\/s \([0-9.]*\) time.*/\1/p' "$work/log" | tail -1 >> "$work/d"
+      OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 "$root/benchmarks/torch_gpt.py" "$steps" "$ranks" |
+        sed -n 's/.*tokens\/s \([0-9.]*\).*/\1/p' >> "$work/p"
+    done
+    d=$(median < "$work/d") p=$(median < "$work/p")
+    awk -v n="$ranks" -v d="$d" -v p="$p" -v f="$flops" -v p1="$peak1" -v pn="$peakN" -v c="$cores" \
+        -v ar="$ar_us" 'BEGIN {
+      peak = (n == 1) ? pn : p1 * c / n          # GFLOP/s available to one rank
+      step = f / (peak * 1e9) + (n > 1 ? ar * 1e-6 : 0)
+      floor = n * 12 * 64 / step                 # tokens/s over all ranks
+      printf "gpt      %d rank(s): dtc %6.0f tokens/s  PyTorch DDP %6.0f tokens/s  dtc %.2fx faster; floor %6.0f tokens/s, dtc at %.2fx of it\n",
+             n, d, p, d / p, floor, floor / d }'
+  done
+}
+
+for model in $models; do
+  if [ "$model" = gpt ]; then
+    gpt
+    continue
+  fi
+  plan "$model"
+  "$work/train-$model" --epochs 0 --eval off --quiet --data-cache "$work/cache" > /dev/null
   for ranks in 1 2; do
     : > "$work/d" ; : > "$work/p" ; : > "$work/dw" ; : > "$work/pw"
     for r in $(seq "$rounds"); do

@@ -72,8 +72,9 @@ void DeriveStepsPass::runOnOperation() {
   dialect->getTracedAttrHelper().removeAttr(grad);
   exportGradients(grad, module);
   forward.setSymName(steps::kEval);
-  // What `train --predict` reads: the logits of the first cross_entropy (or
-  // the prediction of the first mse) over a batch [B, k].
+  // What `train --predict` and `--sample` read: the logits of the first
+  // cross_entropy (or the prediction of the first mse) over a batch [B, ...]
+  // ([B, k], or a language model's [B, T, V]).
   Value prediction;
   forward.walk([&](Operation *op) {
     if (prediction)
@@ -85,7 +86,7 @@ void DeriveStepsPass::runOnOperation() {
   });
   auto pt = prediction ? cast<RankedTensorType>(prediction.getType())
                        : RankedTensorType();
-  if (pt && pt.getRank() == 2 && ShapedType::isDynamic(pt.getDimSize(0))) {
+  if (pt && pt.getRank() >= 2 && ShapedType::isDynamic(pt.getDimSize(0))) {
     OpBuilder at(forward.front().getTerminator());
     ExportPredictionOp::create(at, forward.getLoc(), prediction);
   }

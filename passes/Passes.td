@@ -199,6 +199,27 @@ def OverlapAllReduce : Pass<"dtc-overlap-allreduce", "mlir::ModuleOp"> {
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def AccumulateGradients : Pass<"dtc-accumulate-gradients", "mlir::ModuleOp"> {
+  let summary = "Gradient accumulation: @accumulate_step, and @train_step adding its sums";
+  let description = [{
+    Where the module has `dtc.accumulate` (the recipe's `accumulate = K`:
+    K micro-batches per optimizer step), as a PyTorch loop that calls
+    backward K times, under DDP's `no_sync()` but the last: a copy of
+    `@train_step` becomes `@accumulate_step`, its updates
+    `dtc.accumulate_gradient` (the gradient added to the parameter's
+    accumulator, no all-reduce, no update), and in `@train_step` each
+    gradient becomes `dtc.take_accumulated` of it (plus the accumulator,
+    which it zeroes), right where the gradient is made, so that the
+    all-reduces, inserted after this pass, average the sums and still
+    start as soon as each is complete. The runtime runs `@accumulate_step`
+    on the first K-1 micro-batches of an optimizer step and `@train_step` on
+    the last, each with the loss scaled by its share of the step's samples.
+    Runs after dtc-derive-steps (`@grad_step` stays one batch's gradient)
+    and before dtc-insert-grad-allreduce; otherwise nothing changes.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def ClipGradNorm : Pass<"dtc-clip-grad-norm", "mlir::ModuleOp"> {
   let summary = "Clips the gradients by their global norm before the updates";
   let description = [{

@@ -10,18 +10,23 @@
 using namespace mlir;
 
 void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
-  if (options.channelsLast && options.autodiff) {
+  if (options.channelsLast && options.autodiff)
     pm.addNestedPass<func::FuncOp>(createChannelsLast());
-    pm.addPass(createCanonicalizerPass()); // the inner transposes cancel
-  } else if (options.blocked && options.autodiff) {
+  else if (options.blocked && options.autodiff)
     pm.addNestedPass<func::FuncOp>(createBlockedLayout());
-    pm.addPass(createCanonicalizerPass()); // the inner conversions cancel
-  }
-  if (options.autodiff)
+  if (options.autodiff) {
+    // Before autodiff, in every layout: a layout's inner transposes and
+    // conversions cancel, and transposes fold into the matmuls that read
+    // them, so that backward differentiates the folded forward (no
+    // transposes of its own) and the program does not depend on the layout
+    // auto picks for this host.
+    pm.addPass(createCanonicalizerPass());
     pm.addPass(createAutodiff());
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createDeriveSteps());
+  pm.addPass(createAccumulateGradients());
   if (options.allreduce) {
     pm.addPass(createInsertGradAllReduce());
     BucketAllReduceOptions buckets;
@@ -55,9 +60,9 @@ void dtc::registerAllPasses() {
   mlir::registerCSEPass();
   PassPipelineRegistration<PipelineOptions>(
       "dtc-pipeline",
-      "The whole dtc pipeline: [channels-last or blocked-layout, "
-      "canonicalize,] autodiff, "
-      "canonicalize, cse, derive-steps, "
+      "The whole dtc pipeline: [channels-last or blocked-layout,] "
+      "canonicalize, autodiff, "
+      "canonicalize, cse, derive-steps, accumulate-gradients, "
       "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
       "fuse-max-pool-grad, fuse-elementwise, plan-memory, fold-momentum, "
       "group-updates, "

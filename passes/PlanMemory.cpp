@@ -347,6 +347,26 @@ void dtc::layoutPersistent(ModuleOp module, int64_t alignment,
     dialect->getPlacementAttrHelper().setAttr(
         p, PlacementAttr::get(ctx, paramOffset[p.getSymName()], state));
   }
+  // Last, with gradient accumulation, each parameter's accumulator (zero
+  // at every optimizer step's end), where its ops add to and take from it.
+  llvm::StringMap<int64_t> accumulator;
+  auto placeAccumulator = [&](Operation *op, StringRef param) {
+    auto [it, added] = accumulator.try_emplace(param, offset);
+    if (added)
+      offset =
+          alignTo(offset + bytesOf(op->getOperand(0).getType()), alignment);
+    dialect->getPlacementAttrHelper().setAttr(
+        op, PlacementAttr::get(ctx, it->second, std::nullopt));
+  };
+  for (ParamOp p : params)
+    module.walk([&](Operation *op) {
+      if (auto add = dyn_cast<AccumulateGradientOp>(op);
+          add && add.getParam() == p.getSymName())
+        placeAccumulator(op, add.getParam());
+      else if (auto take = dyn_cast<TakeAccumulatedOp>(op);
+               take && take.getParam() == p.getSymName())
+        placeAccumulator(op, take.getParam());
+    });
   dialect->getPersistentAttrHelper().setAttr(
       module, PersistentAttr::get(ctx, paramBytes, bufferBytes, offset));
 }

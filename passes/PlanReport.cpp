@@ -67,6 +67,23 @@ PlanReport::PlanReport(Operation *op) {
       elements *= size(d);
     gemmFlops += 2.0 * elements * inner;
   });
+  // Fused attention: S = Q K^T and O = P V forward (2 Tq Tk D each per
+  // head), dP = dO V^T, dV = P^T dO, dQ = dS K and dK = dS^T Q backward;
+  // with a causal mask half of the scores exist. (A backward that
+  // recomputes S does more; this counts what the step needs.)
+  train.walk([&](AttentionOp a) {
+    auto q = a.getQ().getType().getShape(), k = a.getK().getType().getShape();
+    auto size = [&](int64_t d) {
+      return ShapedType::isDynamic(d) ? double(batch) : double(d);
+    };
+    double heads = 1;
+    for (int64_t d : q.drop_back(2))
+      heads *= size(d);
+    const double tq = size(q[q.size() - 2]), tk = size(k[k.size() - 2]),
+                 dim = size(q.back());
+    attentionFlops +=
+        6 * 2.0 * heads * tq * tk * dim * (a.getCausal() ? 0.5 : 1.0);
+  });
   // A convolution and each of its gradients: 2 N O Ho Wo (C / groups) kH kW
   // (O Ho Wo: a sample's elements of y, in any layout).
   auto convFlopsOf = [&](RankedTensorType x, RankedTensorType w,
@@ -144,6 +161,9 @@ void PlanReport::print(llvm::raw_ostream &os) const {
     os << llvm::format(
         "convolution FLOPs per training step (batch %lld): %.0f\n",
         (long long)batch, convFlops);
+  if (attentionFlops > 0)
+    os << llvm::format("attention FLOPs per training step (batch %lld): %.0f\n",
+                       (long long)batch, attentionFlops);
   os << llvm::format(
       "peak memory of a step: %lld bytes (arena) + %lld bytes (persistent)\n",
       (long long)peakArena(), (long long)persistentBytes);

@@ -38,6 +38,7 @@ struct PlanReport {
   llvm::SmallVector<Bucket> buckets; // in all-reduce order
   double gemmFlops = 0;              // of one training step at `batch`
   double convFlops = 0;              // (convolutions and their gradients)
+  double attentionFlops = 0;         // (fused attention, forward and backward)
 
   /// The largest arena of a step, at `batch`.
   int64_t peakArena() const;

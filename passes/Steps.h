@@ -3,7 +3,9 @@
 // A dtc module holds its steps as functions: `@forward` (from the front end:
 // loss and metrics), `@train_step` (dtc-autodiff: forward, backward, update),
 // and, from dtc-derive-steps, `@grad_step` (the gradients only, for gradient
-// checks) and `@eval_step` (evaluation). Passes find them here by name.
+// checks) and `@eval_step` (evaluation), and with gradient accumulation
+// `@accumulate_step` (dtc-accumulate-gradients). Passes find them here by
+// name.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,6 +19,9 @@ constexpr llvm::StringLiteral kForward = "forward";
 constexpr llvm::StringLiteral kTrain = "train_step";
 constexpr llvm::StringLiteral kGrad = "grad_step";
 constexpr llvm::StringLiteral kEval = "eval_step";
+/// With gradient accumulation (dtc-accumulate-gradients): the micro-batches
+/// before an optimizer step's last.
+constexpr llvm::StringLiteral kAccumulate = "accumulate_step";
 
 /// The module's @train_step, or an error naming `pass` (which needs it) and
 /// null when there is none.

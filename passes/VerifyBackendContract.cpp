@@ -125,6 +125,18 @@ struct Checker {
                "(run dtc-group-updates)";
         continue;
       }
+      if (isa<AccumulateGradientOp, TakeAccumulatedOp>(op)) {
+        PlacementAttr at = dialect->getPlacementAttrHelper().getAttr(&op);
+        auto t = cast<RankedTensorType>(op.getOperand(0).getType());
+        auto persistent = dialect->getPersistentAttrHelper().getAttr(
+            op.getParentOfType<ModuleOp>());
+        if (!at || !persistent ||
+            at.getOffset() <
+                persistent.getParamBytes() + persistent.getBufferBytes() ||
+            at.getOffset() + bytesOf(t) > persistent.getBytes())
+          violation(&op) << "an accumulator lies outside the persistent block "
+                            "(dtc.placement; run dtc-plan-memory)";
+      }
       checkBuffers(&op, arena);
       checkScratch(&op, arena);
       if (isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(op))

@@ -273,6 +273,17 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
                              << f.getValueAsDouble();
     return success();
   }
+  if (name == getAccumulateAttrHelper().getName()) {
+    auto k = dyn_cast<IntegerAttr>(value);
+    if (failed(expect(bool(k), onModule, "an integer", "the module")))
+      return failure();
+    if (k.getInt() < 2)
+      return op->emitError()
+             << "'" << name
+             << "' is the micro-batches per optimizer step, >= 2, got "
+             << k.getInt();
+    return success();
+  }
   if (name == getModelAttrHelper().getName() ||
       name == getSourceAttrHelper().getName())
     return expect(isa<StringAttr>(value), onModule, "a string", "the module");
@@ -328,8 +339,12 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == getPlacementAttrHelper().getName())
-    return expect(isa<PlacementAttr>(value), isa<ParamOp, BufferOp>(op),
-                  "#dtc.placement", "a dtc.param or dtc.buffer");
+    return expect(
+        isa<PlacementAttr>(value),
+        isa<ParamOp, BufferOp, AccumulateGradientOp, TakeAccumulatedOp>(op),
+        "#dtc.placement",
+        "a dtc.param, dtc.buffer, dtc.accumulate_gradient or "
+        "dtc.take_accumulated");
   if (name == getBucketPlanAttrHelper().getName())
     return expect(isa<BucketPlanAttr>(value),
                   isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(op),

@@ -111,6 +111,18 @@ LogicalResult ApplyGradientOp::verifySymbolUses(SymbolTableCollection &tables) {
                            tables);
 }
 
+LogicalResult
+AccumulateGradientOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyParamSymbol(*this, getParamAttr().getAttr(), getGrad().getType(),
+                           tables);
+}
+
+LogicalResult
+TakeAccumulatedOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyParamSymbol(*this, getParamAttr().getAttr(), getGrad().getType(),
+                           tables);
+}
+
 LogicalResult UpdateGroupOp::verify() {
   if (getParams().size() != getGrads().size() || getGrads().empty())
     return emitOpError("needs one gradient per parameter, and at least one");
@@ -628,8 +640,13 @@ SmallVector<StringRef> dtc::updatedParams(Operation *collective) {
 
 LogicalResult ExportPredictionOp::verify() {
   RankedTensorType t = getPrediction().getType();
-  if (t.getRank() != 2 || !ShapedType::isDynamic(t.getDimSize(0)) ||
-      ShapedType::isDynamic(t.getDimSize(1)))
-    return emitOpError("exports a prediction [B, k], got ") << shape::str(t);
+  bool ok = t.getRank() >= 2 && ShapedType::isDynamic(t.getDimSize(0));
+  for (int64_t d = 1; ok && d < t.getRank(); ++d)
+    ok = !ShapedType::isDynamic(t.getDimSize(d));
+  if (!ok)
+    return emitOpError("exports a prediction [B, ...] (the batch, then static "
+                       "dimensions), "
+                       "got ")
+           << shape::str(t);
   return success();
 }

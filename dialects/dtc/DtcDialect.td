@@ -27,6 +27,7 @@ def Dtc_Dialect : Dialect {
     "::dtc::OptimizerAttr":$optimizer,
     "::dtc::ScheduleAttr":$schedule,
     "::mlir::FloatAttr":$clip_grad_norm,
+    "::mlir::IntegerAttr":$accumulate,
     "::mlir::StringAttr":$model,
     "::mlir::StringAttr":$source,
     "::dtc::PersistentAttr":$persistent,

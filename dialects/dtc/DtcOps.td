@@ -948,13 +948,52 @@ def Dtc_ExportGradientOp : Dtc_Op<"export_gradient", [
   let assemblyFormat = "$param `,` $grad `at` $offset attr-dict `:` type($grad)";
 }
 
+def Dtc_AccumulateGradientOp : Dtc_Op<"accumulate_gradient", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Adds a micro-batch's gradient to the parameter's accumulator";
+  let description = [{
+    In `@accumulate_step` (dtc-accumulate-gradients, the recipe's
+    `accumulate = K`) in place of the update: the micro-batches before an
+    optimizer step's last add their gradients to the parameter's
+    accumulator, a buffer of the persistent block (its byte offset the
+    op's `dtc.placement`, from dtc-plan-memory), with no all-reduce, as
+    DDP under `no_sync()`.
+
+    ```mlir
+    dtc.accumulate_gradient @"fc1.weight", %g : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_F32Tensor:$grad, FlatSymbolRefAttr:$param);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+}
+
+def Dtc_TakeAccumulatedOp : Dtc_Op<"take_accumulated", [
+    SameOperandsAndResultType, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The last micro-batch's gradient plus the accumulated ones";
+  let description = [{
+    In `@train_step` of a module with accumulation: `grad` plus the
+    parameter's accumulator (dtc.accumulate_gradient), which is zeroed, so
+    that it is zero at every optimizer step's end (and in every
+    checkpoint). The result is what the all-reduce averages and the
+    optimizer applies.
+
+    ```mlir
+    %t = dtc.take_accumulated @"fc1.weight", %g : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_F32Tensor:$grad, FlatSymbolRefAttr:$param);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+}
+
 def Dtc_ExportPredictionOp : Dtc_Op<"export_prediction"> {
   let summary = "Hands the model's prediction out of the evaluation step";
   let description = [{
     Added to @eval_step by dtc-derive-steps: the logits of the model's
     first `cross_entropy` (from which `train --predict` writes the class
     and the softmax probabilities) or the prediction of its first `mse`
-    (the values), `[B, k]`, copied to the runtime's prediction rows when it
+    (the values), `[B, ...]` (`[B, k]`, or a language model's `[B, T, V]`,
+    from which `train --sample` draws tokens), copied to the runtime's prediction rows when it
     asks for them (StepArgs::predictions; null while training).
   }];
   let arguments = (ins Dtc_F32Tensor:$prediction);

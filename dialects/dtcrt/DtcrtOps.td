@@ -280,6 +280,11 @@ def Dtcrt_UpdateRunningStatsOp : Dtcrt_Call<"update_running_stats", (ins Dtcrt_F
     "the running statistics' update from a batch of count elements per channel">;
 def Dtcrt_ExportPredictionOp : Dtcrt_Call<"export_prediction", (ins Dtcrt_F32Ptr:$dst,
     Dtcrt_F32Ptr:$src, I64:$n), "dst[0..n) = src[0..n) unless dst is null">;
+def Dtcrt_AccumulateOp : Dtcrt_Call<"accumulate", (ins Dtcrt_F32Ptr:$acc,
+    Dtcrt_F32Ptr:$grad, I64:$n), "acc[0..n) += grad[0..n) (a micro-batch's gradient)">;
+def Dtcrt_TakeAccumulatedOp : Dtcrt_Call<"take_accumulated", (ins Dtcrt_F32Ptr:$acc,
+    Dtcrt_F32Ptr:$grad, Dtcrt_F32Ptr:$out, I64:$n),
+    "out = grad + acc, then acc = 0 (the last micro-batch's gradient and the others')">;
 def Dtcrt_FillOp : Dtcrt_Call<"fill", (ins Dtcrt_F32Ptr:$x, I64:$n, F32:$value),
     "x[0..n) = value">;
 def Dtcrt_SumSquaresOp : Dtcrt_Call<"sum_squares", (ins Dtcrt_F32Ptr:$x, I64:$n,

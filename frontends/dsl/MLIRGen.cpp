@@ -1799,6 +1799,7 @@ void Gen::genRecipe(const Program &p) {
   OptimizerAttr opt;
   ScheduleAttr schedule;
   std::optional<double> clipNorm;
+  int64_t accumulate = 1;
   llvm::StringMap<Loc> seen;
   for (const Setting &s : p.train) {
     // Aliases name the same setting.
@@ -1816,6 +1817,9 @@ void Gen::genRecipe(const Program &p) {
     } else if (s.key == "batch" || s.key == "batch_size") {
       if (auto n = integer(v, "the batch size", 1))
         batch = *n;
+    } else if (s.key == "accumulate") {
+      if (auto n = integer(v, "the micro-batches per optimizer step", 1))
+        accumulate = *n;
     } else if (s.key == "epochs") {
       if (auto n = integer(v, "the number of epochs", 0))
         epochs = *n;
@@ -1851,7 +1855,8 @@ void Gen::genRecipe(const Program &p) {
     } else {
       error(s.loc) << "unknown train setting '" << s.key
                    << "' (expected data, batch, epochs, optimizer, lr, "
-                      "schedule, clip_grad_norm, seed, validation)";
+                      "schedule, clip_grad_norm, accumulate, seed, "
+                      "validation)";
     }
   }
   if (hadError)
@@ -1883,6 +1888,9 @@ void Gen::genRecipe(const Program &p) {
   dialect->getOptimizerAttrHelper().setAttr(module, opt);
   if (schedule)
     dialect->getScheduleAttrHelper().setAttr(module, schedule);
+  if (accumulate > 1)
+    dialect->getAccumulateAttrHelper().setAttr(module,
+                                               b.getI64IntegerAttr(accumulate));
   if (clipNorm)
     dialect->getClipGradNormAttrHelper().setAttr(module,
                                                  b.getF64FloatAttr(*clipNorm));

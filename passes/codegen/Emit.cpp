@@ -732,6 +732,9 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
      << "  s.trainStep = trainStep;\n"
      << "  s.evalStep = evalStep;\n"
      << "  s.gradStep = gradStep;\n"
+     << "  s.accumulateStep = "
+     << (module.lookupSymbol(steps::kAccumulate) ? "accumulateStep" : "nullptr")
+     << ";\n"
      << "  s.recipe.data.kind = dtc::rt::DatasetKind::" << dataKind << ";\n"
      << "  s.recipe.data.dir = " << cppStringLiteral(recipe.getDir()) << ";\n"
      << "  s.recipe.data.trainPath = " << cppStringLiteral(recipe.getTrain())
@@ -768,6 +771,9 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
        << "  s.recipe.schedule.stepSize = " << sched.getStepSize() << ";\n"
        << "  s.recipe.schedule.gamma = " << doubleLiteral(sched.getGamma())
        << ";\n";
+  auto accumulate = dtc->getAccumulateAttrHelper().getAttr(module);
+  os << "  s.recipe.accumulate = " << (accumulate ? accumulate.getInt() : 1)
+     << ";\n";
   if (auto clip = dtc->getClipGradNormAttrHelper().getAttr(module))
     os << "  s.recipe.hyper.maxGradNorm = "
        << floatLiteral(clip.getValueAsDouble()) << ";\n";
@@ -785,6 +791,7 @@ LogicalResult print(ModuleOp module, Target programTarget,
   auto eval = module.lookupSymbol<func::FuncOp>(steps::kEval);
   auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
   auto grad = module.lookupSymbol<func::FuncOp>(steps::kGrad);
+  auto accumulate = module.lookupSymbol<func::FuncOp>(steps::kAccumulate);
   if (!eval || !train || !grad)
     return module.emitError(
         "the printers need @train_step, @grad_step and @eval_step "
@@ -817,7 +824,8 @@ LogicalResult print(ModuleOp module, Target programTarget,
     Printer cpu(module, Target::Cpu, cpuStream);
     if (failed(cpu.printStep(eval, "evalStep")) ||
         failed(cpu.printStep(train, "trainStep")) ||
-        failed(cpu.printStep(grad, "gradStep")))
+        failed(cpu.printStep(grad, "gradStep")) ||
+        (accumulate && failed(cpu.printStep(accumulate, "accumulateStep"))))
       return failure();
     stepsStream << "// Fused elementwise kernels.\n" << cpu.kernels << cpuSteps;
     if (cuda) {
@@ -826,7 +834,9 @@ LogicalResult print(ModuleOp module, Target programTarget,
       Printer dev(module, Target::Cuda, cudaStream);
       if (failed(dev.printStep(eval, "evalStepCuda")) ||
           failed(dev.printStep(train, "trainStepCuda")) ||
-          failed(dev.printStep(grad, "gradStepCuda")))
+          failed(dev.printStep(grad, "gradStepCuda")) ||
+          (accumulate &&
+           failed(dev.printStep(accumulate, "accumulateStepCuda"))))
         return failure();
       stepsStream << "// CUDA kernels of the fused elementwise ops.\n"
                   << dev.kernels << cudaSteps;
@@ -843,6 +853,8 @@ LogicalResult print(ModuleOp module, Target programTarget,
        << "  s.trainStepCuda = trainStepCuda;\n"
        << "  s.evalStepCuda = evalStepCuda;\n"
        << "  s.gradStepCuda = gradStepCuda;\n"
+       << "  s.accumulateStepCuda = "
+       << (accumulate ? "accumulateStepCuda" : "nullptr") << ";\n"
        << "  return s;\n}\n\n";
   os << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"

@@ -313,6 +313,9 @@ struct LowerToRuntimePass
       if (failed(lowerStep(module.lookupSymbol<func::FuncOp>(name), module,
                            table)))
         return signalPassFailure();
+    if (auto accumulate = module.lookupSymbol<func::FuncOp>(steps::kAccumulate))
+      if (failed(lowerStep(accumulate, module, table)))
+        return signalPassFailure();
   }
 };
 } // namespace

@@ -26,6 +26,27 @@ void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
                               out);
     return success();
   });
+  // Gradient accumulation: the accumulators are where dtc-plan-memory
+  // placed them in the persistent block.
+  auto accumulator = [](Operation *op, Lowering &l) {
+    DtcDialect *dtc = op->getContext()->getLoadedDialect<DtcDialect>();
+    return l.persistent(dtc->getPlacementAttrHelper().getAttr(op).getOffset());
+  };
+  t.add<AccumulateGradientOp>(
+      [accumulator](AccumulateGradientOp op, Lowering &l) {
+        Value acc = accumulator(op, l);
+        Value n = l.size(op.getGrad().getType());
+        dtcrt::AccumulateOp::create(l.b, l.loc, acc, l.ptr(op.getGrad()), n);
+        return success();
+      });
+  t.add<TakeAccumulatedOp>([accumulator](TakeAccumulatedOp op, Lowering &l) {
+    Value acc = accumulator(op, l);
+    Value out = l.resultBuffer(op);
+    Value n = l.size(op.getGrad().getType());
+    dtcrt::TakeAccumulatedOp::create(l.b, l.loc, acc, l.ptr(op.getGrad()), out,
+                                     n);
+    return success();
+  });
   // One call of the optimizer's kernel for the whole group.
   t.add<UpdateGroupOp>([](UpdateGroupOp op, Lowering &l) {
     OptimizerAttr opt = optimizerOf(l.module);

@@ -123,7 +123,8 @@ public:
     arena_ = static_cast<char *>(deviceAlloc(arenaSize, "step arena", device_));
     cudaCheck(cudaMemsetAsync(arena_, 0, arenaSize, compute_), "cudaMemsetAsync");
 
-    slots_ = std::max<int64_t>(1, o.logInterval);
+    // A logging interval's optimizer steps, each with its micro-batches.
+    slots_ = std::max<int64_t>(1, o.logInterval) * std::max<int64_t>(1, o.accumulate);
     numOutputs_ = spec.numOutputs;
     const size_t outBytes = size_t(slots_ * numOutputs_) * sizeof(float);
     outputs_ = static_cast<float *>(deviceAlloc(outBytes, "step outputs", device_));
@@ -227,6 +228,11 @@ public:
 
   void train(int batch, int64_t outSlot, float gradSeed) override {
     run(s_.spec.trainStepCuda, batch, outSlot, gradSeed, nullptr);
+  }
+  void accumulate(int batch, int64_t outSlot, float gradSeed) override {
+    if (!s_.spec.accumulateStepCuda)
+      throw Error(fmt::format("model '{}' has no CUDA accumulation step", s_.spec.name));
+    run(s_.spec.accumulateStepCuda, batch, outSlot, gradSeed, nullptr);
   }
   void eval(int batch, int64_t outSlot) override {
     run(s_.spec.evalStepCuda, batch, outSlot, 1.0f, nullptr);

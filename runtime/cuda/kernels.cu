@@ -118,6 +118,18 @@ __global__ void fillKernel(float *x, int64_t n, float v) {
     x[i] = v;
 }
 
+__global__ void accumulateKernel(float *acc, const float *g, int64_t n) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    acc[i] += g[i];
+}
+
+__global__ void takeAccumulatedKernel(float *acc, const float *g, float *out, int64_t n) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads()) {
+    out[i] = g[i] + acc[i];
+    acc[i] = 0.0f;
+  }
+}
+
 __global__ void scaleKernel(float *x, int64_t n, float factor) {
   for (int64_t i = globalThread(); i < n; i += gridThreads())
     x[i] = factor == 0.0f ? 0.0f : x[i] * factor;
@@ -1038,6 +1050,21 @@ void embeddingGrad(const rt::DeviceContext &c, const int32_t *ids, const float *
   embeddingGradKernel<<<gridFor(dim, kEmbeddingGradThreads), kEmbeddingGradThreads, 0,
                         c.stream>>>(ids, dy, rows, num, dim, dweight);
   checkLaunch("embeddingGrad");
+}
+
+void accumulate(const rt::DeviceContext &c, float *acc, const float *g, int64_t n) {
+  if (n <= 0)
+    return;
+  accumulateKernel<<<gridFor(n), kThreads, 0, c.stream>>>(acc, g, n);
+  checkLaunch("accumulate");
+}
+
+void takeAccumulated(const rt::DeviceContext &c, float *acc, const float *g, float *out,
+                     int64_t n) {
+  if (n <= 0)
+    return;
+  takeAccumulatedKernel<<<gridFor(n), kThreads, 0, c.stream>>>(acc, g, out, n);
+  checkLaunch("takeAccumulated");
 }
 
 void fill(const rt::DeviceContext &c, float *x, int64_t n, float v) {

@@ -288,6 +288,7 @@ std::map<std::string, std::string> stateMetadata(const TrainingState &s) {
       {"dtc.epoch_samples", std::to_string(s.epochSamples)},
       {"dtc.ranks", std::to_string(s.ranks)},
       {"dtc.batch", std::to_string(s.batch)},
+      {"dtc.accumulate", std::to_string(s.accumulate)},
       {"dtc.seed", std::to_string(s.seed)},
       {"dtc.shuffle", s.shuffle ? "on" : "off"},
       {"dtc.lr", fmt::format("{:.9g}", s.lr)},
@@ -311,6 +312,8 @@ TrainingState stateFromMetadata(const std::map<std::string, std::string> &m, con
   s.epochSamples = metaInt(m, "dtc.epoch_samples", where);
   s.ranks = metaInt(m, "dtc.ranks", where);
   s.batch = metaInt(m, "dtc.batch", where);
+  if (m.count("dtc.accumulate")) // absent from older checkpoints: 1
+    s.accumulate = metaInt(m, "dtc.accumulate", where);
   const std::string seed = metaString(m, "dtc.seed", where);
   errno = 0;
   char *end = nullptr;
@@ -344,8 +347,8 @@ TrainingState stateFromMetadata(const std::map<std::string, std::string> &m, con
   s.trainSamples = metaInt(m, "dtc.train_samples", where);
   s.trainDigest = metaHex(m, "dtc.train_digest", where);
   if (s.step < 0 || s.epoch < 1 || s.epochSamples < 0 || s.ranks < 1 || s.batch < 1 ||
-      s.epochs < 0 || s.maxSteps < 0 || s.trainSamples < 0 || s.epochSamples > s.trainSamples)
-    throw Error(fmt::format("{}: its step, epoch, position, ranks or batch is out of range",
+      s.accumulate < 1 || s.epochs < 0 || s.maxSteps < 0 || s.trainSamples < 0 || s.epochSamples > s.trainSamples)
+    throw Error(fmt::format("{}: its step, epoch, position, ranks, batch or accumulation is out of range",
                             where));
   return s;
 }

@@ -50,7 +50,8 @@ struct TrainingState {
   int64_t epoch = 1;        // the epoch to continue (1-based)
   int64_t epochSamples = 0; // samples of that epoch's order already trained on
   int64_t ranks = 1;        // data-parallel ranks that wrote it
-  int64_t batch = 1;        // per rank
+  int64_t batch = 1;        // per rank (a micro-batch, with accumulation)
+  int64_t accumulate = 1;   // micro-batches per optimizer step
   uint64_t seed = 0;
   bool shuffle = true;
   float lr = 0;

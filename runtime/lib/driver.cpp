@@ -22,6 +22,7 @@
 #include "parallel.h"
 #include "params.h"
 #include "predict.h"
+#include "sample.h"
 #include "preempt.h"
 #include "session.h"
 #include "sinks.h"
@@ -64,9 +65,10 @@ void printHeader(const Session &s, const Executor &exec, const DeviceChoice &dev
                         s.data.train.text.window)
           : fmt::format("{} train, {}{} test samples", s.data.train.size, validation,
                         s.data.test.size);
-  fmt::print("model {} params {} batch {} epochs {} optimizer {}{} data {} ({}) ranks {} "
+  fmt::print("model {} params {} batch {}{} epochs {} optimizer {}{} data {} ({}) ranks {} "
              "backend {}{}\n",
-             s.spec.name, countParams(s.spec), o.batch, o.epochs,
+             s.spec.name, countParams(s.spec), o.batch,
+             o.accumulate > 1 ? fmt::format(" accumulate {}", o.accumulate) : "", o.epochs,
              optimizerDescription(s.spec, o.lr), schedule.empty() ? "" : " schedule " + schedule,
              o.data.describe(), sizes, s.comm.size(), s.comm.backend(), where);
   std::fflush(stdout);
@@ -85,9 +87,11 @@ struct RunIdentity {
   int32_t dataKind, cuda; // no padding: compared with memcmp
   int64_t syntheticTrain, syntheticTest;
   int64_t logInterval; // steps between output reads (collectives with --metrics)
+  int64_t accumulate;  // micro-batches per optimizer step
+  int64_t evalEvery;   // evaluations between steps (collectives)
 };
-static_assert(sizeof(RunIdentity) == 8 * 6 + 4 * 6 + 8 * 3, "RunIdentity has padding");
-constexpr uint64_t kRunIdentityMagic = 0x64746372756e3032ULL; // "dtcrun02"
+static_assert(sizeof(RunIdentity) == 8 * 6 + 4 * 6 + 8 * 5, "RunIdentity has padding");
+constexpr uint64_t kRunIdentityMagic = 0x64746372756e3033ULL; // "dtcrun03"
 
 RunIdentity runIdentity(const ModelSpec &spec, const Options &o, bool cuda) {
   RunIdentity id;
@@ -95,6 +99,8 @@ RunIdentity runIdentity(const ModelSpec &spec, const Options &o, bool cuda) {
   id.magic = kRunIdentityMagic;
   id.program = spec.fingerprint;
   id.batch = o.batch;
+  id.accumulate = o.accumulate;
+  id.evalEvery = o.evalEvery;
   id.epochs = o.epochs;
   id.maxSteps = o.maxSteps;
   id.seed = o.seed;
@@ -118,6 +124,10 @@ std::string optionDifferences(const RunIdentity &a, const RunIdentity &b) {
   auto onOff = [](int32_t v) { return v ? "on" : "off"; };
   if (a.batch != b.batch)
     d.push_back(fmt::format("--batch {} vs {}", a.batch, b.batch));
+  if (a.evalEvery != b.evalEvery)
+    d.push_back(fmt::format("--eval-every {} vs {}", a.evalEvery, b.evalEvery));
+  if (a.accumulate != b.accumulate)
+    d.push_back(fmt::format("--accumulate {} vs {}", a.accumulate, b.accumulate));
   if (a.epochs != b.epochs)
     d.push_back(fmt::format("--epochs {} vs {}", a.epochs, b.epochs));
   if (a.maxSteps != b.maxSteps)
@@ -314,6 +324,14 @@ std::optional<LoadedTrainingState> loadResume(CommBase &comm, const ModelSpec &s
   o.shuffle = st.shuffle;
   if (!o.isGiven("--batch"))
     o.batch = st.batch;
+  if (!o.isGiven("--accumulate")) {
+    if (st.accumulate > 1 && !spec.accumulateStep)
+      throw CollectiveError(fmt::format(
+          "the run in '{}' accumulates {} micro-batches per step, but model '{}' was compiled "
+          "without gradient accumulation; give --accumulate 1 to continue without",
+          path, st.accumulate, spec.name));
+    o.accumulate = st.accumulate;
+  }
   if (!o.isGiven("--lr"))
     o.lr = st.lr;
   // The schedule continues as it was unless one of its options is given.
@@ -329,11 +347,13 @@ std::optional<LoadedTrainingState> loadResume(CommBase &comm, const ModelSpec &s
   if (comm.rank() == 0 && !o.quiet) {
     fmt::print("resuming from {}: step {}, epoch {}, {} of {} samples of it done\n", path,
                st.step, st.epoch, st.epochSamples, st.trainSamples);
-    const int64_t before = st.ranks * st.batch, now = int64_t(comm.size()) * o.batch;
+    const int64_t before = st.ranks * st.batch * st.accumulate,
+                  now = int64_t(comm.size()) * o.batch * o.accumulate;
+    auto times = [](int64_t k) { return k > 1 ? fmt::format(" x {}", k) : std::string(); };
     if (before != now)
-      fmt::print("note: the global batch changes from {} ({} rank{} x {}) to {} ({} x {})\n",
-                 before, st.ranks, st.ranks == 1 ? "" : "s", st.batch, now, comm.size(),
-                 o.batch);
+      fmt::print("note: the global batch changes from {} ({} rank{} x {}{}) to {} ({} x {}{})\n",
+                 before, st.ranks, st.ranks == 1 ? "" : "s", st.batch, times(st.accumulate),
+                 now, comm.size(), o.batch, times(o.accumulate));
     std::fflush(stdout);
   }
   return loaded;
@@ -361,6 +381,44 @@ int predict(const ModelSpec &spec, const Options &opts, CommBase &comm) {
   if (!opts.quiet)
     fmt::print("wrote the predictions of {} samples of {} to {}\n", samples, opts.predictPath,
                opts.outputPath);
+  return 0;
+}
+
+// train --sample (sample.h): one process, the CPU steps, the parameters of
+// --init; no data is read.
+int sample(const ModelSpec &spec, const Options &opts, CommBase &comm) {
+  if (comm.size() > 1)
+    throw CollectiveError(fmt::format("--sample runs in one process, but {} ranks were "
+                                      "started; run it without a launcher",
+                                      comm.size()));
+  checkSampleModel(spec, opts.prompt);
+  if (!opts.outputPath.empty())
+    checkWritable(opts.outputPath, "the sample");
+  checkStepMemory(spec, opts.batch, /*hostSteps=*/true);
+  // The session's data: one empty window, the shape of the windows
+  // runSample stages.
+  DataSplits data;
+  Dataset &like = data.train;
+  like.source = "--prompt";
+  like.features = spec.inputNumel;
+  like.labelKind = LabelKind::Class;
+  like.labelWidth = spec.inputNumel;
+  like.text.window = spec.inputNumel;
+  Session session(spec, opts, std::move(data), comm, /*hostSteps=*/true, nullptr);
+  std::unique_ptr<Executor> exec = makeCpuExecutor(session);
+  const std::string text = runSample(session, *exec);
+  if (opts.outputPath.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (std::ferror(stdout))
+      throw Error("--sample: could not write to standard output");
+    return 0;
+  }
+  AtomicFile out(opts.outputPath, "the sample");
+  out.write(text);
+  out.commit();
+  if (!opts.quiet)
+    fmt::print("wrote {} tokens after the prompt to {}\n", opts.sampleTokens, opts.outputPath);
   return 0;
 }
 
@@ -477,6 +535,8 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     checkOutputs(*comm, opts);
     if (!opts.predictPath.empty())
       return predict(spec, opts, *comm);
+    if (opts.sampleTokens > 0)
+      return sample(spec, opts, *comm);
     checkStepMemory(spec, opts.batch, /*hostSteps=*/!device.cuda);
     DataSplits data = loadData(opts.data, spec);
     if (!opts.quiet && comm->rank() == 0)

@@ -8,39 +8,49 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace dtc::rt {
 namespace {
 
 // CPU steps are synchronous: a batch is gathered when staged (the step
-// before it has finished), outputs are read after every step, and the
-// parameters live in Session::persistent.
+// before it has finished), outputs are read after every optimizer step (its
+// micro-batches' in slots of their own), and the parameters live in
+// Session::persistent.
 class CpuExecutor final : public Executor {
 public:
-  explicit CpuExecutor(Session &s) : s_(s) {}
+  explicit CpuExecutor(Session &s)
+      : s_(s), slots_(std::max<int64_t>(1, s.opts.accumulate)),
+        outs_(static_cast<size_t>(slots_ * s.spec.numOutputs), 0.0f) {}
 
   std::string describe() const override { return "cpu"; }
-  int64_t outputSlots() const override { return 1; }
+  int64_t outputSlots() const override { return slots_; }
 
   int stage(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw) override {
     s_.loadBatch(ds, idx, n, draw);
     return 0;
   }
-  void train(int, int64_t, float gradSeed) override {
+  void train(int, int64_t outSlot, float gradSeed) override {
     s_.args.gradSeed = gradSeed;
-    s_.spec.trainStep(s_.args);
+    run(s_.spec.trainStep, outSlot);
   }
-  void eval(int, int64_t) override { s_.spec.evalStep(s_.args); }
+  void accumulate(int, int64_t outSlot, float gradSeed) override {
+    if (!s_.spec.accumulateStep)
+      throw Error("internal error: the model has no accumulation step");
+    s_.args.gradSeed = gradSeed;
+    run(s_.spec.accumulateStep, outSlot);
+  }
+  void eval(int, int64_t outSlot) override { run(s_.spec.evalStep, outSlot); }
   void grad(int, float *grads) override {
     s_.args.gradSeed = 1.0f; // this process's own gradient
     s_.args.paramGrads = grads;
-    s_.spec.gradStep(s_.args);
+    run(s_.spec.gradStep, 0);
     s_.args.paramGrads = nullptr;
   }
   void readOutputs(int64_t count, float *out) override {
-    if (count > 1)
-      throw Error("internal error: the CPU executor has one output slot");
-    std::copy(s_.outputs.begin(), s_.outputs.end(), out);
+    if (count > slots_)
+      throw Error("internal error: more outputs read than the CPU executor has slots");
+    std::copy(outs_.begin(), outs_.begin() + count * s_.spec.numOutputs, out);
   }
   void setParam(int64_t offset, float value) override {
     std::memcpy(s_.persistent.data() + offset, &value, sizeof value);
@@ -53,7 +63,17 @@ public:
   void setTracer(Tracer *t) override { s_.args.trace = t; }
 
 private:
+  void run(StepFn step, int64_t outSlot) {
+    if (outSlot < 0 || outSlot >= slots_)
+      throw Error("internal error: bad output slot");
+    s_.args.outputs = outs_.data() + outSlot * s_.spec.numOutputs;
+    step(s_.args);
+    s_.args.outputs = s_.outputs.data();
+  }
+
   Session &s_;
+  const int64_t slots_;
+  std::vector<float> outs_;
 };
 
 DeviceBackend *&backendSlot() {

@@ -34,8 +34,9 @@ public:
   // "cpu", "cuda:0 (NVIDIA H200)": for the header line.
   virtual std::string describe() const = 0;
   // Output slots: train/eval steps write their outputs (loss, metrics) to
-  // slot `outSlot` < outputSlots(), read back together by readOutputs. 1 on
-  // the CPU (outputs read after every step).
+  // slot `outSlot` < outputSlots(), read back together by readOutputs. On
+  // the CPU one per micro-batch of an optimizer step (--accumulate; 1
+  // without), read after every optimizer step; at least as many on a device.
   virtual int64_t outputSlots() const = 0;
 
   // Copies samples idx[0..n) of ds into a batch slot and returns it (idx is
@@ -45,6 +46,9 @@ public:
   virtual int stage(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw = 0) = 0;
   // trainStep on staged batch `batch`, outputs to slot `outSlot`.
   virtual void train(int batch, int64_t outSlot, float gradSeed) = 0;
+  // accumulateStep (gradient accumulation: a micro-batch before an
+  // optimizer step's last) on staged batch `batch`, outputs to `outSlot`.
+  virtual void accumulate(int batch, int64_t outSlot, float gradSeed) = 0;
   // evalStep on staged batch `batch`, outputs to slot `outSlot`.
   virtual void eval(int batch, int64_t outSlot) = 0;
   // gradStep on staged batch `batch` (outputs to slot 0); the gradients,

@@ -548,6 +548,19 @@ void embeddingGrad(const rt::HostContext &, const int32_t *ids, const float *dy,
   });
 }
 
+void accumulate(const rt::HostContext &, float *acc, const float *g, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] += g[i];
+}
+
+void takeAccumulated(const rt::HostContext &, float *acc, const float *g, float *out,
+                     int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = g[i] + acc[i];
+    acc[i] = 0.0f;
+  }
+}
+
 void fill(const rt::HostContext &, float *x, int64_t n, float v) {
   if (n > 0)
     std::fill(x, x + n, v);

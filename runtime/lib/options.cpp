@@ -171,6 +171,7 @@ Options defaultOptions(const ModelSpec &spec) {
   o.batch = r.batch > 0 ? r.batch : 1;
   o.lr = r.hyper.lr;
   o.maxGradNorm = r.hyper.maxGradNorm;
+  o.accumulate = r.accumulate > 1 ? r.accumulate : 1;
   const ScheduleSpec &sc = r.schedule;
   if (sc.kind >= 0 && sc.kind <= 3)
     o.schedule.kind = LrSchedule::Kind(sc.kind);
@@ -233,7 +234,30 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                  "sample to --output: the class and the class probabilities, or the outputs")
       ->type_name("FILE")
       ->check(nonEmpty());
-  app.add_option("--output", out.outputPath, "Where --predict writes its CSV")
+  app.add_option("--sample", out.sampleTokens,
+                 "Generate N tokens with a language model (token ids in, logits [batch, T, V] "
+                 "out) and the parameters of --init, after --prompt; to --output or standard "
+                 "output")
+      ->type_name("N")
+      ->check(inRange<int64_t>(1, kMaxCount, "a number of tokens from 1 to 2^40"));
+  app.add_option("--prompt", out.prompt,
+                 "The text --sample continues (its bytes are the first tokens; the last T of "
+                 "them when longer than the model's context)")
+      ->type_name("TEXT")
+      ->check(nonEmpty());
+  app.add_option("--temperature", out.temperature,
+                 "--sample: divide the logits by T before the softmax (0: always the most "
+                 "likely token)")
+      ->type_name("T")
+      ->capture_default_str()
+      ->check(inRange<double>(0, 1e6, "a temperature from 0 to 1e6"));
+  app.add_option("--top-k", out.topK,
+                 "--sample: draw from the K most likely tokens only (0: from all)")
+      ->type_name("K")
+      ->capture_default_str()
+      ->check(inRange<int64_t>(0, kMaxCount, "a count from 0 to 2^40"));
+  app.add_option("--output", out.outputPath,
+                 "Where --predict writes its CSV, or --sample its text")
       ->type_name("FILE")
       ->check(nonEmpty());
   bool evalOnly = false;
@@ -251,6 +275,13 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("F")
       ->capture_default_str()
       ->check(inRange<float>(0, FLT_MAX, "a finite learning rate >= 0"));
+  app.add_option("--accumulate", out.accumulate,
+                 "Gradient accumulation: K micro-batches of --batch samples per optimizer "
+                 "step, the all-reduce after the last only (DDP's no_sync); K > 1 needs "
+                 "the recipe's accumulate compiled in")
+      ->type_name("K")
+      ->capture_default_str()
+      ->check(inRange<int64_t>(1, kMaxCount, "a count from 1 to 2^40"));
   app.add_option("--clip-grad-norm", out.maxGradNorm,
                  "Clip the gradients to this global 2-norm (after the all-reduce), as "
                  "clip_grad_norm_; 0: off. The recipe's clip_grad_norm compiles it in")
@@ -339,6 +370,11 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->capture_default_str()
       ->check(inRange<int>(1, 1024, "a number of threads from 1 to 1024"));
   app.add_option("--max-steps", out.maxSteps, "Stop training after N steps in total")
+      ->type_name("N")
+      ->check(inRange<int64_t>(1, kMaxCount, "a number of steps from 1 to 2^40"));
+  app.add_option("--eval-every", out.evalEvery,
+                 "Also evaluate every N steps: the validation set (else the test set), "
+                 "printed as 'step N val_loss ...'")
       ->type_name("N")
       ->check(inRange<int64_t>(1, kMaxCount, "a number of steps from 1 to 2^40"));
   app.add_option("--eval", eval, "Evaluate on the test set after each epoch")
@@ -462,8 +498,23 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                  "--output FILE (where the predictions go)\n";
     return 2;
   }
-  if (out.predictPath.empty() && !out.outputPath.empty()) {
-    std::cerr << "train: error: --output is where --predict writes; give --predict INPUTS\n";
+  if (!out.predictPath.empty() && out.sampleTokens > 0) {
+    std::cerr << "train: error: --predict and --sample exclude each other\n";
+    return 2;
+  }
+  if (out.sampleTokens > 0 && out.initPath.empty()) {
+    std::cerr << "train: error: --sample needs --init CKPT (the trained parameters)\n";
+    return 2;
+  }
+  if (out.sampleTokens == 0)
+    for (const char *o : {"--prompt", "--temperature", "--top-k"})
+      if (app.count(o)) {
+        std::cerr << "train: error: " << o << " is an option of --sample; give --sample N\n";
+        return 2;
+      }
+  if (out.predictPath.empty() && out.sampleTokens == 0 && !out.outputPath.empty()) {
+    std::cerr << "train: error: --output is where --predict or --sample writes; give "
+                 "--predict INPUTS or --sample N\n";
     return 2;
   }
   if (evalOnly) {
@@ -473,6 +524,12 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       return 2;
     }
     out.epochs = 0;
+  }
+  if (out.accumulate > 1 && !spec.accumulateStep) {
+    std::cerr << "train: error: --accumulate: model '" << spec.name
+              << "' was compiled without gradient accumulation; add accumulate = "
+              << out.accumulate << " to its recipe\n";
+    return 2;
   }
   if (out.maxGradNorm > 0 && !(spec.recipe.hyper.maxGradNorm > 0)) {
     std::cerr << "train: error: --clip-grad-norm: model '" << spec.name
@@ -499,6 +556,10 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                 : overlap == "off" ? Options::Overlap::Off
                                    : Options::Overlap::Auto;
   out.eval = eval == "on";
+  if (out.evalEvery > 0 && !out.eval) {
+    std::cerr << "train: error: --eval-every evaluates during training; drop --eval off\n";
+    return 2;
+  }
   out.progress = progress == "on"    ? ProgressMode::On
                  : progress == "off" ? ProgressMode::Off
                                      : ProgressMode::Auto;

@@ -183,8 +183,12 @@ void runPredict(Session &s, Executor &exec, const std::string &output) {
     throw Error(fmt::format("model '{}' has no prediction to write: --predict needs a "
                             "cross_entropy or an mse over [batch, k]",
                             spec.name));
-  const Dataset &ds = s.data.train;
   const bool classes = spec.labelKind == LabelKind::Class;
+  if (classes && spec.labelNumel != 1)
+    throw Error(fmt::format("model '{}' predicts {} classes per sample, not one: --predict "
+                            "writes one class per sample",
+                            spec.name, spec.labelNumel));
+  const Dataset &ds = s.data.train;
   AtomicFile out(output, "the predictions");
   std::string header = classes ? "class" : "";
   for (int64_t j = 0; j < k; ++j)

@@ -68,6 +68,14 @@ void Progress::update(int64_t step, double loss, double samplesPerSec) {
   std::fflush(stdout);
 }
 
+void Progress::line(const std::string &text) {
+  if (drawn_)
+    fmt::print("\r\x1b[K");
+  drawn_ = false;
+  fmt::print("{}\n", text);
+  std::fflush(stdout);
+}
+
 void Progress::endEpoch() {
   if (drawn_) {
     fmt::print("\r\x1b[K");

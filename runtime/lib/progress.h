@@ -28,6 +28,8 @@ public:
   // step: 1-based step within the epoch; loss: running mean of the epoch.
   void update(int64_t step, double loss, double samplesPerSec);
   void endEpoch(); // erases the bar
+  // Prints a line of its own (the bar, erased, comes back at the next update).
+  void line(const std::string &text);
 
 private:
   enum class Kind { Off, Bar, Lines } kind_;

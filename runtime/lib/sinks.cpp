@@ -61,6 +61,11 @@ void ConsoleSink::onEpochEnd(const EpochSummary &e, const std::vector<double> &r
   std::fflush(stdout);
 }
 
+void ConsoleSink::onStepEvaluation(int64_t step, bool validation,
+                                   const std::vector<double> &results) {
+  progress_.line(fmt::format("step {}{}", step, testResults(results, validation ? "val" : "test")));
+}
+
 void ConsoleSink::onRunEnd(const RunEnd &end) {
   if (!end.preempted())
     return;
@@ -249,6 +254,7 @@ void CheckpointSink::onCheckpoint(const TrainingPosition &at) {
   st.epochSamples = at.epochSamples;
   st.ranks = s_.comm.size();
   st.batch = o.batch;
+  st.accumulate = o.accumulate;
   st.seed = o.seed;
   st.shuffle = o.shuffle;
   st.lr = o.lr;

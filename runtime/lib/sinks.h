@@ -44,6 +44,8 @@ public:
   void onProgress(const EpochProgress &p) override;
   void onEpochTrained(int64_t epoch) override;
   void onEpochEnd(const EpochSummary &epoch, const std::vector<double> &results) override;
+  void onStepEvaluation(int64_t step, bool validation,
+                        const std::vector<double> &results) override;
   void onRunEnd(const RunEnd &end) override;
 
 private:

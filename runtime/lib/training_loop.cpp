@@ -27,6 +27,7 @@ LoopConfig loopConfig(const Options &o) {
   c.evaluate = o.eval;
   c.checkpoints = !o.checkpointPath.empty();
   c.checkpointEvery = o.checkpointEvery;
+  c.evalEvery = o.evalEvery;
   c.globalStepMeans = !o.metricsPath.empty(); // every rank joins the per-step sums
   return c;
 }
@@ -36,10 +37,13 @@ TrainingLoop::TrainingLoop(Session &s, Executor &exec, const LoopConfig &config,
     : s_(s), exec_(exec), config_(config), sinks_(std::move(sinks)),
       evaluate_(config.evaluate && s.data.test.size > 0),
       validate_(config.evaluate && s.data.validation.size > 0), numOutputs_(size_t(s.spec.numOutputs)),
-      slots_(exec.outputSlots()), sampler_(s.data.train.size, s.opts.batch, s.opts.seed,
-                                           s.opts.shuffle, s.comm.rank(), s.comm.size()),
+      slots_(exec.outputSlots()), micro_(std::max<int64_t>(1, s.opts.accumulate)),
+      sampler_(s.data.train.size, s.opts.batch * micro_, s.opts.seed, s.opts.shuffle,
+               s.comm.rank(), s.comm.size()),
       outs_(size_t(slots_) * numOutputs_), stepSums_(size_t(slots_) * (numOutputs_ + 1)),
       stepMeans_(numOutputs_) {
+  if (slots_ < micro_)
+    throw Error("internal error: fewer output slots than micro-batches per step");
   pending_.reserve(size_t(slots_));
   // The run's last step (a function of the options a resumed run restores,
   // not of --max-steps, which only stops this invocation).
@@ -104,35 +108,63 @@ bool TrainingLoop::runEpoch(int64_t epoch, int64_t startPosition) {
   const int64_t steps = sampler_.numBatches();
   emit(&TrainingSink::onEpochStart, epoch, steps);
   int64_t lastB = -1; // the epoch's last step done
+  // With --accumulate K a step's samples (K x --batch on each rank) go
+  // through the steps in micro-batches of --batch: @accumulate_step on all
+  // but the last, @train_step on the last, each staged while the one before
+  // it runs.
+  const int64_t B = s_.opts.batch;
   int staged = -1;
   if (steps > 0) {
     int64_t n0;
     const int64_t *idx0 = sampler_.batch(0, &n0);
-    staged = exec_.stage(trainSet, idx0, n0, draw);
+    staged = exec_.stage(trainSet, idx0, std::min(B, n0), draw);
   }
   for (int64_t b = 0; b < steps && !stop_; ++b) {
     int64_t n;
-    sampler_.batch(b, &n);
+    const int64_t *idx = sampler_.batch(b, &n);
     const int64_t step = s_.hyper.step = ++step_;
     s_.hyper.lr = scheduledLr(s_.opts.lr, schedule_, step);
-    s_.args.rngSeed = stepRngSeed(s_.opts.seed, step, s_.comm.rank());
+    const uint64_t seed = stepRngSeed(s_.opts.seed, step, s_.comm.rank());
+    const int64_t global = sampler_.globalBatch(b), micros = (n + B - 1) / B;
     emit(&TrainingSink::beforeStep, step);
-    exec_.train(staged, int64_t(pending_.size()), sampler_.gradSeed(b));
+    for (int64_t m = 0; m < micros; ++m) {
+      const int64_t nm = std::min(B, n - m * B);
+      const bool lastMicro = m + 1 == micros;
+      s_.args.rngSeed = m == 0 ? seed : mixSeed(seed, uint64_t(m)); // dropout masks
+      // This micro-batch's share of the global batch: the sum over the
+      // ranks and micro-batches of the gradients is their mean.
+      const float gradSeed = static_cast<float>(double(nm) / double(global));
+      const int64_t slot = int64_t(pending_.size());
+      if (lastMicro)
+        exec_.train(staged, slot, gradSeed);
+      else
+        exec_.accumulate(staged, slot, gradSeed);
+      pending_.push_back(StepInfo{epoch, step, b, nm, lastMicro ? global : 0, s_.hyper.lr,
+                                  secondsSince(start_), lastMicro});
+      if (!lastMicro)
+        staged = exec_.stage(trainSet, idx + (m + 1) * B, std::min(B, n - (m + 1) * B), draw);
+    }
     emit(&TrainingSink::afterStep, step);
-    pending_.push_back(
-        StepInfo{epoch, step, b, n, sampler_.globalBatch(b), s_.hyper.lr, secondsSince(start_)});
     lastB = b;
     stop_ = config_.maxSteps > 0 && step >= config_.maxSteps;
     const bool last = b + 1 == steps;
     const bool checkpointDue =
         config_.checkpoints && config_.checkpointEvery > 0 && step % config_.checkpointEvery == 0;
+    const bool evaluationDue = config_.evalEvery > 0 && step % config_.evalEvery == 0 &&
+                               (validate_ || evaluate_);
     if (!last && !stop_) { // overlaps this step on a device
       int64_t next;
-      const int64_t *idx = sampler_.batch(b + 1, &next);
-      staged = exec_.stage(trainSet, idx, next, draw);
+      const int64_t *nextIdx = sampler_.batch(b + 1, &next);
+      staged = exec_.stage(trainSet, nextIdx, std::min(B, next), draw);
     }
-    if (int64_t(pending_.size()) == slots_ || checkpointDue)
+    // Outputs are read at step boundaries, before a step could overflow the
+    // slots (every rank reads after the same steps).
+    if (int64_t(pending_.size()) + micro_ > slots_ || checkpointDue || evaluationDue)
       readOutputs(e);
+    if (evaluationDue) { // its outputs use the slots the steps' did
+      const std::vector<double> results = evaluate(validate_ ? s_.data.validation : s_.data.test);
+      emit(&TrainingSink::onStepEvaluation, step, validate_, results);
+    }
     if (!pending_.empty() || !config_.checkpoints)
       continue;
     // A step boundary: outputs read, every rank here after the same step.
@@ -171,15 +203,23 @@ bool TrainingLoop::runEpoch(int64_t epoch, int64_t startPosition) {
   return true;
 }
 
-// Reads the outputs of the pending steps and accounts for them.
+// Reads the outputs of the pending steps and accounts for them: the
+// micro-batches of a step (--accumulate) as one step, its outputs their
+// sample-weighted means.
 void TrainingLoop::readOutputs(EpochState &e) {
   if (pending_.empty())
     return;
   const size_t count = pending_.size();
   exec_.readOutputs(int64_t(count), outs_.data());
+  // Steps, in place: done_[j] and the outputs at outs_[j * numOutputs_].
+  done_.clear();
+  std::vector<double> &part = partial_;
+  part.assign(numOutputs_, 0.0);
+  int64_t partSamples = 0;
   for (size_t k = 0; k < count; ++k) {
     const StepInfo &p = pending_[k];
-    const float loss = outs_[k * numOutputs_];
+    const float *out = outs_.data() + k * numOutputs_;
+    const float loss = out[0];
     if (!std::isfinite(loss))
       throw Error(fmt::format("the loss became {} at epoch {} step {}; try a lower "
                               "learning rate (--lr)",
@@ -187,17 +227,33 @@ void TrainingLoop::readOutputs(EpochState &e) {
     e.lossSum += double(loss) * double(p.samples);
     e.seen += p.samples;
     e.globalSeen += p.globalSamples;
+    for (size_t i = 0; i < numOutputs_; ++i)
+      part[i] += double(out[i]) * double(p.samples);
+    partSamples += p.samples;
+    if (!p.lastOfStep)
+      continue;
+    float *mean = outs_.data() + done_.size() * numOutputs_;
+    for (size_t i = 0; i < numOutputs_; ++i)
+      mean[i] = float(part[i] / double(std::max<int64_t>(partSamples, 1)));
+    StepInfo whole = p;
+    whole.samples = partSamples;
+    done_.push_back(whole);
+    part.assign(numOutputs_, 0.0);
+    partSamples = 0;
   }
+  if (partSamples != 0)
+    throw Error("internal error: outputs read inside a step");
+  const size_t steps = done_.size();
   const size_t w = numOutputs_ + 1;
   if (config_.globalStepMeans) { // the global means of each step
-    for (size_t k = 0; k < count; ++k) {
+    for (size_t k = 0; k < steps; ++k) {
       for (size_t i = 0; i < numOutputs_; ++i)
-        stepSums_[k * w + i] = double(outs_[k * numOutputs_ + i]) * double(pending_[k].samples);
-      stepSums_[k * w + numOutputs_] = double(pending_[k].samples);
+        stepSums_[k * w + i] = double(outs_[k * numOutputs_ + i]) * double(done_[k].samples);
+      stepSums_[k * w + numOutputs_] = double(done_[k].samples);
     }
-    s_.comm.allreduceSum(stepSums_.data(), int64_t(count * w));
+    s_.comm.allreduceSum(stepSums_.data(), int64_t(steps * w));
   }
-  for (size_t k = 0; k < count; ++k) {
+  for (size_t k = 0; k < steps; ++k) {
     if (config_.globalStepMeans) {
       const double total = stepSums_[k * w + numOutputs_];
       for (size_t i = 0; i < numOutputs_; ++i)
@@ -205,7 +261,7 @@ void TrainingLoop::readOutputs(EpochState &e) {
     }
     const StepOutputs outputs{outs_.data() + k * numOutputs_,
                               config_.globalStepMeans ? stepMeans_.data() : nullptr};
-    emit(&TrainingSink::onStep, pending_[k], outputs);
+    emit(&TrainingSink::onStep, done_[k], outputs);
   }
   const EpochProgress progress{e.epoch, pending_.back().batchIndex + 1, e.lossSum / double(e.seen),
                                double(e.globalSeen) / secondsSince(e.start)};

@@ -22,6 +22,8 @@
 //       every Executor::outputSlots() steps, before a checkpoint due and at
 //       the epoch's end): onStep for each step read, in step order, then
 //       onProgress
+//       onStepEvaluation      (every LoopConfig::evalEvery steps, after
+//                              their outputs are read)
 //       onCheckpoint          (every LoopConfig::checkpointEvery steps but
 //                              the epoch's or the run's last: see below)
 //     onEpochTrained          (the epoch's steps are done and read)
@@ -69,6 +71,7 @@ struct StepInfo {
   int64_t globalSamples; // over all ranks
   float lr;
   double seconds; // since the run's start, when the step was queued
+  bool lastOfStep = true; // false: a micro-batch before its step's last
 };
 
 // A step's outputs (ModelSpec::numOutputs values: loss first, then metrics).
@@ -135,6 +138,12 @@ public:
   virtual void onEpochEnd(const EpochSummary &epoch, const std::vector<double> &results) {
     (void)epoch, (void)results;
   }
+  // --eval-every N: the evaluation after step `step` (validation: of the
+  // validation set, else of the test set).
+  virtual void onStepEvaluation(int64_t step, bool validation,
+                                const std::vector<double> &results) {
+    (void)step, (void)validation, (void)results;
+  }
   virtual void onCheckpoint(const TrainingPosition &at) { (void)at; }
   virtual void onRunEnd(const RunEnd &end) { (void)end; }
 };
@@ -151,6 +160,9 @@ struct LoopConfig {
   // which the loop catches only with checkpoints on.
   bool checkpoints = false;
   int64_t checkpointEvery = 0;
+  // Every evalEvery steps (0: never) an evaluation of the validation set
+  // (else of the test set) between steps: onStepEvaluation.
+  int64_t evalEvery = 0;
   // Each read of outputs all-reduces the steps' outputs for
   // StepOutputs::global (a collective: every rank, or none).
   bool globalStepMeans = false;
@@ -205,8 +217,11 @@ private:
   const bool evaluate_, validate_;
   const size_t numOutputs_;
   const int64_t slots_;
+  const int64_t micro_; // micro-batches per optimizer step (--accumulate)
   Sampler sampler_;
-  std::vector<StepInfo> pending_; // steps queued whose outputs are not read yet
+  std::vector<StepInfo> pending_; // micro-batches queued whose outputs are not read yet
+  std::vector<StepInfo> done_;    // readOutputs: the steps they make up
+  std::vector<double> partial_;
   std::vector<float> outs_;
   // Per pending step: its outputs weighted by its batch size, then the size.
   std::vector<double> stepSums_;

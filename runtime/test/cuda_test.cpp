@@ -184,6 +184,8 @@ DTC_SAME_ABI(updateRunningStats);
 DTC_SAME_ABI(layerNorm);
 DTC_SAME_ABI(layerNormGrad);
 DTC_SAME_ABI(exportPrediction);
+DTC_SAME_ABI(accumulate);
+DTC_SAME_ABI(takeAccumulated);
 #undef DTC_SAME_ABI
 
 //===--- GEMM ---------------------------------------------------------------===//

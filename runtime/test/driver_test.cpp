@@ -552,6 +552,9 @@ public:
   void train(int b, int64_t slot, float gradSeed) override {
     run(s_.spec.trainStepCuda, b, slot, gradSeed, nullptr);
   }
+  void accumulate(int b, int64_t slot, float gradSeed) override {
+    run(s_.spec.accumulateStepCuda, b, slot, gradSeed, nullptr);
+  }
   void eval(int b, int64_t slot) override { run(s_.spec.evalStepCuda, b, slot, 1, nullptr); }
   void grad(int b, float *grads) override { run(s_.spec.gradStepCuda, b, 0, 1, grads); }
   void readOutputs(int64_t count, float *out) override {

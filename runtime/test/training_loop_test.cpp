@@ -94,6 +94,10 @@ public:
     cpu_->train(b, 0, gradSeed);
     cpu_->readOutputs(1, outs_.data() + slot * numOutputs_);
   }
+  void accumulate(int b, int64_t slot, float gradSeed) override {
+    cpu_->accumulate(b, 0, gradSeed);
+    cpu_->readOutputs(1, outs_.data() + slot * numOutputs_);
+  }
   void eval(int b, int64_t slot) override {
     cpu_->eval(b, 0);
     cpu_->readOutputs(1, outs_.data() + slot * numOutputs_);

@@ -57,7 +57,7 @@ module attributes {dtc.persistent = #dtc.persistent<param_bytes = 64, bytes = 8>
 // -----
 
 module {
-  // expected-error @+1 {{'dtc.placement' belongs on a dtc.param or dtc.buffer, not on 'func.func'}}
+  // expected-error @+1 {{'dtc.placement' belongs on a dtc.param, dtc.buffer, dtc.accumulate_gradient or dtc.take_accumulated, not on 'func.func'}}
   func.func @f() attributes {dtc.placement = #dtc.placement<offset = 0, state_offset = 0>} {
     return
   }

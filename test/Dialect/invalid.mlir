@@ -239,3 +239,21 @@ func.func @xent_grad_type(%l: tensor<?x3xf32>, %y: tensor<?xi32>, %d: tensor<f32
   %0 = dtc.cross_entropy_grad %l, %y, %d : (tensor<?x3xf32>, tensor<?xi32>, tensor<f32>) -> tensor<?x4xf32>
   return
 }
+
+// -----
+
+// A prediction is [B, ...]: the batch, then static dimensions ([B, k], or a
+// language model's [B, T, V]).
+func.func @prediction_static_batch(%l: tensor<4x3xf32>) {
+  // expected-error @+1 {{exports a prediction [B, ...] (the batch, then static dimensions), got [4, 3]}}
+  dtc.export_prediction %l : tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @prediction_rank(%l: tensor<?xf32>) {
+  // expected-error @+1 {{exports a prediction [B, ...] (the batch, then static dimensions), got [B]}}
+  dtc.export_prediction %l : tensor<?xf32>
+  return
+}

@@ -70,3 +70,16 @@ func.func @all_ops(%x: tensor<?x4xf32>, %y: tensor<?xi32>, %t: tensor<?x3xf32>) 
   }
   return %ce, %mse, %acc : tensor<f32>, tensor<f32>, tensor<f32>
 }
+
+// Gradient accumulation and a language model's prediction [B, T, V].
+// CHECK-LABEL: func.func @accumulation
+func.func @accumulation(%g: tensor<3xf32>, %l: tensor<?x5x7xf32>) {
+  // CHECK: dtc.accumulate_gradient @b, %{{.*}} : tensor<3xf32>
+  dtc.accumulate_gradient @b, %g : tensor<3xf32>
+  // CHECK: %{{.*}} = dtc.take_accumulated @b, %{{.*}} : tensor<3xf32>
+  %t = dtc.take_accumulated @b, %g : tensor<3xf32>
+  // CHECK: dtc.export_prediction %{{.*}} : tensor<?x5x7xf32>
+  dtc.export_prediction %l : tensor<?x5x7xf32>
+  dtc.apply_gradient @b, %t : tensor<3xf32>
+  return
+}

@@ -15,6 +15,9 @@ i*T .. i*T+T-1, its labels the token after each).
 3. The same 24 steps on 2 ranks (mpirun; rank r takes windows r, r+2, ...
    of each global batch) against one PyTorch process on the global batch
    (DDP's averaged gradient is the global batch's mean gradient).
+4. Greedy generation (train --sample N --temperature 0) from the
+   initialization with its matrices 25x larger: each token the arg-max of the reference's logits at the last
+   position of the context (cropped to T), logit gap <= 1e-5 x (1 + max |l|).
 
 Tolerances (fp32, different summation orders): loss 1e-5 x (1 + |loss|);
 gradients 1e-5 x (1 + max |g|) per tensor (measured 6e-8); over 24 steps,
@@ -221,6 +224,33 @@ def main():
             print(f"adamw {ranks} rank(s) {variant or ''} {'ok  ' if ok else 'FAIL'} loss[0] "
                   f"{losses[0]:.5f}/{ref_losses[0]:.5f} loss[-1] {losses[-1]:.5f}/{ref_losses[-1]:.5f} "
                   f"worst loss err {lerr:.1e} param err {perr:.1e}")
+    # 4. Generation (--sample, greedy): every token dtc picks is the arg-max
+    # of the reference's logits at the last position of its context, the
+    # text so far cropped to its last T tokens (nanoGPT's generate); ties
+    # within the tolerance count as agreement. From the initialization with
+    # its matrices 25x larger (24 steps only teach the model spaces; this
+    # one's logits depend on every position it attends to).
+    trained = os.path.join(work, "sample_init.safetensors")
+    save_safetensors(trained, {k: v * 25 if v.ndim == 2 else v for k, v in params.items()})
+    prompt, n_new = b"the attention", 40
+    sample_txt = os.path.join(work, "sample.txt")
+    run([exe, "--init", trained, "--sample", str(n_new), "--prompt", prompt.decode(),
+         "--temperature", "0", "--quiet", "--output", sample_txt])
+    with open(sample_txt, "rb") as f:
+        sample = f.read()
+    trained_p = {k: torch.tensor(v) for k, v in load_safetensors(trained).items()}
+    for variant in variants:
+        gap = 0.0
+        with torch.no_grad():
+            for n in range(len(prompt), len(sample)):
+                ctx = torch.tensor([list(sample[max(0, n - T):n])], dtype=torch.int64)
+                logits = forward(trained_p, ctx, **variant)[0, -1]
+                gap = max(gap, float(logits.max() - logits[sample[n]]) /
+                          (1 + float(logits.abs().max())))
+        ok = sample.startswith(prompt) and len(sample) == len(prompt) + n_new and gap <= 1e-5
+        results.append(ok)
+        print(f"sample {variant or ''} {'ok  ' if ok else 'FAIL'} {sample[len(prompt):]!r}, worst "
+              f"logit gap to the reference's arg-max {gap:.1e}")
     failed = sum(results) if control else len(results) - sum(results)
     print(f"{len(results) - failed} passed, {failed} failed" +
           (" (control: every check must fail)" if control else ""))

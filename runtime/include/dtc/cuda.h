@@ -128,6 +128,11 @@ void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
 void copyRows(const rt::DeviceContext &c, const float *src, int64_t srcStride, float *dst,
               int64_t dstStride, int64_t rows, int64_t len);
 
+// Gradient accumulation (kernels.h).
+void accumulate(const rt::DeviceContext &c, float *acc, const float *g, int64_t n);
+void takeAccumulated(const rt::DeviceContext &c, float *acc, const float *g, float *out,
+                     int64_t n);
+
 // The prediction rows (kernels.h; dst a device pointer or null).
 void exportPrediction(const rt::DeviceContext &c, float *dst, const float *src, int64_t n);
 

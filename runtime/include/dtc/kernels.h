@@ -106,6 +106,12 @@ void embeddingGrad(const rt::HostContext &c, const int32_t *ids, const float *dy
 // Copies n floats from src to dst unless dst is null (the prediction rows
 // of the evaluation step, asked for by train --predict only).
 void exportPrediction(const rt::HostContext &c, float *dst, const float *src, int64_t n);
+// Gradient accumulation (accumulate = K): acc[0..n) += g (the micro-batches
+// before the last); out = g + acc and acc = 0 (the last, before the
+// all-reduce), so that acc is zero at every optimizer step's end.
+void accumulate(const rt::HostContext &c, float *acc, const float *g, int64_t n);
+void takeAccumulated(const rt::HostContext &c, float *acc, const float *g, float *out,
+                     int64_t n);
 // Fills n floats with v; copies n floats (dst and src do not overlap, or
 // are equal).
 void fill(const rt::HostContext &c, float *x, int64_t n, float v);

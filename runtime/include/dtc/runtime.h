@@ -203,6 +203,7 @@ struct RecipeSpec {
   OptimizerKind optimizer;
   Hyper hyper;
   ScheduleSpec schedule;
+  int64_t accumulate; // micro-batches per optimizer step (1: no accumulation)
 };
 
 // One call of a compiled step function.
@@ -292,6 +293,9 @@ struct ModelSpec {
   StepFn trainStep;   // forward + backward + optimizer update
   StepFn evalStep;    // forward only
   StepFn gradStep;    // forward + backward; writes gradients to paramGrads, no update
+  StepFn accumulateStep; // gradient accumulation (recipe's accumulate; else null):
+                         // forward + backward, the gradients added to their
+                         // accumulators; trainStep adds them and zeroes them
   RecipeSpec recipe;
   // data parallelism
   uint64_t fingerprint;       // hash of the generated program and its bucket plan;
@@ -303,6 +307,7 @@ struct ModelSpec {
   StepFn trainStepCuda;
   StepFn evalStepCuda;
   StepFn gradStepCuda;
+  StepFn accumulateStepCuda;
 };
 
 // Runs the `train` program: parses options, loads data, trains, evaluates.
