@@ -8,13 +8,18 @@
 // [Tq, Tk] matrix is ever stored. The head's keys are first transposed
 // into a [D, Tk] scratch, so that every inner loop runs over contiguous
 // floats without a reduction (GCC vectorizes them without -ffast-math): the
-// scores over the keys, the output over Dv.
+// scores over the keys, the output over Dv. The loops keep 8 floats of
+// their result in a register across the inner sum (the keys' rows padded to
+// a multiple of 8); each sum still runs in the order of the scalar
+// definition, so the floats do not depend on the vector width.
 //
 // The forward keeps only each row's log-sum-exp (lse [Tq]); the backward
 // recomputes the probabilities from it, row by row, as FlashAttention's
 // does: P = exp(S - lse), dV += P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO
-// O)), dQ = scale dS K, dK += scale dS^T Q. A head's rows run in order on
-// one thread, heads in parallel, so the sums are the same at any --threads.
+// O)), dQ = scale dS K, dK += scale dS^T Q. P and dS of a head are kept
+// ([Tq, Tk], 32 KB at T = 64) so that dK and dV are sums over the query rows
+// per key row, in registers. A head's rows run in order on one thread,
+// heads in parallel, so the sums are the same at any --threads.
 //
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"
@@ -23,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -35,47 +41,84 @@ struct Heads {
   float scale;
   // Keys a query row sees: all, or those up to its own place.
   int64_t keysOf(int64_t i) const { return causal ? std::min(i + 1, tk) : tk; }
+  // The first query row that sees key j.
+  int64_t firstRowOf(int64_t j) const { return causal ? j : 0; }
+  // Rows of the transposed keys and values: tk padded to whole vectors.
+  int64_t tkPadded() const { return (tk + 7) / 8 * 8; }
 };
 
-// rows[c * n + j] = m[j * cols + c]: a [n, cols] matrix transposed.
-void transposeInto(const float *m, int64_t n, int64_t cols, float *rows) {
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t c = 0; c < cols; ++c)
-      rows[c * n + j] = m[j * cols + c];
+// Eight floats: one AVX register in the AVX2 clones, two SSE ones in the
+// baseline. The helpers are always inlined into the clones, so the
+// baseline's argument passing of 32-byte vectors (-Wpsabi) never applies.
+#pragma GCC diagnostic ignored "-Wpsabi"
+using v8 = float __attribute__((vector_size(32)));
+[[gnu::always_inline]] inline v8 load8(const float *p) {
+  v8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
 }
+[[gnu::always_inline]] inline void store8(float *p, v8 v) { std::memcpy(p, &v, sizeof v); }
 
-// s[0..n) = scale * q . k_j, from kT [D, tk].
-void scores(const float *q, const float *kT, const Heads &h, int64_t n, float *s) {
-  std::fill(s, s + n, 0.0f);
-  for (int64_t c = 0; c < h.d; ++c) {
-    const float qc = q[c];
-    const float *kc = kT + c * h.tk;
+// rows[c * ld + j] = m[j * cols + c]: a [n, cols] matrix transposed, its
+// rows padded with zeros from n to ld.
+inline void transposeInto(const float *m, int64_t n, int64_t cols, int64_t ld, float *rows) {
+  for (int64_t c = 0; c < cols; ++c) {
     for (int64_t j = 0; j < n; ++j)
-      s[j] += qc * kc[j];
+      rows[c * ld + j] = m[j * cols + c];
+    std::fill(rows + c * ld + n, rows + (c + 1) * ld, 0.0f);
   }
-  for (int64_t j = 0; j < n; ++j)
-    s[j] *= h.scale;
 }
 
-// One head's forward (see the top): out [tq, dv] and lse [tq]; kT and s
-// are scratch of d * tk and tk floats. An AVX2 clone beside the baseline
+// s[j] = sum_c a[c] bT[c, j], for j in [0, roundup(n, 8)) (bT [cols, ld]),
+// times scale: the sum over c in order, 8 keys at a time in a register.
+inline void rowTimesT(const float *a, const float *bT, int64_t cols, int64_t ld, int64_t n,
+                      float scale, float *s) {
+  for (int64_t jb = 0; jb < n; jb += 8) {
+    v8 acc = {};
+    for (int64_t c = 0; c < cols; ++c)
+      acc += a[c] * load8(bT + c * ld + jb);
+    store8(s + jb, scale == 1.0f ? acc : acc * scale);
+  }
+}
+
+// out[c] = sum_{j in [j0, j1)} w[j * ws] m[j * cols + c], the sum over j in
+// order: 8 columns at a time in a register (the rest one by one).
+inline void weightedRows(const float *w, int64_t ws, const float *m, int64_t cols, int64_t j0,
+                         int64_t j1, float *out) {
+  int64_t c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    v8 acc = {};
+    for (int64_t j = j0; j < j1; ++j)
+      acc += w[j * ws] * load8(m + j * cols + c);
+    store8(out + c, acc);
+  }
+  for (; c < cols; ++c) {
+    float acc = 0;
+    for (int64_t j = j0; j < j1; ++j)
+      acc += w[j * ws] * m[j * cols + c];
+    out[c] = acc;
+  }
+}
+
+// One head's forward (see the top): out [tq, dv] and lse [tq]; kT [d,
+// tkPadded] and s [tkPadded] are scratch. An AVX2 clone beside the baseline
 // (the runtime library is built for the baseline ISA): no FMA, no reordered
 // sum, so both give the same floats.
 __attribute__((target_clones("avx2", "default")))
 void attentionHead(const float *__restrict__ qh, const float *__restrict__ kh,
                    const float *__restrict__ vh, float *__restrict__ oh, float *__restrict__ lh,
                    const Heads &h, float *__restrict__ kT, float *__restrict__ s) {
-  const int64_t tq = h.tq, d = h.d, dv = h.dv;
-  transposeInto(kh, h.tk, d, kT);
+  const int64_t tq = h.tq, d = h.d, dv = h.dv, ld = h.tkPadded();
+  transposeInto(kh, h.tk, d, ld, kT);
   for (int64_t i = 0; i < tq; ++i) {
     const int64_t n = h.keysOf(i);
     float *__restrict__ o = oh + i * dv;
-    std::fill(o, o + dv, 0.0f);
     if (n <= 0) { // no key: softmax of nothing (torch: NaN; causal tq > tk only)
+      std::fill(o, o + dv, 0.0f);
       lh[i] = -std::numeric_limits<float>::infinity();
       continue;
     }
-    scores(qh + i * d, kT, h, n, s);
+    rowTimesT(qh + i * d, kT, d, ld, n, h.scale, s);
     float m = s[0];
     for (int64_t j = 1; j < n; ++j)
       m = std::max(m, s[j]);
@@ -85,17 +128,15 @@ void attentionHead(const float *__restrict__ qh, const float *__restrict__ kh,
       sum += s[j];
     }
     const float inv = float(1.0 / sum);
-    for (int64_t j = 0; j < n; ++j) {
-      const float p = s[j] * inv;
-      const float *__restrict__ vj = vh + j * dv;
-      for (int64_t c = 0; c < dv; ++c)
-        o[c] += p * vj[c];
-    }
+    for (int64_t j = 0; j < n; ++j)
+      s[j] *= inv;
+    weightedRows(s, 1, vh, dv, 0, n, o);
     lh[i] = m + float(std::log(sum));
   }
 }
 
-// One head's backward (see the top); kT, vT, p and ds are scratch.
+// One head's backward (see the top); kT [d, tkPadded], vT [dv, tkPadded],
+// p and ds [tq, tkPadded] are scratch.
 __attribute__((target_clones("avx2", "default")))
 void attentionGradHead(const float *__restrict__ qh, const float *__restrict__ kh,
                        const float *__restrict__ vh, const float *__restrict__ oh,
@@ -103,51 +144,42 @@ void attentionGradHead(const float *__restrict__ qh, const float *__restrict__ k
                        float *__restrict__ dqh, float *__restrict__ dkh, float *__restrict__ dvh,
                        const Heads &h, float *__restrict__ kT, float *__restrict__ vT,
                        float *__restrict__ p, float *__restrict__ ds) {
-  const int64_t tq = h.tq, tk = h.tk, d = h.d, dv = h.dv;
+  const int64_t tq = h.tq, tk = h.tk, d = h.d, dv = h.dv, ld = h.tkPadded();
   const float scale = h.scale;
-  transposeInto(kh, tk, d, kT);
-  transposeInto(vh, tk, dv, vT);
-  std::fill(dkh, dkh + tk * d, 0.0f);
-  std::fill(dvh, dvh + tk * dv, 0.0f);
+  transposeInto(kh, tk, d, ld, kT);
+  transposeInto(vh, tk, dv, ld, vT);
   for (int64_t i = 0; i < tq; ++i) {
     const int64_t n = h.keysOf(i);
     const float *__restrict__ qi = qh + i * d;
     const float *__restrict__ doi = doh + i * dv;
     const float *__restrict__ oi = oh + i * dv;
-    float *__restrict__ dqi = dqh + i * d;
-    std::fill(dqi, dqi + d, 0.0f);
-    if (n <= 0)
+    float *__restrict__ pi = p + i * ld;
+    float *__restrict__ dsi = ds + i * ld;
+    if (n <= 0) {
+      std::fill(dqh + i * d, dqh + (i + 1) * d, 0.0f);
       continue;
-    scores(qi, kT, h, n, p);
+    }
+    rowTimesT(qi, kT, d, ld, n, scale, pi);
     const float l = lh[i];
     for (int64_t j = 0; j < n; ++j)
-      p[j] = std::exp(p[j] - l);
+      pi[j] = std::exp(pi[j] - l);
     // D_i = dO_i . O_i (= sum_j P_ij dP_ij)
     float di = 0;
     for (int64_t c = 0; c < dv; ++c)
       di += doi[c] * oi[c];
     // dP_ij = dO_i . v_j, over the keys from vT.
-    std::fill(ds, ds + n, 0.0f);
-    for (int64_t c = 0; c < dv; ++c) {
-      const float g = doi[c];
-      const float *__restrict__ vc = vT + c * tk;
-      for (int64_t j = 0; j < n; ++j)
-        ds[j] += g * vc[j];
-    }
+    rowTimesT(doi, vT, dv, ld, n, 1.0f, dsi);
     for (int64_t j = 0; j < n; ++j)
-      ds[j] = p[j] * (ds[j] - di) * scale;
-    for (int64_t j = 0; j < n; ++j) {
-      const float pj = p[j], sj = ds[j];
-      const float *__restrict__ kj = kh + j * d;
-      float *__restrict__ dkj = dkh + j * d;
-      float *__restrict__ dvj = dvh + j * dv;
-      for (int64_t c = 0; c < d; ++c)
-        dqi[c] += sj * kj[c];
-      for (int64_t c = 0; c < d; ++c)
-        dkj[c] += sj * qi[c];
-      for (int64_t c = 0; c < dv; ++c)
-        dvj[c] += pj * doi[c];
-    }
+      dsi[j] = pi[j] * (dsi[j] - di) * scale;
+    // dQ_i = sum_j dS_ij k_j
+    weightedRows(dsi, 1, kh, d, 0, n, dqh + i * d);
+  }
+  // dK_j = sum_i dS_ij q_i and dV_j = sum_i P_ij dO_i over the rows that see
+  // key j, in row order.
+  for (int64_t j = 0; j < tk; ++j) {
+    int64_t i0 = h.firstRowOf(j);
+    weightedRows(ds + j, ld, qh, d, i0, tq, dkh + j * d);
+    weightedRows(p + j, ld, doh, dv, i0, tq, dvh + j * dv);
   }
 }
 
@@ -157,8 +189,9 @@ void attention(const rt::HostContext &, const float *q, const float *k, const fl
                float *out, float *lse, int64_t heads, int64_t tq, int64_t tk, int64_t d,
                int64_t dv, bool causal, float scale) {
   const Heads h{tq, tk, d, dv, causal, scale};
+  const int64_t ld = h.tkPadded();
   rt::parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> kT(static_cast<size_t>(d * tk)), s(static_cast<size_t>(tk));
+    std::vector<float> kT(static_cast<size_t>(d * ld)), s(static_cast<size_t>(ld));
     for (int64_t b = begin; b < end; ++b)
       attentionHead(q + b * tq * d, k + b * tk * d, v + b * tk * dv, out + b * tq * dv,
                     lse + b * tq, h, kT.data(), s.data());
@@ -170,9 +203,10 @@ void attentionGrad(const rt::HostContext &, const float *q, const float *k, cons
                    float *dvOut, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv,
                    bool causal, float scale) {
   const Heads h{tq, tk, d, dv, causal, scale};
+  const int64_t ld = h.tkPadded();
   rt::parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> kT(static_cast<size_t>(d * tk)), vT(static_cast<size_t>(dv * tk)),
-        p(static_cast<size_t>(tk)), ds(static_cast<size_t>(tk));
+    std::vector<float> kT(static_cast<size_t>(d * ld)), vT(static_cast<size_t>(dv * ld)),
+        p(static_cast<size_t>(tq * ld)), ds(static_cast<size_t>(tq * ld));
     for (int64_t b = begin; b < end; ++b)
       attentionGradHead(q + b * tq * d, k + b * tk * d, v + b * tk * dv, out + b * tq * dv,
                         lse + b * tq, dout + b * tq * dv, dq + b * tq * d, dk + b * tk * d,
