@@ -8,10 +8,12 @@
 // [Tq, Tk] matrix is ever stored. The head's keys are first transposed
 // into a [D, Tk] scratch, so that every inner loop runs over contiguous
 // floats without a reduction (GCC vectorizes them without -ffast-math): the
-// scores over the keys, the output over Dv. The loops keep 8 floats of
-// their result in a register across the inner sum (the keys' rows padded to
-// a multiple of 8); each sum still runs in the order of the scalar
-// definition, so the floats do not depend on the vector width.
+// scores over the keys, the output over Dv. The loops run over tiles of
+// four query rows (or keys, for dK and dV) by 16 columns, the tile's sums
+// in eight registers across the inner sum (the keys' rows padded to a
+// multiple of 8); each sum still runs in the order of the scalar
+// definition, so the floats do not depend on the vector width. The exponentials are simd::exp8's, eight at a time; a row's sum of
+// them is eight lane sums added in double.
 //
 // The forward keeps only each row's log-sum-exp (lse [Tq]); the backward
 // recomputes the probabilities from it, row by row, as FlashAttention's
@@ -25,6 +27,7 @@
 #include "dtc/kernels.h"
 
 #include "parallel.h"
+#include "simd.h"
 
 #include <algorithm>
 #include <cmath>
@@ -47,92 +50,290 @@ struct Heads {
   int64_t tkPadded() const { return (tk + 7) / 8 * 8; }
 };
 
-// Eight floats: one AVX register in the AVX2 clones, two SSE ones in the
-// baseline. The helpers are always inlined into the clones, so the
-// baseline's argument passing of 32-byte vectors (-Wpsabi) never applies.
-#pragma GCC diagnostic ignored "-Wpsabi"
-using v8 = float __attribute__((vector_size(32)));
-[[gnu::always_inline]] inline v8 load8(const float *p) {
-  v8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+using simd::load8;
+using simd::store8;
+using simd::v8;
+
+// dst[c ds + j] = src[j ss + c] for an 8 x 8 block: the unpack, shuffle
+// and 128-bit permute steps of the AVX transpose.
+[[gnu::always_inline]] inline void transpose8x8(const float *src, int64_t ss, float *dst,
+                                                int64_t ds) {
+  using simd::v8i;
+  v8 r[8], t[8], u[8];
+  for (int k = 0; k < 8; ++k)
+    r[k] = load8(src + k * ss);
+  for (int k = 0; k < 8; k += 2) {
+    t[k] = __builtin_shuffle(r[k], r[k + 1], v8i{0, 8, 1, 9, 4, 12, 5, 13});
+    t[k + 1] = __builtin_shuffle(r[k], r[k + 1], v8i{2, 10, 3, 11, 6, 14, 7, 15});
+  }
+  for (int k = 0; k < 8; k += 4)
+    for (int h = 0; h < 2; ++h) {
+      u[k + 2 * h] = __builtin_shuffle(t[k + h], t[k + h + 2], v8i{0, 1, 8, 9, 4, 5, 12, 13});
+      u[k + 2 * h + 1] =
+          __builtin_shuffle(t[k + h], t[k + h + 2], v8i{2, 3, 10, 11, 6, 7, 14, 15});
+    }
+  for (int k = 0; k < 4; ++k) {
+    store8(dst + k * ds, __builtin_shuffle(u[k], u[k + 4], v8i{0, 1, 2, 3, 8, 9, 10, 11}));
+    store8(dst + (k + 4) * ds,
+           __builtin_shuffle(u[k], u[k + 4], v8i{4, 5, 6, 7, 12, 13, 14, 15}));
+  }
 }
-[[gnu::always_inline]] inline void store8(float *p, v8 v) { std::memcpy(p, &v, sizeof v); }
 
 // rows[c * ld + j] = m[j * cols + c]: a [n, cols] matrix transposed, its
-// rows padded with zeros from n to ld.
-inline void transposeInto(const float *m, int64_t n, int64_t cols, int64_t ld, float *rows) {
+// rows padded with zeros from n to ld; in 8 x 8 blocks, the edges one by one.
+[[gnu::always_inline]] inline void transposeInto(const float *m, int64_t n, int64_t cols,
+                                                 int64_t ld, float *rows) {
+  const int64_t n8 = n / 8 * 8, c8 = cols / 8 * 8;
+  for (int64_t j = 0; j < n8; j += 8)
+    for (int64_t c = 0; c < c8; c += 8)
+      transpose8x8(m + j * cols + c, cols, rows + c * ld + j, ld);
   for (int64_t c = 0; c < cols; ++c) {
-    for (int64_t j = 0; j < n; ++j)
+    for (int64_t j = c < c8 ? n8 : 0; j < n; ++j)
       rows[c * ld + j] = m[j * cols + c];
     std::fill(rows + c * ld + n, rows + (c + 1) * ld, 0.0f);
   }
 }
 
-// s[j] = sum_c a[c] bT[c, j], for j in [0, roundup(n, 8)) (bT [cols, ld]),
-// times scale: the sum over c in order, 8 keys at a time in a register.
-inline void rowTimesT(const float *a, const float *bT, int64_t cols, int64_t ld, int64_t n,
-                      float scale, float *s) {
-  for (int64_t jb = 0; jb < n; jb += 8) {
-    v8 acc = {};
-    for (int64_t c = 0; c < cols; ++c)
-      acc += a[c] * load8(bT + c * ld + jb);
-    store8(s + jb, scale == 1.0f ? acc : acc * scale);
+// s[r ss + j] = scale sum_c a[r as + c] bT[c ld + j] for R rows (R <= 4)
+// and j in [0, roundup(n, 8)) (bT [cols, ld]): the sum over c in order,
+// 16 keys of each row in two registers, so that every key row loaded
+// from bT meets R rows of a and the 2 R sums do not wait on each other.
+template <int R>
+[[gnu::always_inline]] inline void tileTimesT(const float *a, int64_t as, const float *bT,
+                                              int64_t cols, int64_t ld, int64_t n, float scale,
+                                              float *s, int64_t ss) {
+  const int64_t np = (n + 7) / 8 * 8;
+  int64_t jb = 0;
+  for (; jb + 16 <= np; jb += 16) {
+    v8 acc[R][2] = {};
+    for (int64_t c = 0; c < cols; ++c) {
+      const v8 b0 = load8(bT + c * ld + jb), b1 = load8(bT + c * ld + jb + 8);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const float x = a[r * as + c];
+        acc[r][0] += x * b0;
+        acc[r][1] += x * b1;
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      store8(s + r * ss + jb, scale == 1.0f ? acc[r][0] : acc[r][0] * scale);
+      store8(s + r * ss + jb + 8, scale == 1.0f ? acc[r][1] : acc[r][1] * scale);
+    }
+  }
+  if (jb < np) {
+    v8 acc[R] = {};
+    for (int64_t c = 0; c < cols; ++c) {
+      const v8 b0 = load8(bT + c * ld + jb);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        acc[r] += a[r * as + c] * b0;
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      store8(s + r * ss + jb, scale == 1.0f ? acc[r] : acc[r] * scale);
   }
 }
 
-// out[c] = sum_{j in [j0, j1)} w[j * ws] m[j * cols + c], the sum over j in
-// order: 8 columns at a time in a register (the rest one by one).
-inline void weightedRows(const float *w, int64_t ws, const float *m, int64_t cols, int64_t j0,
-                         int64_t j1, float *out) {
+// out[r os + c] = sum_{j in [j0, j1)} w[r wr + j wj] m[j cols + c] for R
+// rows (R <= 4) and c in [0, cols): the sum over j in order, 16 columns of
+// each row in two registers (then 8, then the rest one by one).
+template <int R>
+[[gnu::always_inline]] inline void tileWeighted(const float *w, int64_t wr, int64_t wj,
+                                                const float *m, int64_t cols, int64_t j0,
+                                                int64_t j1, float *out, int64_t os) {
   int64_t c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    v8 acc[R][2] = {};
+    for (int64_t j = j0; j < j1; ++j) {
+      const v8 b0 = load8(m + j * cols + c), b1 = load8(m + j * cols + c + 8);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const float x = w[r * wr + j * wj];
+        acc[r][0] += x * b0;
+        acc[r][1] += x * b1;
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      store8(out + r * os + c, acc[r][0]);
+      store8(out + r * os + c + 8, acc[r][1]);
+    }
+  }
   for (; c + 8 <= cols; c += 8) {
-    v8 acc = {};
-    for (int64_t j = j0; j < j1; ++j)
-      acc += w[j * ws] * load8(m + j * cols + c);
-    store8(out + c, acc);
+    v8 acc[R] = {};
+    for (int64_t j = j0; j < j1; ++j) {
+      const v8 b0 = load8(m + j * cols + c);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        acc[r] += w[r * wr + j * wj] * b0;
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      store8(out + r * os + c, acc[r]);
   }
-  for (; c < cols; ++c) {
-    float acc = 0;
-    for (int64_t j = j0; j < j1; ++j)
-      acc += w[j * ws] * m[j * cols + c];
-    out[c] = acc;
+  for (; c < cols; ++c)
+    for (int r = 0; r < R; ++r) {
+      float acc = 0;
+      for (int64_t j = j0; j < j1; ++j)
+        acc += w[r * wr + j * wj] * m[j * cols + c];
+      out[r * os + c] = acc;
+    }
+}
+
+// The largest of s[0, n), n >= 1.
+[[gnu::always_inline]] inline float rowMax(const float *s, int64_t n) {
+  int64_t j = 0;
+  float m = s[0];
+  if (n >= 8) {
+    v8 mv = load8(s);
+    for (j = 8; j + 8 <= n; j += 8) {
+      const v8 x = load8(s + j);
+      mv = x > mv ? x : mv;
+    }
+    m = simd::max8(mv);
   }
+  for (; j < n; ++j)
+    m = std::max(m, s[j]);
+  return m;
+}
+
+// s[j] = exp(s[j] - m) for j in [0, roundup(n, 8)) (s padded), and the sum
+// over [0, n): eight lanes of float sums (lane l holds j = l mod 8), added
+// in double in lane order.
+[[gnu::always_inline]] inline double expRowSum(float *s, int64_t n, float m) {
+  const v8 mv = simd::splat8(m);
+  v8 acc = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const v8 e = simd::exp8(load8(s + j) - mv);
+    store8(s + j, e);
+    acc += e;
+  }
+  double sum = 0;
+  if (j < n) {
+    const v8 e = simd::exp8(load8(s + j) - mv);
+    store8(s + j, e);
+    for (int l = 0; l < n - j; ++l)
+      acc[l] += e[l];
+  }
+  for (int l = 0; l < 8; ++l)
+    sum += double(acc[l]);
+  return sum;
+}
+
+// Query rows [i0, i0 + R) of a head's forward: their scores in s [R, ld],
+// softmax in place (zero past each row's keys, up to the tile's last row's
+// keys, so that the rows share one weighted sum of v), out and lse.
+template <int R>
+[[gnu::always_inline]] inline void forwardTile(const float *qh, const float *kT,
+                                               const float *vh, float *oh, float *lh,
+                                               const Heads &h, int64_t i0, float *s) {
+  const int64_t d = h.d, dv = h.dv, ld = h.tkPadded();
+  const int64_t nmax = h.keysOf(i0 + R - 1);
+  if (nmax > 0)
+    tileTimesT<R>(qh + i0 * d, d, kT, d, ld, nmax, h.scale, s, ld);
+  for (int r = 0; r < R; ++r) {
+    const int64_t n = h.keysOf(i0 + r);
+    float *sr = s + r * ld;
+    if (n <= 0) { // no key: softmax of nothing (torch: NaN; causal tq > tk only)
+      std::fill(sr, sr + nmax, 0.0f);
+      lh[i0 + r] = -std::numeric_limits<float>::infinity();
+      continue;
+    }
+    const float m = rowMax(sr, n);
+    const double sum = expRowSum(sr, n, m);
+    const float inv = float(1.0 / sum);
+    for (int64_t j = 0; j < n; ++j)
+      sr[j] *= inv;
+    std::fill(sr + n, sr + nmax, 0.0f);
+    lh[i0 + r] = m + float(std::log(sum));
+  }
+  if (nmax > 0)
+    tileWeighted<R>(s, ld, 1, vh, dv, 0, nmax, oh + i0 * dv, dv);
+  else
+    std::fill(oh + i0 * dv, oh + (i0 + R) * dv, 0.0f);
 }
 
 // One head's forward (see the top): out [tq, dv] and lse [tq]; kT [d,
-// tkPadded] and s [tkPadded] are scratch. An AVX2 clone beside the baseline
-// (the runtime library is built for the baseline ISA): no FMA, no reordered
-// sum, so both give the same floats.
+// tkPadded] and s [4, tkPadded] are scratch. An AVX2 clone beside the
+// baseline (the runtime library is built for the baseline ISA): no FMA,
+// the same sums, so both give the same floats.
 __attribute__((target_clones("avx2", "default")))
 void attentionHead(const float *__restrict__ qh, const float *__restrict__ kh,
                    const float *__restrict__ vh, float *__restrict__ oh, float *__restrict__ lh,
                    const Heads &h, float *__restrict__ kT, float *__restrict__ s) {
-  const int64_t tq = h.tq, d = h.d, dv = h.dv, ld = h.tkPadded();
-  transposeInto(kh, h.tk, d, ld, kT);
-  for (int64_t i = 0; i < tq; ++i) {
-    const int64_t n = h.keysOf(i);
-    float *__restrict__ o = oh + i * dv;
-    if (n <= 0) { // no key: softmax of nothing (torch: NaN; causal tq > tk only)
-      std::fill(o, o + dv, 0.0f);
-      lh[i] = -std::numeric_limits<float>::infinity();
+  transposeInto(kh, h.tk, h.d, h.tkPadded(), kT);
+  int64_t i0 = 0;
+  for (; i0 + 4 <= h.tq; i0 += 4)
+    forwardTile<4>(qh, kT, vh, oh, lh, h, i0, s);
+  switch (h.tq - i0) {
+  case 3:
+    forwardTile<3>(qh, kT, vh, oh, lh, h, i0, s);
+    break;
+  case 2:
+    forwardTile<2>(qh, kT, vh, oh, lh, h, i0, s);
+    break;
+  case 1:
+    forwardTile<1>(qh, kT, vh, oh, lh, h, i0, s);
+    break;
+  }
+}
+
+// Query rows [i0, i0 + R) of a head's backward: their rows of P and dS
+// (zero past each row's keys, to the padded end) and of dQ.
+template <int R>
+[[gnu::always_inline]] inline void backwardTile(const float *qh, const float *kh,
+                                                const float *oh, const float *lh,
+                                                const float *doh, float *dqh, const Heads &h,
+                                                const float *kT, const float *vT, float *p,
+                                                float *ds, int64_t i0) {
+  const int64_t d = h.d, dv = h.dv, ld = h.tkPadded();
+  const int64_t nmax = h.keysOf(i0 + R - 1);
+  float *pt = p + i0 * ld, *dst = ds + i0 * ld;
+  if (nmax > 0) {
+    tileTimesT<R>(qh + i0 * d, d, kT, d, ld, nmax, h.scale, pt, ld);
+    // dP_ij = dO_i . v_j, over the keys from vT.
+    tileTimesT<R>(doh + i0 * dv, dv, vT, dv, ld, nmax, 1.0f, dst, ld);
+  }
+  for (int r = 0; r < R; ++r) {
+    const int64_t i = i0 + r, n = h.keysOf(i);
+    float *pi = pt + r * ld, *dsi = dst + r * ld;
+    if (n <= 0) {
+      std::fill(pi, pi + ld, 0.0f);
+      std::fill(dsi, dsi + ld, 0.0f);
       continue;
     }
-    rowTimesT(qh + i * d, kT, d, ld, n, h.scale, s);
-    float m = s[0];
-    for (int64_t j = 1; j < n; ++j)
-      m = std::max(m, s[j]);
-    double sum = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      s[j] = std::exp(s[j] - m);
-      sum += s[j];
-    }
-    const float inv = float(1.0 / sum);
+    const v8 l = simd::splat8(lh[i]);
+    for (int64_t jb = 0; jb < n; jb += 8)
+      store8(pi + jb, simd::exp8(load8(pi + jb) - l));
+    // D_i = dO_i . O_i (= sum_j P_ij dP_ij)
+    const float *doi = doh + i * dv, *oi = oh + i * dv;
+    float di = 0;
+    for (int64_t c = 0; c < dv; ++c)
+      di += doi[c] * oi[c];
     for (int64_t j = 0; j < n; ++j)
-      s[j] *= inv;
-    weightedRows(s, 1, vh, dv, 0, n, o);
-    lh[i] = m + float(std::log(sum));
+      dsi[j] = pi[j] * (dsi[j] - di) * h.scale;
+    std::fill(pi + n, pi + ld, 0.0f);
+    std::fill(dsi + n, dsi + ld, 0.0f);
   }
+  // dQ_i = sum_j dS_ij k_j
+  if (nmax > 0)
+    tileWeighted<R>(dst, ld, 1, kh, d, 0, nmax, dqh + i0 * d, d);
+  else
+    std::fill(dqh + i0 * d, dqh + (i0 + R) * d, 0.0f);
+}
+
+// Keys [j0, j0 + R): dK_j = sum_i dS_ij q_i and dV_j = sum_i P_ij dO_i over
+// the rows from the first that sees key j0, in row order (the rows before
+// the one that sees key j add zeros: the same floats as starting there).
+template <int R>
+[[gnu::always_inline]] inline void keyTile(const float *qh, const float *doh, float *dkh,
+                                           float *dvh, const Heads &h, const float *p,
+                                           const float *ds, int64_t j0) {
+  const int64_t ld = h.tkPadded(), first = h.firstRowOf(j0);
+  tileWeighted<R>(ds + j0, 1, ld, qh, h.d, first, h.tq, dkh + j0 * h.d, h.d);
+  tileWeighted<R>(p + j0, 1, ld, doh, h.dv, first, h.tq, dvh + j0 * h.dv, h.dv);
 }
 
 // One head's backward (see the top); kT [d, tkPadded], vT [dv, tkPadded],
@@ -144,42 +345,36 @@ void attentionGradHead(const float *__restrict__ qh, const float *__restrict__ k
                        float *__restrict__ dqh, float *__restrict__ dkh, float *__restrict__ dvh,
                        const Heads &h, float *__restrict__ kT, float *__restrict__ vT,
                        float *__restrict__ p, float *__restrict__ ds) {
-  const int64_t tq = h.tq, tk = h.tk, d = h.d, dv = h.dv, ld = h.tkPadded();
-  const float scale = h.scale;
-  transposeInto(kh, tk, d, ld, kT);
-  transposeInto(vh, tk, dv, ld, vT);
-  for (int64_t i = 0; i < tq; ++i) {
-    const int64_t n = h.keysOf(i);
-    const float *__restrict__ qi = qh + i * d;
-    const float *__restrict__ doi = doh + i * dv;
-    const float *__restrict__ oi = oh + i * dv;
-    float *__restrict__ pi = p + i * ld;
-    float *__restrict__ dsi = ds + i * ld;
-    if (n <= 0) {
-      std::fill(dqh + i * d, dqh + (i + 1) * d, 0.0f);
-      continue;
-    }
-    rowTimesT(qi, kT, d, ld, n, scale, pi);
-    const float l = lh[i];
-    for (int64_t j = 0; j < n; ++j)
-      pi[j] = std::exp(pi[j] - l);
-    // D_i = dO_i . O_i (= sum_j P_ij dP_ij)
-    float di = 0;
-    for (int64_t c = 0; c < dv; ++c)
-      di += doi[c] * oi[c];
-    // dP_ij = dO_i . v_j, over the keys from vT.
-    rowTimesT(doi, vT, dv, ld, n, 1.0f, dsi);
-    for (int64_t j = 0; j < n; ++j)
-      dsi[j] = pi[j] * (dsi[j] - di) * scale;
-    // dQ_i = sum_j dS_ij k_j
-    weightedRows(dsi, 1, kh, d, 0, n, dqh + i * d);
+  const int64_t ld = h.tkPadded();
+  transposeInto(kh, h.tk, h.d, ld, kT);
+  transposeInto(vh, h.tk, h.dv, ld, vT);
+  int64_t i0 = 0;
+  for (; i0 + 4 <= h.tq; i0 += 4)
+    backwardTile<4>(qh, kh, oh, lh, doh, dqh, h, kT, vT, p, ds, i0);
+  switch (h.tq - i0) {
+  case 3:
+    backwardTile<3>(qh, kh, oh, lh, doh, dqh, h, kT, vT, p, ds, i0);
+    break;
+  case 2:
+    backwardTile<2>(qh, kh, oh, lh, doh, dqh, h, kT, vT, p, ds, i0);
+    break;
+  case 1:
+    backwardTile<1>(qh, kh, oh, lh, doh, dqh, h, kT, vT, p, ds, i0);
+    break;
   }
-  // dK_j = sum_i dS_ij q_i and dV_j = sum_i P_ij dO_i over the rows that see
-  // key j, in row order.
-  for (int64_t j = 0; j < tk; ++j) {
-    int64_t i0 = h.firstRowOf(j);
-    weightedRows(ds + j, ld, qh, d, i0, tq, dkh + j * d);
-    weightedRows(p + j, ld, doh, dv, i0, tq, dvh + j * dv);
+  int64_t j0 = 0;
+  for (; j0 + 4 <= h.tk; j0 += 4)
+    keyTile<4>(qh, doh, dkh, dvh, h, p, ds, j0);
+  switch (h.tk - j0) {
+  case 3:
+    keyTile<3>(qh, doh, dkh, dvh, h, p, ds, j0);
+    break;
+  case 2:
+    keyTile<2>(qh, doh, dkh, dvh, h, p, ds, j0);
+    break;
+  case 1:
+    keyTile<1>(qh, doh, dkh, dvh, h, p, ds, j0);
+    break;
   }
 }
 
@@ -191,7 +386,7 @@ void attention(const rt::HostContext &, const float *q, const float *k, const fl
   const Heads h{tq, tk, d, dv, causal, scale};
   const int64_t ld = h.tkPadded();
   rt::parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> kT(static_cast<size_t>(d * ld)), s(static_cast<size_t>(ld));
+    std::vector<float> kT(static_cast<size_t>(d * ld)), s(static_cast<size_t>(4 * ld));
     for (int64_t b = begin; b < end; ++b)
       attentionHead(q + b * tq * d, k + b * tk * d, v + b * tk * dv, out + b * tq * dv,
                     lse + b * tq, h, kT.data(), s.data());

@@ -12,6 +12,7 @@
 
 #include "gemm/engine.h"
 #include "parallel.h"
+#include "simd.h"
 
 #include <algorithm>
 #include <cmath>
@@ -204,19 +205,61 @@ void softmaxGradImpl(const float *y, const float *dy, float *dx, int64_t outer,
   });
 }
 
-// Row statistics of logits for the cross-entropy pair.
+// Row statistics of logits for the cross-entropy pair: the largest logit
+// and the sum of exp(logit - max), eight lanes of float sums (lane l holds
+// the classes c = l mod 8) added in double in lane order, so the floats do
+// not depend on the clone.
 struct RowLse {
   float max;
   double sumExp;
 };
-inline RowLse rowLse(const float *row, int64_t C) {
+__attribute__((target_clones("avx2", "default")))
+RowLse rowLse(const float *row, int64_t C) {
+  using namespace simd;
   float m = row[0];
-  for (int64_t c = 1; c < C; ++c)
+  int64_t c = 0;
+  if (C >= 8) {
+    v8 mv = load8(row);
+    for (c = 8; c + 8 <= C; c += 8) {
+      const v8 x = load8(row + c);
+      mv = x > mv ? x : mv;
+    }
+    m = max8(mv);
+  }
+  for (; c < C; ++c)
     m = std::max(m, row[c]);
+  const v8 mv = splat8(m);
+  v8 acc = {};
+  for (c = 0; c + 8 <= C; c += 8)
+    acc += exp8(load8(row + c) - mv);
+  if (c < C) {
+    float tail[8] = {};
+    std::memcpy(tail, row + c, size_t(C - c) * sizeof(float));
+    const v8 e = exp8(load8(tail) - mv);
+    for (int64_t l = 0; l < C - c; ++l)
+      acc[l] += e[l];
+  }
   double s = 0;
-  for (int64_t c = 0; c < C; ++c)
-    s += std::exp(row[c] - m);
+  for (int l = 0; l < 8; ++l)
+    s += double(acc[l]);
   return {m, s};
+}
+
+// drow[c] = k exp(row[c] - max), as rowLse's exponentials.
+__attribute__((target_clones("avx2", "default")))
+void scaledExpRow(const float *row, int64_t C, float max, float k, float *drow) {
+  using namespace simd;
+  const v8 mv = splat8(max), kv = splat8(k);
+  int64_t c = 0;
+  for (; c + 8 <= C; c += 8)
+    store8(drow + c, kv * exp8(load8(row + c) - mv));
+  if (c < C) {
+    float tail[8] = {};
+    std::memcpy(tail, row + c, size_t(C - c) * sizeof(float));
+    const v8 e = kv * exp8(load8(tail) - mv);
+    for (int64_t l = 0; l < C - c; ++l)
+      drow[c + l] = e[l];
+  }
 }
 
 } // namespace
@@ -335,6 +378,9 @@ void reduceMaxGrad(const rt::HostContext &, const float *x, const float *y, cons
   DTC_AXIS_DISPATCH(reduceMaxGradImpl, x, y, dy, dx, outer, n, inner);
 }
 
+// An AVX2 clone beside the baseline: its sums are elementwise or in order
+// (the same floats in both).
+__attribute__((target_clones("avx2", "default")))
 void sumTo(const rt::HostContext &, const float *x, int32_t xRank, const int64_t *xShape,
            float *y, int32_t yRank, const int64_t *yShape) {
   if (xRank < 0 || xRank > kMaxRank || yRank < 0 || yRank > xRank)
@@ -448,9 +494,7 @@ void crossEntropyGrad(const rt::HostContext &, const float *logits, const int32_
         continue;
       }
       RowLse r = rowLse(row, C);
-      const float k = static_cast<float>(scale / r.sumExp);
-      for (int64_t c = 0; c < C; ++c)
-        drow[c] = k * std::exp(row[c] - r.max);
+      scaledExpRow(row, C, r.max, static_cast<float>(scale / r.sumExp), drow);
       drow[labels[b]] -= scale;
     }
   });
@@ -499,11 +543,33 @@ void accuracy(const rt::HostContext &, const float *logits, const int32_t *label
   out[0] = static_cast<float>(double(correct) / double(countedRows(labels, B, ignore)));
 }
 
-void sumSquares(const rt::HostContext &, const float *x, int64_t n, float *acc) {
+namespace {
+// sum x[i]^2 in double: 16 lanes (four chains of four doubles, so that the
+// adds do not wait on each other), lane l holding i = l mod 16, the lanes
+// added in order, then the tail: the same sum in either clone.
+__attribute__((target_clones("avx2", "default")))
+double sumOfSquares(const float *x, int64_t n) {
+  using v4d = double __attribute__((vector_size(32)));
+  v4d acc[4] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      const v4d d = __builtin_convertvector(simd::load4(x + i + 4 * q), v4d);
+      acc[q] += d * d;
+    }
   double s = 0;
-  for (int64_t i = 0; i < n; ++i)
+  for (int q = 0; q < 4; ++q)
+    for (int l = 0; l < 4; ++l)
+      s += acc[q][l];
+  for (; i < n; ++i)
     s += double(x[i]) * double(x[i]);
-  acc[0] = float(double(acc[0]) + s);
+  return s;
+}
+} // namespace
+
+void sumSquares(const rt::HostContext &, const float *x, int64_t n, float *acc) {
+  acc[0] = float(double(acc[0]) + sumOfSquares(x, n));
 }
 
 void clipCoef(const rt::HostContext &, const float *sumSquares, const rt::Hyper &h,

@@ -902,22 +902,67 @@ void batchNormGradMaxPool(const rt::HostContext &, const float *x, const float *
 // summed per block in float in row order, and the blocks added in block
 // order in double: the same results whatever the number of threads.
 
+namespace {
+// Rows [r0, r1) of layerNorm and layerNormGrad, each with an AVX2 clone
+// beside the baseline (the runtime library is built for the baseline ISA):
+// the sums' lanes are fixed (runSums) and the other loops elementwise, so
+// both clones give the same floats.
+__attribute__((target_clones("avx2", "default")))
+void layerNormRows(const float *x, const float *weight, const float *bias, float *y,
+                   float *mean, float *rstd, int64_t r0, int64_t r1, int64_t d, float eps) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *xr = x + r * d;
+    double s = 0, q = 0;
+    runSum(xr, d, s);
+    const float m = float(s / double(d));
+    runCenteredSquares(xr, d, m, q);
+    const float is = 1.0f / std::sqrt(float(q / double(d)) + eps);
+    mean[r] = m;
+    rstd[r] = is;
+    float *__restrict yr = y + r * d;
+    for (int64_t i = 0; i < d; ++i)
+      yr[i] = (xr[i] - m) * is * weight[i] + bias[i];
+  }
+}
+
+// dx of rows [r0, r1), their sums of dy (db) and dy xhat (dw) added to db
+// and dw in row order.
+__attribute__((target_clones("avx2", "default")))
+void layerNormGradRows(const float *x, const float *dy, const float *mean, const float *rstd,
+                       const float *weight, float *dx, float *__restrict db,
+                       float *__restrict dw, int64_t r0, int64_t r1, int64_t d) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *xr = x + r * d, *gr = dy + r * d;
+    const float m = mean[r], is = rstd[r];
+    // sum g and sum g xhat, g = dy weight, xhat = (x - mean) rstd.
+    double sums[2] = {0, 0};
+    runSums<2>(
+        d,
+        [&](int64_t i) {
+          const v4 g = load4(gr + i) * load4(weight + i);
+          return std::array<v4, 2>{g, g * ((load4(xr + i) - m) * is)};
+        },
+        [&](int64_t i) {
+          const float g = gr[i] * weight[i];
+          return std::array<float, 2>{g, g * ((xr[i] - m) * is)};
+        },
+        sums);
+    const float mg = float(sums[0] / double(d)), mgx = float(sums[1] / double(d));
+    float *__restrict dr = dx + r * d;
+    for (int64_t i = 0; i < d; ++i) {
+      const float xh = (xr[i] - m) * is;
+      dr[i] = is * (gr[i] * weight[i] - mg - xh * mgx);
+      db[i] += gr[i];
+      dw[i] += gr[i] * xh;
+    }
+  }
+}
+} // namespace
+
 void layerNorm(const rt::HostContext &, const float *x, const float *weight, const float *bias,
                float *y, float *mean, float *rstd, int64_t rows, int64_t d, float eps) {
   overRowBlocks(rows, d, [&](int64_t, int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float *xr = x + r * d;
-      double s = 0, q = 0;
-      runSum(xr, d, s);
-      const float m = float(s / double(d));
-      runCenteredSquares(xr, d, m, q);
-      const float is = 1.0f / std::sqrt(float(q / double(d)) + eps);
-      mean[r] = m;
-      rstd[r] = is;
-      float *__restrict yr = y + r * d;
-      for (int64_t i = 0; i < d; ++i)
-        yr[i] = (xr[i] - m) * is * weight[i] + bias[i];
-    }
+    layerNormRows(x, weight, bias, y, mean, rstd, r0, r1, d, eps);
   });
 }
 
@@ -929,32 +974,8 @@ void layerNormGrad(const rt::HostContext &, const float *x, const float *dy, con
   overRowBlocks(rows, d, [&](int64_t block, int64_t r0, int64_t r1) {
     thread_local std::vector<float> acc;
     acc.assign(size_t(2 * d), 0.0f);
-    float *__restrict db = acc.data(), *__restrict dw = db + d;
-    for (int64_t r = r0; r < r1; ++r) {
-      const float *xr = x + r * d, *gr = dy + r * d;
-      const float m = mean[r], is = rstd[r];
-      // sum g and sum g xhat, g = dy weight, xhat = (x - mean) rstd.
-      double sums[2] = {0, 0};
-      runSums<2>(
-          d,
-          [&](int64_t i) {
-            const v4 g = load4(gr + i) * load4(weight + i);
-            return std::array<v4, 2>{g, g * ((load4(xr + i) - m) * is)};
-          },
-          [&](int64_t i) {
-            const float g = gr[i] * weight[i];
-            return std::array<float, 2>{g, g * ((xr[i] - m) * is)};
-          },
-          sums);
-      const float mg = float(sums[0] / double(d)), mgx = float(sums[1] / double(d));
-      float *__restrict dr = dx + r * d;
-      for (int64_t i = 0; i < d; ++i) {
-        const float xh = (xr[i] - m) * is;
-        dr[i] = is * (gr[i] * weight[i] - mg - xh * mgx);
-        db[i] += gr[i];
-        dw[i] += gr[i] * xh;
-      }
-    }
+    float *db = acc.data(), *dw = db + d;
+    layerNormGradRows(x, dy, mean, rstd, weight, dx, db, dw, r0, r1, d);
     double *slot = &table[size_t(block * 2 * d)];
     for (int64_t i = 0; i < 2 * d; ++i)
       slot[i] = double(acc[size_t(i)]);

@@ -1434,9 +1434,19 @@ TEST(Kernels, EmbeddingGathersRowsAndItsGradientSumsThemByIdAtAnyThreadCount) {
 }
 
 TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
-  for (bool causal : {false, true}) {
-    const int64_t heads = 5, tq = 9, tk = causal ? 9 : 13, d = 6, dv = causal ? 6 : 3;
-    const float scale = causal ? 0.4f : 1.1f;
+  // Shapes below and across the kernel's tiles: 4 query rows (or keys) by
+  // 16, 8 and single columns, keys transposed in 8 x 8 blocks and edges.
+  struct Shape {
+    bool causal;
+    int64_t tq, tk, d, dv;
+    float scale;
+  };
+  for (const Shape &sh : {Shape{false, 9, 13, 6, 3, 1.1f}, Shape{true, 9, 9, 6, 6, 0.4f},
+                          Shape{true, 37, 37, 24, 20, 0.2f}, Shape{false, 30, 45, 16, 40, 0.25f},
+                          Shape{true, 21, 30, 8, 8, 0.35f}}) {
+    const bool causal = sh.causal;
+    const int64_t heads = 5, tq = sh.tq, tk = sh.tk, d = sh.d, dv = sh.dv;
+    const float scale = sh.scale;
     const auto q = randomVec(size_t(heads * tq * d), 81, -2, 2),
                k = randomVec(size_t(heads * tk * d), 82, -2, 2),
                v = randomVec(size_t(heads * tk * dv), 83),
@@ -1491,7 +1501,8 @@ TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
                           dout.data(), dq.data(), dk.data(), dvv.data(), heads, tq, tk, d, dv,
                           causal, scale);
       for (size_t i = 0; i < out.size(); ++i)
-        ASSERT_NEAR(out[i], ro[i], 1e-5) << "out " << i << (causal ? " causal" : "");
+        ASSERT_NEAR(out[i], ro[i], 1e-5) << "out " << i << (causal ? " causal" : "") << " tq "
+                                         << tq << " d " << d;
       for (size_t i = 0; i < dq.size(); ++i)
         ASSERT_NEAR(dq[i], rdq[i], 1e-5) << "dq " << i;
       for (size_t i = 0; i < dk.size(); ++i)
@@ -1515,6 +1526,16 @@ TEST(ClipGradNorm, SumOfSquaresAndTheFactorAsClipGradNorm) {
   kern::sumSquares(kHost, a.data(), 2, &acc);
   kern::sumSquares(kHost, b.data(), 1, &acc);
   EXPECT_EQ(acc, 169.0f); // a norm of 13
+  // Past the vector lanes (16 at a time) and a tail: the sum in double.
+  std::vector<float> many(37);
+  double want = 2.5;
+  for (size_t i = 0; i < many.size(); ++i) {
+    many[i] = 0.37f * float(i) - 5.1f;
+    want += double(many[i]) * double(many[i]);
+  }
+  float acc2 = 2.5f;
+  kern::sumSquares(kHost, many.data(), int64_t(many.size()), &acc2);
+  EXPECT_EQ(acc2, float(want));
   rt::Hyper h{};
   float coef = 0;
   h.maxGradNorm = 1.0f;
