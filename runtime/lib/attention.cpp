@@ -58,24 +58,23 @@ using simd::v8;
 // and 128-bit permute steps of the AVX transpose.
 [[gnu::always_inline]] inline void transpose8x8(const float *src, int64_t ss, float *dst,
                                                 int64_t ds) {
-  using simd::v8i;
   v8 r[8], t[8], u[8];
   for (int k = 0; k < 8; ++k)
     r[k] = load8(src + k * ss);
   for (int k = 0; k < 8; k += 2) {
-    t[k] = __builtin_shuffle(r[k], r[k + 1], v8i{0, 8, 1, 9, 4, 12, 5, 13});
-    t[k + 1] = __builtin_shuffle(r[k], r[k + 1], v8i{2, 10, 3, 11, 6, 14, 7, 15});
+    t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
   }
   for (int k = 0; k < 8; k += 4)
     for (int h = 0; h < 2; ++h) {
-      u[k + 2 * h] = __builtin_shuffle(t[k + h], t[k + h + 2], v8i{0, 1, 8, 9, 4, 5, 12, 13});
+      u[k + 2 * h] = __builtin_shufflevector(t[k + h], t[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
       u[k + 2 * h + 1] =
-          __builtin_shuffle(t[k + h], t[k + h + 2], v8i{2, 3, 10, 11, 6, 7, 14, 15});
+          __builtin_shufflevector(t[k + h], t[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
     }
   for (int k = 0; k < 4; ++k) {
-    store8(dst + k * ds, __builtin_shuffle(u[k], u[k + 4], v8i{0, 1, 2, 3, 8, 9, 10, 11}));
+    store8(dst + k * ds, __builtin_shufflevector(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11));
     store8(dst + (k + 4) * ds,
-           __builtin_shuffle(u[k], u[k + 4], v8i{4, 5, 6, 7, 12, 13, 14, 15}));
+           __builtin_shufflevector(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15));
   }
 }
 
