@@ -64,6 +64,7 @@ using v8i = int32_t __attribute__((vector_size(32)));
   // below (n down to -150 does not fit one exponent field).
   v8 c = x > hi ? hi : x;
   c = c < lo ? lo : c;
+  c = (v8)((v8i)c & ~nan); // NaN lanes 0 before the conversion to int
   // n = round(x / ln 2): floor(x log2(e) + 0.5) by truncation, corrected
   // for negative values (SSE2 has no floor).
   const v8 t = c * 1.44269504088896341f + 0.5f;

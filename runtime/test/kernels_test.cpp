@@ -1,6 +1,7 @@
 //===- kernels_test.cpp - dtc/kernels.h against naive references ---------===//
 #include "dtc/kernels.h"
 #include "parallel.h"
+#include "simd.h"
 
 #include <gtest/gtest.h>
 
@@ -1518,6 +1519,35 @@ TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
         EXPECT_EQ(all, first) << "--threads " << threads;
     }
   }
+}
+
+TEST(Simd, Exp8IsExpWithinTwoUlpAndKeepsTheSpecialValues) {
+  // Softmax's range and beyond: results down to denormals and up to FLT_MAX.
+  for (float x0 = -110.0f; x0 < 90.0f; x0 += 0.37f) {
+    simd::v8 x;
+    for (int l = 0; l < 8; ++l)
+      x[l] = x0 + 0.041f * float(l);
+    const simd::v8 y = simd::exp8(x);
+    for (int l = 0; l < 8; ++l) {
+      const double want = std::exp(double(x[l]));
+      if (want > 3.4028234e38)
+        EXPECT_EQ(y[l], INFINITY) << x[l];
+      else if (want < 1.1754944e-38) // denormal results: absolute error
+        EXPECT_NEAR(y[l], want, 3e-45) << x[l];
+      else
+        EXPECT_NEAR(y[l], want, want * 2.5e-7) << x[l];
+    }
+  }
+  const simd::v8 special = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -200.0f, 200.0f};
+  const simd::v8 y = simd::exp8(special);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[1], INFINITY);
+  EXPECT_EQ(y[2], 0.0f);
+  EXPECT_EQ(y[3], 1.0f);
+  EXPECT_EQ(y[4], 1.0f);
+  EXPECT_NEAR(y[5], 2.7182817f, 3e-7);
+  EXPECT_EQ(y[6], 0.0f);
+  EXPECT_EQ(y[7], INFINITY);
 }
 
 TEST(ClipGradNorm, SumOfSquaresAndTheFactorAsClipGradNorm) {
