@@ -180,23 +180,6 @@ template <int R>
     }
 }
 
-// The largest of s[0, n), n >= 1.
-[[gnu::always_inline]] inline float rowMax(const float *s, int64_t n) {
-  int64_t j = 0;
-  float m = s[0];
-  if (n >= 8) {
-    v8 mv = load8(s);
-    for (j = 8; j + 8 <= n; j += 8) {
-      const v8 x = load8(s + j);
-      mv = x > mv ? x : mv;
-    }
-    m = simd::max8(mv);
-  }
-  for (; j < n; ++j)
-    m = std::max(m, s[j]);
-  return m;
-}
-
 // s[j] = exp(s[j] - m) for j in [0, roundup(n, 8)) (s padded), and the sum
 // over [0, n): eight lanes of float sums (lane l holds j = l mod 8), added
 // in double in lane order.
@@ -240,7 +223,7 @@ template <int R>
       lh[i0 + r] = -std::numeric_limits<float>::infinity();
       continue;
     }
-    const float m = rowMax(sr, n);
+    const float m = simd::maxOf(sr, n);
     const double sum = expRowSum(sr, n, m);
     const float inv = float(1.0 / sum);
     for (int64_t j = 0; j < n; ++j)

@@ -216,21 +216,11 @@ struct RowLse {
 __attribute__((target_clones("avx2", "default")))
 RowLse rowLse(const float *row, int64_t C) {
   using namespace simd;
-  float m = row[0];
-  int64_t c = 0;
-  if (C >= 8) {
-    v8 mv = load8(row);
-    for (c = 8; c + 8 <= C; c += 8) {
-      const v8 x = load8(row + c);
-      mv = x > mv ? x : mv;
-    }
-    m = max8(mv);
-  }
-  for (; c < C; ++c)
-    m = std::max(m, row[c]);
+  const float m = maxOf(row, C);
   const v8 mv = splat8(m);
   v8 acc = {};
-  for (c = 0; c + 8 <= C; c += 8)
+  int64_t c = 0;
+  for (; c + 8 <= C; c += 8)
     acc += exp8(load8(row + c) - mv);
   if (c < C) {
     float tail[8] = {};

@@ -101,4 +101,21 @@ using v8i = int32_t __attribute__((vector_size(32)));
   return m;
 }
 
+// The largest of x[0, n), n >= 1: eight at a time, then the rest.
+[[gnu::always_inline]] inline float maxOf(const float *x, int64_t n) {
+  int64_t j = 0;
+  float m = x[0];
+  if (n >= 8) {
+    v8 mv = load8(x);
+    for (j = 8; j + 8 <= n; j += 8) {
+      const v8 v = load8(x + j);
+      mv = v > mv ? v : mv;
+    }
+    m = max8(mv);
+  }
+  for (; j < n; ++j)
+    m = x[j] > m ? x[j] : m;
+  return m;
+}
+
 } // namespace dtc::simd
