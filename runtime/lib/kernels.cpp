@@ -213,8 +213,10 @@ struct RowLse {
   float max;
   double sumExp;
 };
-__attribute__((target_clones("avx2", "default")))
-RowLse rowLse(const float *row, int64_t C) {
+// (The bodies are always-inline templates, as attention.cpp's: clang
+// rejects a call passing 32-byte vectors in the baseline clone unless it
+// is inlined away.)
+template <int = 0> [[gnu::always_inline]] inline RowLse rowLseBody(const float *row, int64_t C) {
   using namespace simd;
   const float m = maxOf(row, C);
   const v8 mv = splat8(m);
@@ -235,9 +237,13 @@ RowLse rowLse(const float *row, int64_t C) {
   return {m, s};
 }
 
-// drow[c] = k exp(row[c] - max), as rowLse's exponentials.
 __attribute__((target_clones("avx2", "default")))
-void scaledExpRow(const float *row, int64_t C, float max, float k, float *drow) {
+RowLse rowLse(const float *row, int64_t C) { return rowLseBody(row, C); }
+
+// drow[c] = k exp(row[c] - max), as rowLse's exponentials.
+template <int = 0>
+[[gnu::always_inline]] inline void scaledExpRowBody(const float *row, int64_t C, float max,
+                                                    float k, float *drow) {
   using namespace simd;
   const v8 mv = splat8(max), kv = splat8(k);
   int64_t c = 0;
@@ -250,6 +256,10 @@ void scaledExpRow(const float *row, int64_t C, float max, float k, float *drow) 
     for (int64_t l = 0; l < C - c; ++l)
       drow[c + l] = e[l];
   }
+}
+__attribute__((target_clones("avx2", "default")))
+void scaledExpRow(const float *row, int64_t C, float max, float k, float *drow) {
+  scaledExpRowBody(row, C, max, k, drow);
 }
 
 } // namespace
