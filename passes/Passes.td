@@ -84,6 +84,27 @@ def DeriveSteps : Pass<"dtc-derive-steps", "mlir::ModuleOp"> {
   let dependentDialects = ["dtc::DtcDialect", "mlir::func::FuncDialect"];
 }
 
+def AttentionTokensFirst : Pass<"dtc-attention-tokens-first", "mlir::func::FuncOp"> {
+  let summary = "Runs attention on [..., T, H, D] operands, without torch's transposes";
+  let description = [{
+    Where q, k and v of a `dtc.attention` (or of its `dtc.attention_grad`)
+    are each a `dtc.transpose` of their last but two and last but one
+    dimensions (torch's `reshape(x, [B, T, H, D]).transpose(1, 2)`), the op
+    takes the transposes' inputs and gets `tokens_first`; its results are
+    transposed back for their users (a gradient's `out` and `dy` are taken
+    tokens-first: a transpose's input where they are one, else a new
+    transpose). The canonicalizer that follows cancels the transposes in
+    pairs, so the kernels read and write every head in place, at a stride of
+    H rows: the GPT example's 32 copies a step go. Only where nothing is
+    left to swap back: a gradient whose dq, dk and dv each go to head swaps
+    only, a forward whose result goes to head swaps and to such gradients
+    (elsewhere, as where two attentions' gradients are summed first, the
+    graph stays as it is). The same floats. After dtc-autodiff, on every
+    target.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def FuseMaxPoolGrad : Pass<"dtc-fuse-max-pool-grad", "mlir::func::FuncOp"> {
   let summary = "Folds a max_pool2d_grad into the batch_norm_grad that reads it";
   let description = [{

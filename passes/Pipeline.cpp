@@ -23,6 +23,8 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createAutodiff());
   }
+  // (Before the canonicalizer, which cancels the transposes it leaves.)
+  pm.addNestedPass<func::FuncOp>(createAttentionTokensFirst());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createDeriveSteps());
@@ -62,7 +64,8 @@ void dtc::registerAllPasses() {
       "dtc-pipeline",
       "The whole dtc pipeline: [channels-last or blocked-layout,] "
       "canonicalize, autodiff, "
-      "canonicalize, cse, derive-steps, accumulate-gradients, "
+      "attention-tokens-first, canonicalize, cse, derive-steps, "
+      "accumulate-gradients, "
       "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
       "fuse-max-pool-grad, fuse-elementwise, plan-memory, fold-momentum, "
       "group-updates, "

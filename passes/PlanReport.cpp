@@ -72,12 +72,16 @@ PlanReport::PlanReport(Operation *op) {
   // with a causal mask half of the scores exist. (A backward that
   // recomputes S does more; this counts what the step needs.)
   train.walk([&](AttentionOp a) {
-    auto q = a.getQ().getType().getShape(), k = a.getK().getType().getShape();
+    SmallVector<int64_t> q(a.getQ().getType().getShape()),
+        k(a.getK().getType().getShape());
+    if (a.getTokensFirst()) // [..., T, H, D]: as [..., H, T, D]
+      for (auto *s : {&q, &k})
+        std::swap((*s)[s->size() - 3], (*s)[s->size() - 2]);
     auto size = [&](int64_t d) {
       return ShapedType::isDynamic(d) ? double(batch) : double(d);
     };
     double heads = 1;
-    for (int64_t d : q.drop_back(2))
+    for (int64_t d : ArrayRef<int64_t>(q).drop_back(2))
       heads *= size(d);
     const double tq = size(q[q.size() - 2]), tk = size(k[k.size() - 2]),
                  dim = size(q.back());

@@ -380,6 +380,13 @@ def Dtc_AttentionOp : Dtc_Op<"attention", [Pure,
     recomputes the probabilities). One kernel on each target: no
     `[Tq, Tk]` scores in memory.
 
+    With `tokens_first` (set by dtc-attention-tokens-first, never by the
+    frontend) q, k, v and the result have the heads after the tokens:
+    `[..., Tq, H, D]`, `[..., Tk, H, D]`, `[..., Tk, H, Dv]` ->
+    `[..., Tq, H, Dv]`, the layout of `reshape(linear(x), [B, T, H, D])`
+    before torch's `transpose(1, 2)`; the kernels read the heads' rows at
+    a stride of H rows. lse stays `[..., H, Tq]`.
+
     ```mlir
     %o, %lse = dtc.attention %q, %k, %v {causal, scale = 0.25 : f64}
         : tensor<?x4x64x16xf32>, tensor<?x4x64x16xf32>, tensor<?x4x64x16xf32>
@@ -387,7 +394,7 @@ def Dtc_AttentionOp : Dtc_Op<"attention", [Pure,
     ```
   }];
   let arguments = (ins Dtc_F32Tensor:$q, Dtc_F32Tensor:$k, Dtc_F32Tensor:$v,
-                       UnitAttr:$causal, F64Attr:$scale);
+                       UnitAttr:$causal, F64Attr:$scale, UnitAttr:$tokens_first);
   let results = (outs Dtc_F32Tensor:$result, Dtc_F32Tensor:$lse);
   let assemblyFormat = [{
     $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->` type($result) `,` type($lse)
@@ -403,10 +410,12 @@ def Dtc_AttentionGradOp : Dtc_Op<"attention_grad", [Pure,
     Recomputes each row's probabilities `P = exp(q k^T scale - lse)`, then
     `dv = P^T dy`, `dS = P (dy v^T - rowsum(dy out))`,
     `dq = scale dS k`, `dk = scale dS^T q` (FlashAttention's backward).
+    `tokens_first` as dtc.attention's: q, k, v, out, dy and the gradients
+    `[..., T, H, D]`.
   }];
   let arguments = (ins Dtc_F32Tensor:$q, Dtc_F32Tensor:$k, Dtc_F32Tensor:$v,
                        Dtc_F32Tensor:$out, Dtc_F32Tensor:$lse, Dtc_F32Tensor:$dy,
-                       UnitAttr:$causal, F64Attr:$scale);
+                       UnitAttr:$causal, F64Attr:$scale, UnitAttr:$tokens_first);
   let results = (outs Dtc_F32Tensor:$dq, Dtc_F32Tensor:$dk, Dtc_F32Tensor:$dv);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $out `,` $lse `,` $dy attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($dy) `,` type($lse)

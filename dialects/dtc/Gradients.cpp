@@ -228,10 +228,10 @@ DTC_GRAD(MatmulOp) {
 
 DTC_GRAD(AttentionOp) {
   DTC_G; // lse's gradient (never read by a loss) is zero: only dy counts
-  auto grad = AttentionGradOp::create(builder, getLoc(), getQ().getType(),
-                                      getK().getType(), getV().getType(),
-                                      getQ(), getK(), getV(), getResult(),
-                                      getLse(), dy, getCausal(), getScale());
+  auto grad = AttentionGradOp::create(
+      builder, getLoc(), getQ().getType(), getK().getType(), getV().getType(),
+      getQ(), getK(), getV(), getResult(), getLse(), dy, getCausal(),
+      getScale(), getTokensFirst());
   operandGrads.append({grad.getDq(), grad.getDk(), grad.getDv()});
   return success();
 }

@@ -556,10 +556,16 @@ accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
 // dq and one per key row for dk and dv (no atomics: deterministic), each
 // recomputing the probabilities from lse as the CPU kernel does.
 struct AttentionShape {
-  int64_t heads, tq, tk, d, dv;
+  int64_t heads, group, tq, tk, d, dv;
   bool causal;
   float scale;
   __device__ int64_t keysOf(int64_t i) const { return causal ? (i + 1 < tk ? i + 1 : tk) : tk; }
+  // Row i of head h in a tensor of t rows of `cols` per head: the heads
+  // contiguous (group 1) or interleaved row by row ([heads / group, t,
+  // group, cols]), as the CPU kernel's.
+  __device__ int64_t row(int64_t h, int64_t i, int64_t t, int64_t cols) const {
+    return (((h / group) * t + i) * group + h % group) * cols;
+  }
 };
 
 __device__ inline float warpDot(const float *a, const float *b, int64_t n) {
@@ -580,11 +586,13 @@ __global__ void attentionKernel(const float *q, const float *k, const float *v, 
     return;
   const int64_t h = row / a.tq, i = row - h * a.tq, n = a.keysOf(i);
   const int lane = threadIdx.x & 31;
-  const float *qi = q + row * a.d, *kh = k + h * a.tk * a.d, *vh = v + h * a.tk * a.dv;
-  float *oi = out + row * a.dv;
+  const float *qi = q + a.row(h, i, a.tq, a.d), *kh = k + a.row(h, 0, a.tk, a.d),
+              *vh = v + a.row(h, 0, a.tk, a.dv);
+  const int64_t rk = a.group * a.d, rv = a.group * a.dv;
+  float *oi = out + a.row(h, i, a.tq, a.dv);
   float m = -INFINITY, l = 0;
   for (int64_t j = 0; j < n; ++j) {
-    const float s = warpDot(qi, kh + j * a.d, a.d) * a.scale;
+    const float s = warpDot(qi, kh + j * rk, a.d) * a.scale;
     const float mNew = maxOf(m, s);
     l = l * expf(m - mNew) + expf(s - mNew);
     m = mNew;
@@ -593,8 +601,8 @@ __global__ void attentionKernel(const float *q, const float *k, const float *v, 
   for (int64_t c = lane; c < a.dv; c += 32)
     oi[c] = 0.0f;
   for (int64_t j = 0; j < n; ++j) {
-    const float p = expf(warpDot(qi, kh + j * a.d, a.d) * a.scale - rowLse);
-    const float *vj = vh + j * a.dv;
+    const float p = expf(warpDot(qi, kh + j * rk, a.d) * a.scale - rowLse);
+    const float *vj = vh + j * rv;
     for (int64_t c = lane; c < a.dv; c += 32)
       oi[c] += p * vj[c];
   }
@@ -610,16 +618,18 @@ __global__ void attentionGradQKernel(const float *q, const float *k, const float
     return;
   const int64_t h = row / a.tq, i = row - h * a.tq, n = a.keysOf(i);
   const int lane = threadIdx.x & 31;
-  const float *qi = q + row * a.d, *kh = k + h * a.tk * a.d, *vh = v + h * a.tk * a.dv;
-  const float *doi = dout + row * a.dv;
-  float *dqi = dq + row * a.d;
-  const float di = warpDot(doi, out + row * a.dv, a.dv), l = lse[row];
+  const float *qi = q + a.row(h, i, a.tq, a.d), *kh = k + a.row(h, 0, a.tk, a.d),
+              *vh = v + a.row(h, 0, a.tk, a.dv);
+  const int64_t rk = a.group * a.d, rv = a.group * a.dv;
+  const float *doi = dout + a.row(h, i, a.tq, a.dv);
+  float *dqi = dq + a.row(h, i, a.tq, a.d);
+  const float di = warpDot(doi, out + a.row(h, i, a.tq, a.dv), a.dv), l = lse[row];
   for (int64_t c = lane; c < a.d; c += 32)
     dqi[c] = 0.0f;
   for (int64_t j = 0; j < n; ++j) {
-    const float *kj = kh + j * a.d;
+    const float *kj = kh + j * rk;
     const float p = expf(warpDot(qi, kj, a.d) * a.scale - l);
-    const float ds = p * (warpDot(doi, vh + j * a.dv, a.dv) - di) * a.scale;
+    const float ds = p * (warpDot(doi, vh + j * rv, a.dv) - di) * a.scale;
     for (int64_t c = lane; c < a.d; c += 32)
       dqi[c] += ds * kj[c];
   }
@@ -633,17 +643,16 @@ __global__ void attentionGradKVKernel(const float *q, const float *k, const floa
     return;
   const int64_t h = row / a.tk, j = row - h * a.tk;
   const int lane = threadIdx.x & 31;
-  const float *kj = k + row * a.d, *vj = v + row * a.dv;
-  float *dkj = dk + row * a.d, *dvj = dv + row * a.dv;
+  const float *kj = k + a.row(h, j, a.tk, a.d), *vj = v + a.row(h, j, a.tk, a.dv);
+  float *dkj = dk + a.row(h, j, a.tk, a.d), *dvj = dv + a.row(h, j, a.tk, a.dv);
   for (int64_t c = lane; c < a.d; c += 32)
     dkj[c] = 0.0f;
   for (int64_t c = lane; c < a.dv; c += 32)
     dvj[c] = 0.0f;
   for (int64_t i = a.causal ? j : 0; i < a.tq; ++i) {
-    const int64_t qrow = h * a.tq + i;
-    const float *qi = q + qrow * a.d, *doi = dout + qrow * a.dv;
-    const float p = expf(warpDot(qi, kj, a.d) * a.scale - lse[qrow]);
-    const float di = warpDot(doi, out + qrow * a.dv, a.dv);
+    const float *qi = q + a.row(h, i, a.tq, a.d), *doi = dout + a.row(h, i, a.tq, a.dv);
+    const float p = expf(warpDot(qi, kj, a.d) * a.scale - lse[h * a.tq + i]);
+    const float di = warpDot(doi, out + a.row(h, i, a.tq, a.dv), a.dv);
     const float ds = p * (warpDot(doi, vj, a.dv) - di) * a.scale;
     for (int64_t c = lane; c < a.dv; c += 32)
       dvj[c] += p * doi[c];
@@ -983,11 +992,11 @@ void accuracy(const rt::DeviceContext &c, const float *logits, const int32_t *la
 }
 
 void attention(const rt::DeviceContext &c, const float *q, const float *k, const float *v,
-               float *out, float *lse, int64_t heads, int64_t tq, int64_t tk, int64_t d,
-               int64_t dv, bool causal, float scale) {
+               float *out, float *lse, int64_t heads, int64_t group, int64_t tq, int64_t tk,
+               int64_t d, int64_t dv, bool causal, float scale) {
   if (heads <= 0 || tq <= 0)
     return;
-  const AttentionShape a{heads, tq, tk, d, dv, causal, scale};
+  const AttentionShape a{heads, group, tq, tk, d, dv, causal, scale};
   const int64_t warps = heads * tq, perBlock = kThreads / 32;
   attentionKernel<<<unsigned((warps + perBlock - 1) / perBlock), kThreads, 0, c.stream>>>(
       q, k, v, out, lse, a);
@@ -996,11 +1005,11 @@ void attention(const rt::DeviceContext &c, const float *q, const float *k, const
 
 void attentionGrad(const rt::DeviceContext &c, const float *q, const float *k, const float *v,
                    const float *out, const float *lse, const float *dout, float *dq, float *dk,
-                   float *dvOut, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv,
-                   bool causal, float scale) {
+                   float *dvOut, int64_t heads, int64_t group, int64_t tq, int64_t tk,
+                   int64_t d, int64_t dv, bool causal, float scale) {
   if (heads <= 0)
     return;
-  const AttentionShape a{heads, tq, tk, d, dv, causal, scale};
+  const AttentionShape a{heads, group, tq, tk, d, dv, causal, scale};
   const int64_t perBlock = kThreads / 32;
   attentionGradQKernel<<<unsigned((heads * tq + perBlock - 1) / perBlock), kThreads, 0,
                          c.stream>>>(q, k, v, out, lse, dout, dq, a);

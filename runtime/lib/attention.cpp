@@ -23,6 +23,10 @@
 // per key row, in registers. A head's rows run in order on one thread,
 // heads in parallel, so the sums are the same at any --threads.
 //
+// The heads are contiguous ([heads, t, d]) or, with group > 1, interleaved
+// row by row ([heads / group, t, group, d]: dtc-attention-tokens-first's
+// [B, T, H, D], read in place): every row is found at its head's stride.
+//
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"
 
@@ -42,6 +46,18 @@ struct Heads {
   int64_t tq, tk, d, dv;
   bool causal;
   float scale;
+  // Heads interleaved row by row ([heads / group, t, group, d]), and the
+  // row strides of each tensor (group d or group dv; d or dv in a head's
+  // contiguous copy).
+  int64_t group;
+  struct Rows {
+    int64_t q, k, v, o, dO, dq, dk, dv;
+  } rows = {group * d, group * d, group * dv, group * dv,
+            group * dv, group * d, group * d, group * dv};
+  // Where head b's first row of a tensor of t rows of `cols` starts.
+  int64_t base(int64_t b, int64_t t, int64_t cols) const {
+    return ((b / group) * t * group + b % group) * cols;
+  }
   // Keys a query row sees: all, or those up to its own place.
   int64_t keysOf(int64_t i) const { return causal ? std::min(i + 1, tk) : tk; }
   // The first query row that sees key j.
@@ -78,17 +94,18 @@ using simd::v8;
   }
 }
 
-// rows[c * ld + j] = m[j * cols + c]: a [n, cols] matrix transposed, its
-// rows padded with zeros from n to ld; in 8 x 8 blocks, the edges one by one.
-[[gnu::always_inline]] inline void transposeInto(const float *m, int64_t n, int64_t cols,
-                                                 int64_t ld, float *rows) {
+// rows[c * ld + j] = m[j * ms + c]: a [n, cols] matrix (rows ms apart)
+// transposed, its rows padded with zeros from n to ld; in 8 x 8 blocks, the
+// edges one by one.
+[[gnu::always_inline]] inline void transposeInto(const float *m, int64_t ms, int64_t n,
+                                                 int64_t cols, int64_t ld, float *rows) {
   const int64_t n8 = n / 8 * 8, c8 = cols / 8 * 8;
   for (int64_t j = 0; j < n8; j += 8)
     for (int64_t c = 0; c < c8; c += 8)
-      transpose8x8(m + j * cols + c, cols, rows + c * ld + j, ld);
+      transpose8x8(m + j * ms + c, ms, rows + c * ld + j, ld);
   for (int64_t c = 0; c < cols; ++c) {
     for (int64_t j = c < c8 ? n8 : 0; j < n; ++j)
-      rows[c * ld + j] = m[j * cols + c];
+      rows[c * ld + j] = m[j * ms + c];
     std::fill(rows + c * ld + n, rows + (c + 1) * ld, 0.0f);
   }
 }
@@ -134,18 +151,19 @@ template <int R>
   }
 }
 
-// out[r os + c] = sum_{j in [j0, j1)} w[r wr + j wj] m[j cols + c] for R
+// out[r os + c] = sum_{j in [j0, j1)} w[r wr + j wj] m[j ms + c] for R
 // rows (R <= 4) and c in [0, cols): the sum over j in order, 16 columns of
 // each row in two registers (then 8, then the rest one by one).
 template <int R>
 [[gnu::always_inline]] inline void tileWeighted(const float *w, int64_t wr, int64_t wj,
-                                                const float *m, int64_t cols, int64_t j0,
-                                                int64_t j1, float *out, int64_t os) {
+                                                const float *m, int64_t ms, int64_t cols,
+                                                int64_t j0, int64_t j1, float *out,
+                                                int64_t os) {
   int64_t c = 0;
   for (; c + 16 <= cols; c += 16) {
     v8 acc[R][2] = {};
     for (int64_t j = j0; j < j1; ++j) {
-      const v8 b0 = load8(m + j * cols + c), b1 = load8(m + j * cols + c + 8);
+      const v8 b0 = load8(m + j * ms + c), b1 = load8(m + j * ms + c + 8);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const float x = w[r * wr + j * wj];
@@ -162,7 +180,7 @@ template <int R>
   for (; c + 8 <= cols; c += 8) {
     v8 acc[R] = {};
     for (int64_t j = j0; j < j1; ++j) {
-      const v8 b0 = load8(m + j * cols + c);
+      const v8 b0 = load8(m + j * ms + c);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r)
         acc[r] += w[r * wr + j * wj] * b0;
@@ -175,7 +193,7 @@ template <int R>
     for (int r = 0; r < R; ++r) {
       float acc = 0;
       for (int64_t j = j0; j < j1; ++j)
-        acc += w[r * wr + j * wj] * m[j * cols + c];
+        acc += w[r * wr + j * wj] * m[j * ms + c];
       out[r * os + c] = acc;
     }
 }
@@ -211,10 +229,10 @@ template <int R>
 [[gnu::always_inline]] inline void forwardTile(const float *qh, const float *kT,
                                                const float *vh, float *oh, float *lh,
                                                const Heads &h, int64_t i0, float *s) {
-  const int64_t d = h.d, dv = h.dv, ld = h.tkPadded();
+  const int64_t d = h.d, dv = h.dv, ld = h.tkPadded(), rq = h.rows.q, ro = h.rows.o;
   const int64_t nmax = h.keysOf(i0 + R - 1);
   if (nmax > 0)
-    tileTimesT<R>(qh + i0 * d, d, kT, d, ld, nmax, h.scale, s, ld);
+    tileTimesT<R>(qh + i0 * rq, rq, kT, d, ld, nmax, h.scale, s, ld);
   for (int r = 0; r < R; ++r) {
     const int64_t n = h.keysOf(i0 + r);
     float *sr = s + r * ld;
@@ -232,9 +250,10 @@ template <int R>
     lh[i0 + r] = m + float(std::log(sum));
   }
   if (nmax > 0)
-    tileWeighted<R>(s, ld, 1, vh, dv, 0, nmax, oh + i0 * dv, dv);
+    tileWeighted<R>(s, ld, 1, vh, h.rows.v, dv, 0, nmax, oh + i0 * ro, ro);
   else
-    std::fill(oh + i0 * dv, oh + (i0 + R) * dv, 0.0f);
+    for (int r = 0; r < R; ++r)
+      std::fill(oh + (i0 + r) * ro, oh + (i0 + r) * ro + dv, 0.0f);
 }
 
 // One head's forward (see the top): out [tq, dv] and lse [tq]; kT [d,
@@ -245,7 +264,7 @@ __attribute__((target_clones("avx2", "default")))
 void attentionHead(const float *__restrict__ qh, const float *__restrict__ kh,
                    const float *__restrict__ vh, float *__restrict__ oh, float *__restrict__ lh,
                    const Heads &h, float *__restrict__ kT, float *__restrict__ s) {
-  transposeInto(kh, h.tk, h.d, h.tkPadded(), kT);
+  transposeInto(kh, h.rows.k, h.tk, h.d, h.tkPadded(), kT);
   int64_t i0 = 0;
   for (; i0 + 4 <= h.tq; i0 += 4)
     forwardTile<4>(qh, kT, vh, oh, lh, h, i0, s);
@@ -271,12 +290,13 @@ template <int R>
                                                 const float *kT, const float *vT, float *p,
                                                 float *ds, int64_t i0) {
   const int64_t d = h.d, dv = h.dv, ld = h.tkPadded();
+  const Heads::Rows &st = h.rows;
   const int64_t nmax = h.keysOf(i0 + R - 1);
   float *pt = p + i0 * ld, *dst = ds + i0 * ld;
   if (nmax > 0) {
-    tileTimesT<R>(qh + i0 * d, d, kT, d, ld, nmax, h.scale, pt, ld);
+    tileTimesT<R>(qh + i0 * st.q, st.q, kT, d, ld, nmax, h.scale, pt, ld);
     // dP_ij = dO_i . v_j, over the keys from vT.
-    tileTimesT<R>(doh + i0 * dv, dv, vT, dv, ld, nmax, 1.0f, dst, ld);
+    tileTimesT<R>(doh + i0 * st.dO, st.dO, vT, dv, ld, nmax, 1.0f, dst, ld);
   }
   for (int r = 0; r < R; ++r) {
     const int64_t i = i0 + r, n = h.keysOf(i);
@@ -290,7 +310,7 @@ template <int R>
     for (int64_t jb = 0; jb < n; jb += 8)
       store8(pi + jb, simd::exp8(load8(pi + jb) - l));
     // D_i = dO_i . O_i (= sum_j P_ij dP_ij)
-    const float *doi = doh + i * dv, *oi = oh + i * dv;
+    const float *doi = doh + i * st.dO, *oi = oh + i * st.o;
     float di = 0;
     for (int64_t c = 0; c < dv; ++c)
       di += doi[c] * oi[c];
@@ -301,9 +321,10 @@ template <int R>
   }
   // dQ_i = sum_j dS_ij k_j
   if (nmax > 0)
-    tileWeighted<R>(dst, ld, 1, kh, d, 0, nmax, dqh + i0 * d, d);
+    tileWeighted<R>(dst, ld, 1, kh, st.k, d, 0, nmax, dqh + i0 * st.dq, st.dq);
   else
-    std::fill(dqh + i0 * d, dqh + (i0 + R) * d, 0.0f);
+    for (int r = 0; r < R; ++r)
+      std::fill(dqh + (i0 + r) * st.dq, dqh + (i0 + r) * st.dq + d, 0.0f);
 }
 
 // Keys [j0, j0 + R): dK_j = sum_i dS_ij q_i and dV_j = sum_i P_ij dO_i over
@@ -314,8 +335,9 @@ template <int R>
                                            float *dvh, const Heads &h, const float *p,
                                            const float *ds, int64_t j0) {
   const int64_t ld = h.tkPadded(), first = h.firstRowOf(j0);
-  tileWeighted<R>(ds + j0, 1, ld, qh, h.d, first, h.tq, dkh + j0 * h.d, h.d);
-  tileWeighted<R>(p + j0, 1, ld, doh, h.dv, first, h.tq, dvh + j0 * h.dv, h.dv);
+  const Heads::Rows &st = h.rows;
+  tileWeighted<R>(ds + j0, 1, ld, qh, st.q, h.d, first, h.tq, dkh + j0 * st.dk, st.dk);
+  tileWeighted<R>(p + j0, 1, ld, doh, st.dO, h.dv, first, h.tq, dvh + j0 * st.dv, st.dv);
 }
 
 // One head's backward (see the top); kT [d, tkPadded], vT [dv, tkPadded],
@@ -325,11 +347,27 @@ void attentionGradHead(const float *__restrict__ qh, const float *__restrict__ k
                        const float *__restrict__ vh, const float *__restrict__ oh,
                        const float *__restrict__ lh, const float *__restrict__ doh,
                        float *__restrict__ dqh, float *__restrict__ dkh, float *__restrict__ dvh,
-                       const Heads &h, float *__restrict__ kT, float *__restrict__ vT,
-                       float *__restrict__ p, float *__restrict__ ds) {
-  const int64_t ld = h.tkPadded();
-  transposeInto(kh, h.tk, h.d, ld, kT);
-  transposeInto(vh, h.tk, h.dv, ld, vT);
+                       const Heads &strided, float *__restrict__ kT, float *__restrict__ vT,
+                       float *__restrict__ p, float *__restrict__ ds, float *__restrict__ copies) {
+  const int64_t ld = strided.tkPadded();
+  // Interleaved heads: q, k and dO, whose rows every tile reads again, in
+  // a contiguous copy first (their rows a stride of group rows apart meet
+  // in few cache sets); the rest read or written once, in place.
+  Heads h = strided;
+  if (h.group > 1) {
+    auto gather = [](const float *x, int64_t &stride, int64_t t, int64_t cols,
+                     float *to) -> const float * {
+      for (int64_t i = 0; i < t; ++i)
+        std::memcpy(to + i * cols, x + i * stride, size_t(cols) * sizeof(float));
+      stride = cols;
+      return to;
+    };
+    qh = gather(qh, h.rows.q, h.tq, h.d, copies);
+    kh = gather(kh, h.rows.k, h.tk, h.d, copies + h.tq * h.d);
+    doh = gather(doh, h.rows.dO, h.tq, h.dv, copies + (h.tq + h.tk) * h.d);
+  }
+  transposeInto(kh, h.rows.k, h.tk, h.d, ld, kT);
+  transposeInto(vh, h.rows.v, h.tk, h.dv, ld, vT);
   int64_t i0 = 0;
   for (; i0 + 4 <= h.tq; i0 += 4)
     backwardTile<4>(qh, kh, oh, lh, doh, dqh, h, kT, vT, p, ds, i0);
@@ -363,31 +401,34 @@ void attentionGradHead(const float *__restrict__ qh, const float *__restrict__ k
 } // namespace
 
 void attention(const rt::HostContext &, const float *q, const float *k, const float *v,
-               float *out, float *lse, int64_t heads, int64_t tq, int64_t tk, int64_t d,
-               int64_t dv, bool causal, float scale) {
-  const Heads h{tq, tk, d, dv, causal, scale};
+               float *out, float *lse, int64_t heads, int64_t group, int64_t tq, int64_t tk,
+               int64_t d, int64_t dv, bool causal, float scale) {
+  const Heads h{tq, tk, d, dv, causal, scale, group};
   const int64_t ld = h.tkPadded();
   rt::parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> kT(static_cast<size_t>(d * ld)), s(static_cast<size_t>(4 * ld));
     for (int64_t b = begin; b < end; ++b)
-      attentionHead(q + b * tq * d, k + b * tk * d, v + b * tk * dv, out + b * tq * dv,
-                    lse + b * tq, h, kT.data(), s.data());
+      attentionHead(q + h.base(b, tq, d), k + h.base(b, tk, d), v + h.base(b, tk, dv),
+                    out + h.base(b, tq, dv), lse + b * tq, h, kT.data(), s.data());
   });
 }
 
 void attentionGrad(const rt::HostContext &, const float *q, const float *k, const float *v,
                    const float *out, const float *lse, const float *dout, float *dq, float *dk,
-                   float *dvOut, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv,
-                   bool causal, float scale) {
-  const Heads h{tq, tk, d, dv, causal, scale};
+                   float *dvOut, int64_t heads, int64_t group, int64_t tq, int64_t tk,
+                   int64_t d, int64_t dv, bool causal, float scale) {
+  const Heads h{tq, tk, d, dv, causal, scale, group};
   const int64_t ld = h.tkPadded();
   rt::parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> kT(static_cast<size_t>(d * ld)), vT(static_cast<size_t>(dv * ld)),
-        p(static_cast<size_t>(tq * ld)), ds(static_cast<size_t>(tq * ld));
+        p(static_cast<size_t>(tq * ld)), ds(static_cast<size_t>(tq * ld)),
+        copies(group > 1 ? static_cast<size_t>((tq + tk) * d + tq * dv) : 0);
     for (int64_t b = begin; b < end; ++b)
-      attentionGradHead(q + b * tq * d, k + b * tk * d, v + b * tk * dv, out + b * tq * dv,
-                        lse + b * tq, dout + b * tq * dv, dq + b * tq * d, dk + b * tk * d,
-                        dvOut + b * tk * dv, h, kT.data(), vT.data(), p.data(), ds.data());
+      attentionGradHead(q + h.base(b, tq, d), k + h.base(b, tk, d), v + h.base(b, tk, dv),
+                        out + h.base(b, tq, dv), lse + b * tq, dout + h.base(b, tq, dv),
+                        dq + h.base(b, tq, d), dk + h.base(b, tk, d),
+                        dvOut + h.base(b, tk, dv), h, kT.data(), vT.data(), p.data(),
+                        ds.data(), copies.data());
   });
 }
 

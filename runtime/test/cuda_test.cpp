@@ -590,30 +590,36 @@ TEST_F(Kernels, IgnoredRowsAndEmbeddingsMatchTheCpu) {
 }
 
 TEST_F(Kernels, AttentionMatchesTheCpu) {
-  for (bool causal : {false, true}) {
-    const int64_t heads = 6, tq = 37, tk = causal ? 37 : 50, d = 40, dv = causal ? 40 : 24;
-    const float scale = 0.17f;
-    const auto q = randomVec(size_t(heads * tq * d), 96), k = randomVec(size_t(heads * tk * d), 97),
-               v = randomVec(size_t(heads * tk * dv), 98),
-               dout = randomVec(size_t(heads * tq * dv), 99);
-    std::vector<float> out(size_t(heads * tq * dv)), lse(size_t(heads * tq)), dq(q.size()),
-        dk(k.size()), dvv(v.size());
-    kern::attention(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), heads, tq, tk, d,
-                    dv, causal, scale);
-    kern::attentionGrad(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), dout.data(),
-                        dq.data(), dk.data(), dvv.data(), heads, tq, tk, d, dv, causal, scale);
-    DevVec<float> dQ(q), dK(k), dV(v), dDout(dout), dOut(out.size()), dLse(lse.size()),
-        dDq(dq.size()), dDk(dk.size()), dDv(dvv.size());
-    cuda::attention(c(), dQ.get(), dK.get(), dV.get(), dOut.get(), dLse.get(), heads, tq, tk, d,
-                    dv, causal, scale);
-    cuda::attentionGrad(c(), dQ.get(), dK.get(), dV.get(), dOut.get(), dLse.get(), dDout.get(),
-                        dDq.get(), dDk.get(), dDv.get(), heads, tq, tk, d, dv, causal, scale);
-    expectClose(dOut.host(), out, 1e-5f, 1e-6f, "attention");
-    expectClose(dLse.host(), lse, 1e-5f, 1e-6f, "attention lse");
-    expectClose(dDq.host(), dq, 1e-4f, 1e-6f, "attentionGrad dq");
-    expectClose(dDk.host(), dk, 1e-4f, 1e-6f, "attentionGrad dk");
-    expectClose(dDv.host(), dvv, 1e-4f, 1e-6f, "attentionGrad dv");
-  }
+  // Heads contiguous (group 1) and interleaved row by row (group 3: the
+  // buffers read as [heads / 3, t, 3, d]).
+  for (int64_t group : {1, 3})
+    for (bool causal : {false, true}) {
+      const int64_t heads = 6, tq = 37, tk = causal ? 37 : 50, d = 40, dv = causal ? 40 : 24;
+      const float scale = 0.17f;
+      const auto q = randomVec(size_t(heads * tq * d), 96),
+                 k = randomVec(size_t(heads * tk * d), 97),
+                 v = randomVec(size_t(heads * tk * dv), 98),
+                 dout = randomVec(size_t(heads * tq * dv), 99);
+      std::vector<float> out(size_t(heads * tq * dv)), lse(size_t(heads * tq)), dq(q.size()),
+          dk(k.size()), dvv(v.size());
+      kern::attention(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), heads, group,
+                      tq, tk, d, dv, causal, scale);
+      kern::attentionGrad(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(),
+                          dout.data(), dq.data(), dk.data(), dvv.data(), heads, group, tq, tk, d,
+                          dv, causal, scale);
+      DevVec<float> dQ(q), dK(k), dV(v), dDout(dout), dOut(out.size()), dLse(lse.size()),
+          dDq(dq.size()), dDk(dk.size()), dDv(dvv.size());
+      cuda::attention(c(), dQ.get(), dK.get(), dV.get(), dOut.get(), dLse.get(), heads, group,
+                      tq, tk, d, dv, causal, scale);
+      cuda::attentionGrad(c(), dQ.get(), dK.get(), dV.get(), dOut.get(), dLse.get(),
+                          dDout.get(), dDq.get(), dDk.get(), dDv.get(), heads, group, tq, tk, d,
+                          dv, causal, scale);
+      expectClose(dOut.host(), out, 1e-5f, 1e-6f, "attention");
+      expectClose(dLse.host(), lse, 1e-5f, 1e-6f, "attention lse");
+      expectClose(dDq.host(), dq, 1e-4f, 1e-6f, "attentionGrad dq");
+      expectClose(dDk.host(), dk, 1e-4f, 1e-6f, "attentionGrad dk");
+      expectClose(dDv.host(), dvv, 1e-4f, 1e-6f, "attentionGrad dv");
+    }
 }
 
 TEST_F(Kernels, FillAndCopyMatchTheCpu) {

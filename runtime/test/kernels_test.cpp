@@ -1434,9 +1434,23 @@ TEST(Kernels, EmbeddingGathersRowsAndItsGradientSumsThemByIdAtAnyThreadCount) {
               ::testing::ExitedWithCode(1), "an id outside the table");
 }
 
+// [heads, t, cols] as [heads / group, t, group, cols] (group 3: the heads
+// interleaved row by row, as dtc-attention-tokens-first's [B, T, H, D]).
+std::vector<float> interleaveHeads(const std::vector<float> &x, int64_t heads, int64_t t,
+                                   int64_t cols, int64_t group) {
+  std::vector<float> y(x.size());
+  for (int64_t b = 0; b < heads; ++b)
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t c = 0; c < cols; ++c)
+        y[size_t((((b / group) * t + i) * group + b % group) * cols + c)] =
+            x[size_t((b * t + i) * cols + c)];
+  return y;
+}
+
 TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
   // Shapes below and across the kernel's tiles: 4 query rows (or keys) by
   // 16, 8 and single columns, keys transposed in 8 x 8 blocks and edges.
+  // Then the same heads interleaved row by row (group 3): the same bits.
   struct Shape {
     bool causal;
     int64_t tq, tk, d, dv;
@@ -1446,7 +1460,7 @@ TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
                           Shape{true, 37, 37, 24, 20, 0.2f}, Shape{false, 30, 45, 16, 40, 0.25f},
                           Shape{true, 21, 30, 8, 8, 0.35f}}) {
     const bool causal = sh.causal;
-    const int64_t heads = 5, tq = sh.tq, tk = sh.tk, d = sh.d, dv = sh.dv;
+    const int64_t heads = 6, tq = sh.tq, tk = sh.tk, d = sh.d, dv = sh.dv;
     const float scale = sh.scale;
     const auto q = randomVec(size_t(heads * tq * d), 81, -2, 2),
                k = randomVec(size_t(heads * tk * d), 82, -2, 2),
@@ -1496,10 +1510,10 @@ TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
       std::vector<float> out(ro.size()), lse(size_t(heads * tq)), dq(q.size()), dk(k.size(),
                                                                                     7.0f),
           dvv(v.size(), 7.0f);
-      kern::attention(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), heads, tq, tk,
-                      d, dv, causal, scale);
+      kern::attention(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), heads, 1, tq,
+                      tk, d, dv, causal, scale);
       kern::attentionGrad(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                          dout.data(), dq.data(), dk.data(), dvv.data(), heads, tq, tk, d, dv,
+                          dout.data(), dq.data(), dk.data(), dvv.data(), heads, 1, tq, tk, d, dv,
                           causal, scale);
       for (size_t i = 0; i < out.size(); ++i)
         ASSERT_NEAR(out[i], ro[i], 1e-5) << "out " << i << (causal ? " causal" : "") << " tq "
@@ -1517,6 +1531,23 @@ TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
         first = all;
       else
         EXPECT_EQ(all, first) << "--threads " << threads;
+      // Interleaved heads: every row where group 3 puts it, the same floats.
+      const int64_t g = 3;
+      const auto gq = interleaveHeads(q, heads, tq, d, g), gk = interleaveHeads(k, heads, tk, d, g),
+                 gv = interleaveHeads(v, heads, tk, dv, g),
+                 gdout = interleaveHeads(dout, heads, tq, dv, g);
+      std::vector<float> gout(out.size(), 7.0f), glse(lse.size()), gdq(dq.size(), 7.0f),
+          gdk(dk.size(), 7.0f), gdv(dvv.size(), 7.0f);
+      kern::attention(kHost, gq.data(), gk.data(), gv.data(), gout.data(), glse.data(), heads, g,
+                      tq, tk, d, dv, causal, scale);
+      kern::attentionGrad(kHost, gq.data(), gk.data(), gv.data(), gout.data(), glse.data(),
+                          gdout.data(), gdq.data(), gdk.data(), gdv.data(), heads, g, tq, tk, d,
+                          dv, causal, scale);
+      EXPECT_EQ(gout, interleaveHeads(out, heads, tq, dv, g)) << "group 3 out";
+      EXPECT_EQ(glse, lse) << "group 3 lse";
+      EXPECT_EQ(gdq, interleaveHeads(dq, heads, tq, d, g)) << "group 3 dq";
+      EXPECT_EQ(gdk, interleaveHeads(dk, heads, tk, d, g)) << "group 3 dk";
+      EXPECT_EQ(gdv, interleaveHeads(dvv, heads, tk, dv, g)) << "group 3 dv";
     }
   }
 }

@@ -47,3 +47,28 @@ func.func @scale(%q: tensor<?x6x4xf32>) {
   %o, %l = dtc.attention %q, %q, %q {scale = 0.0 : f64} : tensor<?x6x4xf32>, tensor<?x6x4xf32>, tensor<?x6x4xf32> -> tensor<?x6x4xf32>, tensor<?x6xf32>
   return
 }
+
+// -----
+
+// tokens_first: q, k, v [B, T, H, D], the result too, lse [B, H, T].
+func.func @tokens_first_rank(%q: tensor<6x4xf32>) {
+  // expected-error @+1 {{tokens_first needs q, k, v and the result of rank 3 or more ([..., T, H, D]), got 'tensor<6x4xf32>'}}
+  %o, %l = dtc.attention %q, %q, %q {scale = 0.5 : f64, tokens_first} : tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32> -> tensor<6x4xf32>, tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @tokens_first_result(%q: tensor<?x6x2x4xf32>) {
+  // expected-error @+1 {{result and lse must be 'tensor<?x6x2x4xf32>' and 'tensor<?x2x6xf32>', got 'tensor<?x2x6x4xf32>' and 'tensor<?x2x6xf32>'}}
+  %o, %l = dtc.attention %q, %q, %q {scale = 0.5 : f64, tokens_first} : tensor<?x6x2x4xf32>, tensor<?x6x2x4xf32>, tensor<?x6x2x4xf32> -> tensor<?x2x6x4xf32>, tensor<?x2x6xf32>
+  return
+}
+
+// -----
+
+func.func @tokens_first_keys(%q: tensor<?x6x2x4xf32>, %k: tensor<?x7x2x4xf32>) {
+  // expected-error @+1 {{a causal mask needs square scores (as many queries as keys), got 6 queries and 7 keys}}
+  %o, %l = dtc.attention %q, %k, %k {causal, scale = 0.5 : f64, tokens_first} : tensor<?x6x2x4xf32>, tensor<?x7x2x4xf32>, tensor<?x7x2x4xf32> -> tensor<?x6x2x4xf32>, tensor<?x2x6xf32>
+  return
+}

@@ -181,14 +181,16 @@ void layerNormGrad(const rt::HostContext &c, const float *x, const float *dy, co
 // log-sum-exp lse [heads, tq], all the gradient keeps (attention.cpp: one
 // fused kernel, the scores of one row at a time). The gradient recomputes
 // the probabilities from lse and writes dq, dk, dv; the same bits at any
-// --threads.
+// --threads. With group > 1 the heads of q, k, v, out and their gradients
+// are interleaved row by row, [heads / group, t, group, d] (torch's [B, T,
+// H, D] before transpose(1, 2)); lse stays [heads, tq].
 void attention(const rt::HostContext &c, const float *q, const float *k, const float *v,
-               float *out, float *lse, int64_t heads, int64_t tq, int64_t tk, int64_t d,
-               int64_t dv, bool causal, float scale);
+               float *out, float *lse, int64_t heads, int64_t group, int64_t tq, int64_t tk,
+               int64_t d, int64_t dv, bool causal, float scale);
 void attentionGrad(const rt::HostContext &c, const float *q, const float *k, const float *v,
                    const float *out, const float *lse, const float *dout, float *dq, float *dk,
-                   float *dvOut, int64_t heads, int64_t tq, int64_t tk, int64_t d, int64_t dv,
-                   bool causal, float scale);
+                   float *dvOut, int64_t heads, int64_t group, int64_t tq, int64_t tk,
+                   int64_t d, int64_t dv, bool causal, float scale);
 
 // Convolution and pooling of NCHW tensors, as torch.nn's Conv2d, MaxPool2d
 // and AvgPool2d; N samples, `window` a rt::Window2d's 15 values. cols is
