@@ -23,17 +23,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long a helper keeps polling for the next job before it sleeps: long
-// enough to catch the next parameter's update of the same step, short
-// enough not to hold a core the compute thread (or OpenBLAS's threads)
-// wants between bursts.
-constexpr auto kSpin = std::chrono::microseconds(20);
+
 // Chunks per thread: small enough that the threads finish together.
 constexpr int64_t kChunksPerThread = 8;
 
 class Pool {
 public:
   int threads() const { return int(helpers_.size()) + 1; }
+  void setSpin(int micros) { spinMicros_.store(std::max(0, micros), std::memory_order_relaxed); }
 
   void resize(int threads, bool pin) {
     threads = std::max(1, threads);
@@ -145,7 +142,8 @@ private:
     uint64_t seen = job_.load(std::memory_order_acquire) >> 32;
     auto fresh = [&] { return job_.load(std::memory_order_acquire) >> 32 != seen; };
     for (;;) {
-      const auto until = Clock::now() + kSpin;
+      const auto until =
+          Clock::now() + std::chrono::microseconds(spinMicros_.load(std::memory_order_relaxed));
       for (int i = 0; !fresh(); ++i) {
         DTC_PAUSE();
         if ((i & 63) == 63 && Clock::now() > until)
@@ -166,6 +164,7 @@ private:
   std::mutex m_;
   std::condition_variable wake_;
   std::atomic<bool> stop_{false}; // set under m_
+  std::atomic<int> spinMicros_{kDefaultHelperSpinMicros};
   // Job number (high 32 bits) and next unclaimed chunk (low 32 bits).
   alignas(64) std::atomic<uint64_t> job_{0};
   alignas(64) std::atomic<int64_t> completed_{0};
@@ -187,6 +186,7 @@ Pool &pool() {
 } // namespace
 
 void setKernelThreads(int threads, bool pin) { pool().resize(threads, pin); }
+void setHelperSpin(int microseconds) { pool().setSpin(microseconds); }
 int kernelThreads() { return pool().threads(); }
 
 void parallelFor(int64_t n, int64_t minPerThread, void (*fn)(void *, int64_t, int64_t),

@@ -6,10 +6,16 @@
 // alone does not saturate the memory system (the seed MLP's SGD momentum
 // update runs ~1.8x faster on 2 cores of the development machine).
 // parallelFor splits such a loop into contiguous ranges: the caller and
-// helper threads claim them. Helpers spin for a few microseconds after each
-// job (the work comes in bursts: the GEMMs of a step, one update per
-// parameter) and then sleep, so that between bursts they leave the cores to
-// the compute thread (and to OpenBLAS's threads, with that engine).
+// helper threads claim them. Helpers poll for the next job for a while
+// after each one (setHelperSpin) and then sleep, so that between bursts
+// (the steps) they leave the cores to other threads. A sleeping helper
+// wakes late: tens to hundreds of microseconds on the development
+// machine's virtual CPUs, by when the caller has claimed every chunk of a
+// GEMM itself. 300 us (the default) covers the gaps between the split
+// kernels of a step, the single-threaded kernels between two GEMMs (the
+// GPT example on 1 rank x 2 threads: 15-20% more tokens/s than with 20 us,
+// in six of seven interleaved pairs of runs); the OpenBLAS engine, whose
+// own threads want the cores between dtc's jobs, sets 20 us.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -26,6 +32,10 @@ namespace dtc::rt {
 // the job runs on the node.
 void setKernelThreads(int threads, bool pin);
 int kernelThreads();
+
+// How long helpers poll for the next job before they sleep (the top).
+constexpr int kDefaultHelperSpinMicros = 300;
+void setHelperSpin(int microseconds);
 
 // Calls fn(ctx, begin, end) over [0, n), split (when n is at least
 // 2 * minPerThread and there are helpers) into chunks of at least

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "gemm/engine.h"
 
+#include "parallel.h"
+
 #include <cblas.h>
 
 #include <string>
@@ -20,7 +22,12 @@ const char *name() {
   return n.c_str();
 }
 
-void setThreads(int threads) { openblas_set_num_threads(threads); }
+void setThreads(int threads) {
+  openblas_set_num_threads(threads);
+  // OpenBLAS's threads run the GEMMs: parallelFor's helpers (the updates,
+  // the row kernels) leave them the cores soon after each job.
+  setHelperSpin(20);
+}
 
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
           const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
