@@ -441,72 +441,78 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
   // so the host compiler's time grows with the model linearly.
   std::string text;
   llvm::raw_string_ostream k(text);
+  // The multi-index a broadcast load needs, from the linear index `from`
+  // over dimensions [0, end) (the others' indices are not printed).
+  auto printIndices = [&](StringRef from, int64_t end, StringRef indent) {
+    auto used = [&](int64_t d) {
+      return llvm::any_of(op.getStrides(), [&](Attribute a) {
+        auto s = cast<DenseI64ArrayAttr>(a).asArrayRef();
+        return !s.empty() && s[d] != 0;
+      });
+    };
+    int64_t lowest = end;
+    for (int64_t d = 0; d < end; ++d)
+      if (used(d)) {
+        lowest = d;
+        break;
+      }
+    if (lowest < end)
+      k << indent << "int64_t r = " << from << ";\n";
+    for (int64_t d = end - 1; d >= lowest; --d) {
+      if (d == 0) {
+        k << indent << "const int64_t i0 = r;\n";
+        break;
+      }
+      if (used(d))
+        k << indent << "const int64_t i" << d << " = r % " << dim(shape[d])
+          << ";\n";
+      if (d > lowest)
+        k << indent << "r /= " << dim(shape[d]) << ";\n";
+    }
+  };
+  bool flat = loads.flat || rank == 0;
+  // The CPU kernel runs over [lo, hi) of its units, which the call splits
+  // over the --threads cores (dtc::kern::forRanges): elements when its
+  // loads are flat, else rows (every dimension but the last; the elements
+  // of a rank-1 shape).
+  std::string units =
+      flat || rank == 1 ? product(shape, 0, rank) : product(shape, 0, rank - 1);
+  std::string unitElements =
+      flat || rank == 1 ? "1" : product(shape, rank - 1, rank);
   k << "(int64_t B";
+  if (target == Target::Cpu)
+    k << ", int64_t lo, int64_t hi";
   for (auto &p : params)
     k << ", " << p;
   k << ") {\n  (void)B;\n";
   if (target == Target::Cpu) {
-    bool flat = loads.flat || rank == 0;
-    std::string indent = "  ";
+    std::string indent = "    ";
     if (flat) {
-      k << indent << "for (int64_t l = 0; l < " << product(shape, 0, rank)
-        << "; ++l) {\n";
-      indent += "  ";
+      k << "  for (int64_t l = lo; l < hi; ++l) {\n";
+    } else if (rank == 1) {
+      k << "  for (int64_t i0 = lo; i0 < hi; ++i0) {\n"
+        << "    const int64_t l = i0;\n";
     } else {
-      for (size_t d = 0; d < rank; ++d) {
-        k << indent << "for (int64_t i" << d << " = 0; i" << d << " < "
-          << dim(shape[d]) << "; ++i" << d << ") {\n";
-        indent += "  ";
-      }
-      k << indent << "const int64_t l = ";
-      for (size_t d = 0; d < rank; ++d) {
-        k << (d ? " + " : "") << "i" << d;
-        std::string rest = product(shape, d + 1, rank);
-        if (rest != "1")
-          k << " * " << rest;
-      }
-      k << ";\n";
+      const std::string last = "i" + std::to_string(rank - 1);
+      k << "  for (int64_t row = lo; row < hi; ++row) {\n";
+      printIndices("row", rank - 1, "    ");
+      k << "    for (int64_t " << last << " = 0; " << last << " < "
+        << dim(shape[rank - 1]) << "; ++" << last << ") {\n"
+        << "      const int64_t l = row * " << dim(shape[rank - 1]) << " + "
+        << last << ";\n";
+      indent = "      ";
     }
     if (failed(kernelBody(op, loads, indent, k)))
       return failure();
-    for (size_t d = 0; d < (flat ? 1 : rank); ++d) {
-      indent.resize(indent.size() - 2);
-      k << indent << "}\n";
-    }
-    k << "}\n\n";
+    if (!flat && rank > 1)
+      k << "    }\n";
+    k << "  }\n}\n\n";
   } else {
     k << "  const int64_t n = " << product(shape, 0, rank) << ";\n"
       << "  for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; "
          "l < n; l += int64_t(gridDim.x) * blockDim.x) {\n";
-    if (!loads.flat && rank > 0) {
-      // The multi-index of l, last dimension fastest; only the indices
-      // that some broadcast load uses.
-      auto used = [&](int64_t d) {
-        return llvm::any_of(op.getStrides(), [&](Attribute a) {
-          auto s = cast<DenseI64ArrayAttr>(a).asArrayRef();
-          return !s.empty() && s[d] != 0;
-        });
-      };
-      int64_t lowest = rank;
-      for (int64_t d = 0; d < (int64_t)rank; ++d)
-        if (used(d)) {
-          lowest = d;
-          break;
-        }
-      if (lowest < (int64_t)rank)
-        k << "    int64_t r = l;\n";
-      for (int64_t d = rank - 1; d >= lowest; --d) {
-        if (d == 0) {
-          k << "    const int64_t i0 = r;\n";
-          break;
-        }
-        if (used(d))
-          k << "    const int64_t i" << d << " = r % " << dim(shape[d])
-            << ";\n";
-        if (d > lowest)
-          k << "    r /= " << dim(shape[d]) << ";\n";
-      }
-    }
+    if (!loads.flat && rank > 0)
+      printIndices("l", rank, "    "); // last dimension fastest
     if (failed(kernelBody(op, loads, "    ", k)))
       return failure();
     k << "  }\n}\n\n";
@@ -518,10 +524,16 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
     kernels += "// fused(" + op.getLabel().str() + ")\n" +
                (cpu ? "static void " : "__global__ void ") + kname + text;
   }
-  os << "  " << kname;
-  if (target == Target::Cuda)
-    os << "<<<dtcBlocks(" << e(op.getCount()) << "), 256, 0, c.stream>>>";
-  os << "(B";
+  if (target == Target::Cpu) {
+    os << "  dtc::kern::forRanges(c, " << units << ", " << unitElements
+       << ", [&](int64_t lo, int64_t hi) { " << kname << "(B, lo, hi";
+    for (auto &a : args)
+      os << ", " << a;
+    os << "); });\n";
+    return success();
+  }
+  os << "  " << kname << "<<<dtcBlocks(" << e(op.getCount())
+     << "), 256, 0, c.stream>>>(B";
   for (auto &a : args)
     os << ", " << a;
   os << ");\n";

@@ -23,6 +23,18 @@
 #include <vector>
 
 namespace dtc::kern {
+
+// Below this many elements (parameters) a thread hand-over costs more than
+// it saves.
+constexpr int64_t kMinPerThread = 32768;
+
+void forRanges(const rt::HostContext &, int64_t units, int64_t unitElements,
+               void (*fn)(void *, int64_t, int64_t), void *ctx) {
+  if (units <= 0)
+    return;
+  rt::parallelFor(units, std::max<int64_t>(1, kMinPerThread / std::max<int64_t>(1, unitElements)),
+                  fn, ctx);
+}
 namespace {
 
 constexpr int64_t kChunk = 64;
@@ -719,8 +731,6 @@ void adamRange(float *w, const float *g, float *m, float *v, int64_t n, const rt
   }
 }
 
-// Below this many parameters a thread hand-over costs more than it saves.
-constexpr int64_t kMinPerThread = 32768;
 
 // The updates are single passes over parameters, gradients and state,
 // limited by memory bandwidth: each parameter's is split over the --threads

@@ -1,6 +1,7 @@
 # RUN: dtc %s --emit=cpp | FileCheck %s
 # The C++ of the seed network: GEMMs through the kernel library, the bias+relu
-# chain as one loop nest, the arena from the memory plan, and user strings
+# chain as one loop nest over a range of rows (dtc::kern::forRanges splits the
+# rows over the --threads cores), the arena from the memory plan, and user strings
 # only ever inside escaped C++ string literals.
 input x: f32[B, 784]
 label y: i32[B]
@@ -14,10 +15,10 @@ train {
 }
 # One function per distinct fused kernel, before the steps:
 # CHECK: // fused(add,relu)
-# CHECK-NEXT: static void [[K:fused[0-9]+]](int64_t B, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0) {
-# CHECK: for (int64_t i0 = 0; i0 < B; ++i0) {
+# CHECK-NEXT: static void [[K:fused[0-9]+]](int64_t B, int64_t lo, int64_t hi, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0) {
+# CHECK: for (int64_t row = lo; row < hi; ++row) {
 # CHECK-NEXT: for (int64_t i1 = 0; i1 < 500; ++i1) {
-# CHECK-NEXT: const int64_t l = i0 * 500 + i1;
+# CHECK-NEXT: const int64_t l = row * 500 + i1;
 # CHECK-NEXT: const float x0 = in0[l];
 # CHECK-NEXT: const float x1 = in1[i1];
 # CHECK-NEXT: const float e0 = x0 + x1;
@@ -33,7 +34,7 @@ train {
 # CHECK-NEXT: char *const S = a.arena + 128;
 # CHECK-NEXT: const dtc::rt::HostContext c{};
 # CHECK: dtc::kern::gemm(c, false, true, B, 500, 784, 1.0f, const_cast<float *>(a.x), [[W1:v[0-9]+]], 0.0f, [[H:v[0-9]+]]);
-# CHECK: [[K]](B, [[H]], v{{[0-9]+}}, v{{[0-9]+}});
+# CHECK: dtc::kern::forRanges(c, B*1, 500, [&](int64_t lo, int64_t hi) { [[K]](B, lo, hi, [[H]], v{{[0-9]+}}, v{{[0-9]+}}); });
 # CHECK: dtc::kern::crossEntropy(c, {{v[0-9]+}}, a.yClass, B, 10, -100, [[LOSS:v[0-9]+]]);
 # CHECK: dtc::kern::copy(c, (a.outputs + 0), [[LOSS]], 1);
 # CHECK: dtc::kern::copy(c, (a.outputs + 1),
@@ -52,7 +53,7 @@ train {
 # CHECK: dtc::kern::gemm(c, false, false, B, 500, 10, 1.0f, {{v[0-9]+}}, {{v[0-9]+}}, 0.0f,
 # A gradient GEMM accumulates itself (beta = the share):
 # CHECK: dtc::kern::gemm(c, true, false, 10, 500, B, 1.0f, {{v[0-9]+}}, {{v[0-9]+}}, dtc::rt::momentumShare(*a.hyper, a.comm->size()),
-# CHECK: [[KG]](B,
+# CHECK: dtc::kern::forRanges(c, B*500, 1, [&](int64_t lo, int64_t hi) { [[KG]](B, lo, hi,
 # CHECK: if (a.trace) dtc::rt::traceBegin(a.trace, "matmul");
 # CHECK-NEXT: float *[[DW1:v[0-9]+]] = reinterpret_cast<float *>(P + 1612192);
 # CHECK-NEXT: dtc::kern::gemm(c, true, false, 500, 784, B, 1.0f, {{v[0-9]+}}, const_cast<float *>(a.x), dtc::rt::momentumShare(*a.hyper, a.comm->size()), [[DW1]]);

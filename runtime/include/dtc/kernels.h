@@ -18,6 +18,21 @@
 
 namespace dtc::kern {
 
+// A generated elementwise kernel's loop: fn(ctx, lo, hi) over [lo, hi) of
+// its `units` units (elements, or rows of unitElements), the range split
+// over the --threads cores when it is large enough (32K elements a thread
+// at least); each element is computed once, as in one pass: the same bits
+// at any --threads. The template takes the call site's lambda.
+void forRanges(const rt::HostContext &c, int64_t units, int64_t unitElements,
+               void (*fn)(void *, int64_t, int64_t), void *ctx);
+template <class F>
+void forRanges(const rt::HostContext &c, int64_t units, int64_t unitElements, const F &f) {
+  forRanges(
+      c, units, unitElements,
+      [](void *p, int64_t lo, int64_t hi) { (*static_cast<const F *>(p))(lo, hi); },
+      const_cast<F *>(&f));
+}
+
 // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major. op(A) is [M,K]:
 // A is stored [M,K] (transA=false) or [K,M] (transA=true); likewise B.
 void gemm(const rt::HostContext &c, bool transA, bool transB, int64_t M, int64_t N,
