@@ -63,7 +63,11 @@ public:
       return;
     }
     const int64_t parts = std::min<int64_t>(most, int64_t(threads()) * kChunksPerThread);
-    const int64_t chunk = ((n + parts - 1) / parts + 15) / 16 * 16;
+    // Chunks of 16 or more start at multiples of 16 (elements: chunks do not
+    // share cache lines); fewer, larger units (heads, blocks of rows) are
+    // dealt as they are, so that 48 heads split 24 and 24, not 32 and 16.
+    const int64_t even = (n + parts - 1) / parts;
+    const int64_t chunk = even >= 16 ? (even + 15) / 16 * 16 : even;
     const int64_t count = (n + chunk - 1) / chunk;
     fn_.store(fn, std::memory_order_relaxed);
     ctx_.store(ctx, std::memory_order_relaxed);

@@ -40,7 +40,8 @@ void setHelperSpin(int microseconds);
 // Calls fn(ctx, begin, end) over [0, n), split (when n is at least
 // 2 * minPerThread and there are helpers) into chunks of at least
 // minPerThread elements that the threads claim, each begin a multiple of 16
-// (so that chunks do not share cache lines); returns when all have run.
+// where chunks are 16 or more (so that chunks of floats do not share cache
+// lines); returns when all have run.
 void parallelFor(int64_t n, int64_t minPerThread, void (*fn)(void *, int64_t, int64_t),
                  void *ctx);
 
