@@ -4,16 +4,21 @@
 // [Tk, Dv]: out = softmax(q k^T scale (+ causal mask)) v, in one kernel per
 // head. A query row's scores live in a row buffer of Tk floats (L1 for any
 // context a CPU trains), are scaled, masked (keys after the query skipped,
-// not written) and normalized in place, and meet v in the same pass: no
-// [Tq, Tk] matrix is ever stored. The head's keys are first transposed
+// not written) and exponentiated in place, and meet v in the same pass; the
+// row's output is then divided by its sum of exponentials (Dv products a
+// row rather than Tk, as torch's CPU kernel divides last): no [Tq, Tk]
+// matrix is ever stored. The head's keys are first transposed
 // into a [D, Tk] scratch, so that every inner loop runs over contiguous
 // floats without a reduction (GCC vectorizes them without -ffast-math): the
 // scores over the keys, the output over Dv. The loops run over tiles of
 // four query rows (or keys, for dK and dV) by 16 columns, the tile's sums
 // in eight registers across the inner sum (the keys' rows padded to a
 // multiple of 8); each sum still runs in the order of the scalar
-// definition, so the floats do not depend on the vector width. The exponentials are simd::exp8's, eight at a time; a row's sum of
-// them is eight lane sums added in double.
+// definition, so the floats do not depend on the vector width. The
+// exponentials are simd::exp8's, eight at a time; a row's sum of them is
+// eight lane sums added in double. Every loop that touches a row writes it
+// with vector stores (a scalar pass over floats just stored as vectors
+// stalls on each load: it was a tenth of the forward).
 //
 // The forward keeps only each row's log-sum-exp (lse [Tq]); the backward
 // recomputes the probabilities from it, row by row, as FlashAttention's
@@ -21,7 +26,8 @@
 // O)), dQ = scale dS K, dK += scale dS^T Q. P and dS of a head are kept
 // ([Tq, Tk], 32 KB at T = 64) so that dK and dV are sums over the query rows
 // per key row, in registers. A head's rows run in order on one thread,
-// heads in parallel, so the sums are the same at any --threads.
+// heads in parallel, so the sums are the same at any --threads; each
+// thread's scratch (transposed keys, P, dS) is kept from call to call.
 //
 // The heads are contiguous ([heads, t, d]) or, with group > 1, interleaved
 // row by row ([heads / group, t, group, d]: dtc-attention-tokens-first's
@@ -152,13 +158,15 @@ template <int R>
 }
 
 // out[r os + c] = sum_{j in [j0, j1)} w[r wr + j wj] m[j ms + c] for R
-// rows (R <= 4) and c in [0, cols): the sum over j in order, 16 columns of
-// each row in two registers (then 8, then the rest one by one).
+// rows (R <= 4) and c in [0, cols), times rowScale[r] where given: the sum
+// over j in order, 16 columns of each row in two registers (then 8, then
+// the rest one by one).
 template <int R>
 [[gnu::always_inline]] inline void tileWeighted(const float *w, int64_t wr, int64_t wj,
                                                 const float *m, int64_t ms, int64_t cols,
                                                 int64_t j0, int64_t j1, float *out,
-                                                int64_t os) {
+                                                int64_t os, const float *rowScale = nullptr) {
+  auto scaled = [&](int r, auto acc) { return rowScale ? acc * rowScale[r] : acc; };
   int64_t c = 0;
   for (; c + 16 <= cols; c += 16) {
     v8 acc[R][2] = {};
@@ -173,8 +181,8 @@ template <int R>
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      store8(out + r * os + c, acc[r][0]);
-      store8(out + r * os + c + 8, acc[r][1]);
+      store8(out + r * os + c, scaled(r, acc[r][0]));
+      store8(out + r * os + c + 8, scaled(r, acc[r][1]));
     }
   }
   for (; c + 8 <= cols; c += 8) {
@@ -187,14 +195,14 @@ template <int R>
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-      store8(out + r * os + c, acc[r]);
+      store8(out + r * os + c, scaled(r, acc[r]));
   }
   for (; c < cols; ++c)
     for (int r = 0; r < R; ++r) {
       float acc = 0;
       for (int64_t j = j0; j < j1; ++j)
         acc += w[r * wr + j * wj] * m[j * ms + c];
-      out[r * os + c] = acc;
+      out[r * os + c] = scaled(r, acc);
     }
 }
 
@@ -223,37 +231,41 @@ template <int R>
 }
 
 // Query rows [i0, i0 + R) of a head's forward: their scores in s [R, ld],
-// softmax in place (zero past each row's keys, up to the tile's last row's
-// keys, so that the rows share one weighted sum of v), out and lse.
+// exponentiated in place (zero past each row's keys, up to the tile's last
+// row's keys, so that the rows share one weighted sum of v), then out = that
+// sum over each row's sum of exponentials (as torch's CPU kernel divides
+// last: Dv products a row, not Tk), and lse.
 template <int R>
 [[gnu::always_inline]] inline void forwardTile(const float *qh, const float *kT,
                                                const float *vh, float *oh, float *lh,
                                                const Heads &h, int64_t i0, float *s) {
   const int64_t d = h.d, dv = h.dv, ld = h.tkPadded(), rq = h.rows.q, ro = h.rows.o;
   const int64_t nmax = h.keysOf(i0 + R - 1);
-  if (nmax > 0)
-    tileTimesT<R>(qh + i0 * rq, rq, kT, d, ld, nmax, h.scale, s, ld);
+  if (nmax <= 0) { // no key: softmax of nothing (torch: NaN; causal tq > tk only)
+    for (int r = 0; r < R; ++r) {
+      std::fill(oh + (i0 + r) * ro, oh + (i0 + r) * ro + dv, 0.0f);
+      lh[i0 + r] = -std::numeric_limits<float>::infinity();
+    }
+    return;
+  }
+  tileTimesT<R>(qh + i0 * rq, rq, kT, d, ld, nmax, h.scale, s, ld);
+  float inv[R];
   for (int r = 0; r < R; ++r) {
     const int64_t n = h.keysOf(i0 + r);
     float *sr = s + r * ld;
-    if (n <= 0) { // no key: softmax of nothing (torch: NaN; causal tq > tk only)
+    if (n <= 0) {
       std::fill(sr, sr + nmax, 0.0f);
+      inv[r] = 0.0f;
       lh[i0 + r] = -std::numeric_limits<float>::infinity();
       continue;
     }
     const float m = simd::maxOf(sr, n);
     const double sum = expRowSum(sr, n, m);
-    const float inv = float(1.0 / sum);
-    for (int64_t j = 0; j < n; ++j)
-      sr[j] *= inv;
+    inv[r] = float(1.0 / sum);
     std::fill(sr + n, sr + nmax, 0.0f);
-    lh[i0 + r] = m + float(std::log(sum));
+    lh[i0 + r] = m + std::log(float(sum));
   }
-  if (nmax > 0)
-    tileWeighted<R>(s, ld, 1, vh, h.rows.v, dv, 0, nmax, oh + i0 * ro, ro);
-  else
-    for (int r = 0; r < R; ++r)
-      std::fill(oh + (i0 + r) * ro, oh + (i0 + r) * ro + dv, 0.0f);
+  tileWeighted<R>(s, ld, 1, vh, h.rows.v, dv, 0, nmax, oh + i0 * ro, ro, inv);
 }
 
 // One head's forward (see the top): out [tq, dv] and lse [tq]; kT [d,
@@ -298,6 +310,12 @@ template <int R>
     // dP_ij = dO_i . v_j, over the keys from vT.
     tileTimesT<R>(doh + i0 * st.dO, st.dO, vT, dv, ld, nmax, 1.0f, dst, ld);
   }
+  // D_i = dO_i . O_i (= sum_j P_ij dP_ij), the R rows' sums side by side.
+  float di[R] = {};
+  for (int64_t c = 0; c < dv; ++c)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      di[r] += doh[(i0 + r) * st.dO + c] * oh[(i0 + r) * st.o + c];
   for (int r = 0; r < R; ++r) {
     const int64_t i = i0 + r, n = h.keysOf(i);
     float *pi = pt + r * ld, *dsi = dst + r * ld;
@@ -306,16 +324,14 @@ template <int R>
       std::fill(dsi, dsi + ld, 0.0f);
       continue;
     }
-    const v8 l = simd::splat8(lh[i]);
-    for (int64_t jb = 0; jb < n; jb += 8)
-      store8(pi + jb, simd::exp8(load8(pi + jb) - l));
-    // D_i = dO_i . O_i (= sum_j P_ij dP_ij)
-    const float *doi = doh + i * st.dO, *oi = oh + i * st.o;
-    float di = 0;
-    for (int64_t c = 0; c < dv; ++c)
-      di += doi[c] * oi[c];
-    for (int64_t j = 0; j < n; ++j)
-      dsi[j] = pi[j] * (dsi[j] - di) * h.scale;
+    // P_ij, then dS_ij = P_ij (dP_ij - D_i) scale, eight keys at a time
+    // (the lanes past n cleared below).
+    const v8 l = simd::splat8(lh[i]), dv8 = simd::splat8(di[r]);
+    for (int64_t jb = 0; jb < n; jb += 8) {
+      const v8 pv = simd::exp8(load8(pi + jb) - l);
+      store8(pi + jb, pv);
+      store8(dsi + jb, pv * (load8(dsi + jb) - dv8) * h.scale);
+    }
     std::fill(pi + n, pi + ld, 0.0f);
     std::fill(dsi + n, dsi + ld, 0.0f);
   }
@@ -357,8 +373,13 @@ void attentionGradHead(const float *__restrict__ qh, const float *__restrict__ k
   if (h.group > 1) {
     auto gather = [](const float *x, int64_t &stride, int64_t t, int64_t cols,
                      float *to) -> const float * {
-      for (int64_t i = 0; i < t; ++i)
-        std::memcpy(to + i * cols, x + i * stride, size_t(cols) * sizeof(float));
+      for (int64_t i = 0; i < t; ++i) {
+        int64_t c = 0;
+        for (; c + 8 <= cols; c += 8)
+          store8(to + i * cols + c, load8(x + i * stride + c));
+        for (; c < cols; ++c)
+          to[i * cols + c] = x[i * stride + c];
+      }
       stride = cols;
       return to;
     };
@@ -398,6 +419,16 @@ void attentionGradHead(const float *__restrict__ qh, const float *__restrict__ k
   }
 }
 
+// The calling thread's scratch buffer `which` of at least n floats (kept
+// between calls: heads run on the same threads every step).
+float *scratch(int which, int64_t n) {
+  thread_local std::vector<float> buffers[5];
+  std::vector<float> &b = buffers[which];
+  if (b.size() < static_cast<size_t>(n))
+    b.resize(static_cast<size_t>(n));
+  return b.data();
+}
+
 } // namespace
 
 void attention(const rt::HostContext &, const float *q, const float *k, const float *v,
@@ -406,10 +437,10 @@ void attention(const rt::HostContext &, const float *q, const float *k, const fl
   const Heads h{tq, tk, d, dv, causal, scale, group};
   const int64_t ld = h.tkPadded();
   rt::parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> kT(static_cast<size_t>(d * ld)), s(static_cast<size_t>(4 * ld));
+    float *kT = scratch(0, d * ld), *s = scratch(1, 4 * ld);
     for (int64_t b = begin; b < end; ++b)
       attentionHead(q + h.base(b, tq, d), k + h.base(b, tk, d), v + h.base(b, tk, dv),
-                    out + h.base(b, tq, dv), lse + b * tq, h, kT.data(), s.data());
+                    out + h.base(b, tq, dv), lse + b * tq, h, kT, s);
   });
 }
 
@@ -420,15 +451,14 @@ void attentionGrad(const rt::HostContext &, const float *q, const float *k, cons
   const Heads h{tq, tk, d, dv, causal, scale, group};
   const int64_t ld = h.tkPadded();
   rt::parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> kT(static_cast<size_t>(d * ld)), vT(static_cast<size_t>(dv * ld)),
-        p(static_cast<size_t>(tq * ld)), ds(static_cast<size_t>(tq * ld)),
-        copies(group > 1 ? static_cast<size_t>((tq + tk) * d + tq * dv) : 0);
+    float *kT = scratch(0, d * ld), *vT = scratch(1, dv * ld), *p = scratch(2, tq * ld),
+          *ds = scratch(3, tq * ld),
+          *copies = group > 1 ? scratch(4, (tq + tk) * d + tq * dv) : nullptr;
     for (int64_t b = begin; b < end; ++b)
       attentionGradHead(q + h.base(b, tq, d), k + h.base(b, tk, d), v + h.base(b, tk, dv),
                         out + h.base(b, tq, dv), lse + b * tq, dout + h.base(b, tq, dv),
                         dq + h.base(b, tq, d), dk + h.base(b, tk, d),
-                        dvOut + h.base(b, tk, dv), h, kT.data(), vT.data(), p.data(),
-                        ds.data(), copies.data());
+                        dvOut + h.base(b, tk, dv), h, kT, vT, p, ds, copies);
   });
 }
 
