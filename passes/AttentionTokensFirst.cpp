@@ -16,6 +16,7 @@
 // kernels find each row changes. After dtc-autodiff, on any target.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/dtc/ShapeInference.h"
 #include "passes/Passes.h"
 
 namespace dtc {
@@ -27,19 +28,14 @@ using namespace mlir;
 using namespace dtc;
 
 namespace {
-/// The permutation that swaps a rank-r tensor's dimensions r-3 and r-2.
-SmallVector<int64_t> headSwap(int64_t rank) {
-  auto range = llvm::seq<int64_t>(0, rank);
-  SmallVector<int64_t> perm(range.begin(), range.end());
-  std::swap(perm[rank - 3], perm[rank - 2]);
-  return perm;
-}
+using dtc::shape::swapTokensAndHeads;
+using dtc::shape::tokensHeadsSwap;
 
-/// The x of `v = transpose(x, headSwap)`, or null.
+/// The x of `v = transpose(x, tokensHeadsSwap)`, or null.
 Value headSwapSource(Value v) {
   auto t = v.getDefiningOp<TransposeOp>();
   auto rank = cast<RankedTensorType>(v.getType()).getRank();
-  if (!t || rank < 3 || !llvm::equal(t.getPerm(), headSwap(rank)))
+  if (!t || rank < 3 || !llvm::equal(t.getPerm(), tokensHeadsSwap(rank)))
     return {};
   return t.getX();
 }
@@ -50,14 +46,7 @@ Value swapped(OpBuilder &b, Location loc, Value v) {
   if (Value x = headSwapSource(v))
     return x;
   auto rank = cast<RankedTensorType>(v.getType()).getRank();
-  return TransposeOp::create(b, loc, v, headSwap(rank));
-}
-
-Type swappedType(Type t) {
-  auto r = cast<RankedTensorType>(t);
-  SmallVector<int64_t> s(r.getShape());
-  std::swap(s[s.size() - 3], s[s.size() - 2]);
-  return RankedTensorType::get(s, r.getElementType());
+  return TransposeOp::create(b, loc, v, tokensHeadsSwap(rank));
 }
 
 /// q, k and v of an attention (or its gradient) each a head swap.
@@ -115,7 +104,7 @@ struct AttentionTokensFirstPass
     for (AttentionOp a : forwards) {
       OpBuilder b(a);
       auto t = AttentionOp::create(
-          b, a.getLoc(), swappedType(a.getResult().getType()),
+          b, a.getLoc(), swapTokensAndHeads(a.getResult().getType()),
           a.getLse().getType(), headSwapSource(a.getQ()),
           headSwapSource(a.getK()), headSwapSource(a.getV()), a.getCausal(),
           a.getScale(), /*tokens_first=*/true);

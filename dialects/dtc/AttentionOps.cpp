@@ -11,14 +11,7 @@ using namespace mlir;
 using namespace dtc;
 
 namespace {
-/// t [..., a, b, D] with a and b swapped: a tokens-first operand ([..., T,
-/// H, D]) as the head-major one it stands for ([..., H, T, D]), and back.
-Type swapTokensAndHeads(Type t) {
-  auto r = cast<RankedTensorType>(t);
-  SmallVector<int64_t> s(r.getShape());
-  std::swap(s[s.size() - 3], s[s.size() - 2]);
-  return RankedTensorType::get(s, r.getElementType());
-}
+using shape::swapTokensAndHeads;
 
 LogicalResult checkAttention(Operation *op, Type q, Type k, Type v, Type result,
                              Type lse, bool causal, double scale,

@@ -4,6 +4,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/TypeRange.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -216,6 +217,20 @@ FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels) {
                              "C, got ",
                              str(logits), " and ", str(labels));
   return f32({}, logits);
+}
+
+SmallVector<int64_t> tokensHeadsSwap(int64_t rank) {
+  auto range = llvm::seq<int64_t>(0, rank);
+  SmallVector<int64_t> perm(range.begin(), range.end());
+  std::swap(perm[rank - 3], perm[rank - 2]);
+  return perm;
+}
+
+RankedTensorType swapTokensAndHeads(Type t) {
+  auto r = cast<RankedTensorType>(t);
+  SmallVector<int64_t> s(r.getShape());
+  std::swap(s[s.size() - 3], s[s.size() - 2]);
+  return RankedTensorType::get(s, r.getElementType());
 }
 
 FailureOr<std::pair<RankedTensorType, RankedTensorType>>

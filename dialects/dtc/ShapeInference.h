@@ -54,6 +54,12 @@ FailureOr<RankedTensorType> crossEntropy(Loc loc, Type logits, Type labels);
 /// row statistics [..., Tq].
 FailureOr<std::pair<RankedTensorType, RankedTensorType>>
 attention(Loc loc, Type q, Type k, Type v, bool causal);
+/// The permutation that swaps dimensions rank-3 and rank-2 (rank >= 3): an
+/// attention operand tokens-first ([..., T, H, D]) to head-major ([..., H,
+/// T, D]) and back (dtc-attention-tokens-first, the ops' verifiers).
+llvm::SmallVector<int64_t> tokensHeadsSwap(int64_t rank);
+/// t ([..., a, b, D], rank >= 3) with a and b swapped (tokensHeadsSwap).
+RankedTensorType swapTokensAndHeads(Type t);
 /// The rows of weight [num, dim] picked by ids (any shape): ids' shape + [dim].
 FailureOr<RankedTensorType> embedding(Loc loc, Type ids, Type weight);
 
