@@ -2,7 +2,7 @@
 //
 // torch.nn.utils.clip_grad_norm_ compiled into the step: what a PyTorch
 // user calls between loss.backward() (DDP's all-reduce included) and
-// optimizer.step().
+// optimizer.step(). The factor becomes each update's `scale`.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -49,11 +49,11 @@ struct ClipGradNormPass : public dtc::impl::ClipGradNormBase<ClipGradNormPass> {
     auto scalar = RankedTensorType::get({}, b.getF32Type());
     Value sumSq = SumSquaresOp::create(b, loc, scalar, grads);
     Value coef = ClipCoefOp::create(b, loc, scalar, sumSq);
-    for (ApplyGradientOp u : updates) {
-      Value g = u.getGrad();
-      Value clipped = MulOp::create(b, u.getLoc(), g.getType(), g, coef);
-      u.getGradMutable().assign(clipped);
-    }
+    // Each update multiplies its gradient by the factor as it reads it (no
+    // pass writing the clipped gradients out: torch's clip_grad_norm_
+    // scales them in place, the same products).
+    for (ApplyGradientOp u : updates)
+      u.getScaleMutable().assign(coef);
   }
 };
 

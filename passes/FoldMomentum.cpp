@@ -19,6 +19,11 @@ std::optional<SmallVector<MomentumBucket>> momentumBuckets(ModuleOp module) {
   auto step = module.lookupSymbol<func::FuncOp>(steps::kTrain);
   if (!step || step.isExternal())
     return std::nullopt;
+  // Clipped updates scale the summed gradients (dtc-clip-grad-norm): the
+  // momentum must take them after the scale, so it cannot be summed.
+  for (auto u : step.getOps<ApplyGradientOp>())
+    if (u.getScale())
+      return std::nullopt;
   SmallVector<MomentumBucket> buckets;
   llvm::StringSet<> seen;
   DtcDialect *dialect = module->getContext()->getLoadedDialect<DtcDialect>();

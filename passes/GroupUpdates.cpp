@@ -16,7 +16,7 @@ namespace {
 /// folded (its plan's momentum_offset, dtc-fold-momentum).
 bool momentumFolded(ApplyGradientOp u, DtcDialect *dialect) {
   auto sum = dyn_cast<OpResult>(u.getGrad());
-  if (!sum)
+  if (!sum || u.getScale())
     return false;
   Operation *bucket = sum.getOwner();
   if (auto wait = dyn_cast<AllReduceWaitOp>(bucket))
@@ -42,7 +42,8 @@ struct GroupUpdatesPass : public dtc::impl::GroupUpdatesBase<GroupUpdatesPass> {
           continue;
         }
         bool folded = momentumFolded(u, dialect);
-        if (!open || folded != runFolded)
+        if (!open || folded != runFolded ||
+            u.getScale() != runs.back().front().getScale())
           runs.emplace_back();
         runs.back().push_back(u);
         open = true;
@@ -56,8 +57,9 @@ struct GroupUpdatesPass : public dtc::impl::GroupUpdatesBase<GroupUpdatesPass> {
           grads.push_back(u.getGrad());
           params.push_back(u.getParamAttr());
         }
-        auto group = UpdateGroupOp::create(b, run.front().getLoc(), grads,
-                                           b.getArrayAttr(params));
+        auto group = UpdateGroupOp::create(
+            b, run.front().getLoc(), grads, b.getArrayAttr(params),
+            /*momentum_folded=*/false, run.front().getScale());
         if (momentumFolded(run.front(), dialect))
           group.setMomentumFolded(true);
         for (ApplyGradientOp u : run)

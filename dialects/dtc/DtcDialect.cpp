@@ -126,6 +126,9 @@ TakeAccumulatedOp::verifySymbolUses(SymbolTableCollection &tables) {
 LogicalResult UpdateGroupOp::verify() {
   if (getParams().size() != getGrads().size() || getGrads().empty())
     return emitOpError("needs one gradient per parameter, and at least one");
+  if (getGradScale() && getMomentumFolded())
+    return emitOpError("cannot scale folded momentum (its sums are taken "
+                       "before the scale exists)");
   auto module = (*this)->getParentOfType<ModuleOp>();
   for (auto [name, grad] : llvm::zip(getParams(), getGrads())) {
     auto sym = cast<FlatSymbolRefAttr>(name);

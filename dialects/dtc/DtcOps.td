@@ -12,6 +12,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/AttrTypeBase.td"
 
 def Dtc_F32Tensor : RankedTensorOf<[F32]>;
+// A 0-d f32 tensor, whose type the assembly need not spell (tensor<f32>).
+def Dtc_F32Scalar : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
 
 def Dtc_RequestType : TypeDef<Dtc_Dialect, "Request"> {
   let mnemonic = "request";
@@ -922,24 +925,36 @@ def Dtc_ApplyGradientOp : Dtc_Op<"apply_gradient", [
     The optimizer and its hyper-parameters are the module's `dtc.optimizer`
     attribute; the update reads and writes the parameter and its optimizer
     state (momentum, Adam moments), which live outside the step's arena.
+    With `scale` (a 0-d tensor, dtc-clip-grad-norm's factor) the update
+    uses `grad * scale`, each element multiplied as it is read, in place of
+    a pass that would write the scaled gradient out first.
   }];
-  let arguments = (ins Dtc_F32Tensor:$grad, FlatSymbolRefAttr:$param);
-  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+  let arguments = (ins Dtc_F32Tensor:$grad, FlatSymbolRefAttr:$param,
+                       Optional<Dtc_F32Scalar>:$scale);
+  let assemblyFormat = "$param `,` $grad (`*` $scale^)? attr-dict `:` type($grad)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$grad, "::mlir::FlatSymbolRefAttr":$param), [{
+      build($_builder, $_state, grad, param, ::mlir::Value());
+    }]>
+  ];
 }
 
-def Dtc_UpdateGroupOp : Dtc_Op<"update_group"> {
+def Dtc_UpdateGroupOp : Dtc_Op<"update_group", [AttrSizedOperandSegments]> {
   let summary = "Updates several parameters with their gradients, in one call";
   let description = [{
     Made by `dtc-group-updates` from consecutive `dtc.apply_gradient` ops:
     parameter `params[i]` is updated with `grads[i]` by the module's
     optimizer. With `momentum_folded` (SGD, dtc-fold-momentum) each
     gradient is the parameter's summed momentum buffer, and the update is
-    w -= lr m.
+    w -= lr m. With `grad_scale` (the `scale` of the updates it groups,
+    which share it) every gradient is multiplied by it as it is read.
   }];
   let arguments = (ins Variadic<Dtc_F32Tensor>:$grads,
                        TypedArrayAttrBase<FlatSymbolRefAttr, "parameters">:$params,
-                       UnitAttr:$momentum_folded);
-  let assemblyFormat = "$params `(` $grads `)` attr-dict `:` type($grads)";
+                       UnitAttr:$momentum_folded,
+                       Optional<Dtc_F32Scalar>:$grad_scale);
+  let assemblyFormat =
+      "$params `(` $grads `)` (`*` $grad_scale^)? attr-dict `:` type($grads)";
   let hasVerifier = 1;
 }
 

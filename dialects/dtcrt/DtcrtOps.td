@@ -300,10 +300,11 @@ def Dtcrt_CopyRowsOp : Dtcrt_Call<"copy_rows", (ins Dtcrt_F32Ptr:$src, I64:$src_
 def Dtcrt_CopyOp : Dtcrt_Call<"copy", (ins Dtcrt_F32Ptr:$dst, Dtcrt_F32Ptr:$src, I64:$n),
     "dst[0..n) = src[0..n)">;
 def Dtcrt_SgdUpdateOp : Dtcrt_Call<"sgd_update", (ins Dtcrt_ItemsType:$items,
-    I32:$count, Dtcrt_HyperType:$hyper), "SGD (torch.optim.SGD) on each item">;
+    I32:$count, Dtcrt_HyperType:$hyper, Dtcrt_F32Ptr:$grad_scale),
+    "SGD (torch.optim.SGD) on each item, its gradient times *grad_scale unless null">;
 def Dtcrt_AdamUpdateOp : Dtcrt_Call<"adam_update", (ins Dtcrt_ItemsType:$items,
-    I32:$count, Dtcrt_HyperType:$hyper, I1:$decoupled),
-    "Adam, or AdamW when decoupled (torch.optim), on each item">;
+    I32:$count, Dtcrt_HyperType:$hyper, Dtcrt_F32Ptr:$grad_scale, I1:$decoupled),
+    "Adam, or AdamW when decoupled (torch.optim), on each item, its gradient times *grad_scale unless null">;
 def Dtcrt_SgdApplyMomentumOp : Dtcrt_Call<"sgd_apply_momentum", (ins
     Dtcrt_ItemsType:$items, I32:$count, Dtcrt_HyperType:$hyper),
     "w -= lr g on each item, g its summed momentum (folded momentum)">;

@@ -69,14 +69,21 @@ void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
         l.b, l.loc, dtcrt::ItemsType::get(l.b.getContext()), weights, grads,
         stateBufs, sizes, states);
     Value count = l.i32(weights.size());
+    // The clip factor (a float in the arena), else null: no scaling.
+    auto gradScale = [&] {
+      return op.getGradScale() ? l.ptr(op.getGradScale()) : l.null();
+    };
     if (folded)
       dtcrt::SgdApplyMomentumOp::create(l.b, l.loc, items, count, l.hyper());
     else if (opt.getKind() == OptimizerKind::SGD)
-      dtcrt::SgdUpdateOp::create(l.b, l.loc, items, count, l.hyper());
+      dtcrt::SgdUpdateOp::create(l.b, l.loc, items, count, l.hyper(),
+                                 gradScale());
     else {
       Value hyper = l.hyper();
+      Value scale = gradScale();
       Value decoupled = l.i1(opt.getKind() == OptimizerKind::AdamW);
-      dtcrt::AdamUpdateOp::create(l.b, l.loc, items, count, hyper, decoupled);
+      dtcrt::AdamUpdateOp::create(l.b, l.loc, items, count, hyper, scale,
+                                  decoupled);
     }
     return success();
   });

@@ -716,20 +716,29 @@ struct UpdateBatch {
   rt::UpdateItem items[kItemsPerLaunch];
 };
 
+// gradScale: the clip factor (device memory), or null.
 struct SgdParams {
   float lr, momentum, weightDecay, damp;
   int32_t nesterov, first;
+  const float *gradScale;
 };
 
 struct AdamParams {
   float beta1, beta2, eps, stepSize, bc2Sqrt, decay, coupledWd;
+  const float *gradScale;
 };
+
+// g times the clip factor, rounded as the CPU rounds it (no FMA with what
+// is added next).
+__device__ inline float scaledGrad(float g, const float *gradScale) {
+  return gradScale ? __fmul_rn(g, *gradScale) : g;
+}
 
 // Block row blockIdx.y updates item blockIdx.y of the launch.
 __global__ void sgdKernel(UpdateBatch batch, SgdParams h) {
   const rt::UpdateItem it = batch.items[blockIdx.y];
   for (int64_t i = globalThread(); i < it.n; i += gridThreads()) {
-    float gi = it.g[i];
+    float gi = scaledGrad(it.g[i], h.gradScale);
     if (h.weightDecay != 0.0f)
       gi += h.weightDecay * it.w[i];
     if (h.momentum != 0.0f && it.s0) {
@@ -746,7 +755,7 @@ __global__ void adamKernel(UpdateBatch batch, AdamParams h) {
   for (int64_t i = globalThread(); i < it.n; i += gridThreads()) {
     const float w = it.w[i];
     const float wi = w * h.decay;
-    const float gi = it.g[i] + h.coupledWd * w;
+    const float gi = scaledGrad(it.g[i], h.gradScale) + h.coupledWd * w;
     const float mi = h.beta1 * it.s0[i] + (1.0f - h.beta1) * gi;
     const float vi = h.beta2 * it.s1[i] + (1.0f - h.beta2) * gi * gi;
     it.s0[i] = mi;
@@ -1110,8 +1119,9 @@ void copy(const rt::DeviceContext &c, float *dst, const float *src, int64_t n) {
 }
 
 void sgdUpdate(const rt::DeviceContext &c, const rt::UpdateItem *items, int32_t count,
-               const rt::Hyper &h) {
+               const rt::Hyper &h, const float *gradScale) {
   SgdParams p;
+  p.gradScale = gradScale;
   p.lr = h.lr;
   p.momentum = h.momentum;
   p.weightDecay = h.weightDecay;
@@ -1122,11 +1132,12 @@ void sgdUpdate(const rt::DeviceContext &c, const rt::UpdateItem *items, int32_t 
 }
 
 void adamUpdate(const rt::DeviceContext &c, const rt::UpdateItem *items, int32_t count,
-                const rt::Hyper &h, bool decoupled) {
+                const rt::Hyper &h, const float *gradScale, bool decoupled) {
   // The scalars exactly as kernels.cpp computes them.
   const float lr = h.lr, wd = h.weightDecay;
   const double step = static_cast<double>(std::max<int64_t>(h.step, 1));
   AdamParams p;
+  p.gradScale = gradScale;
   p.beta1 = h.beta1;
   p.beta2 = h.beta2;
   p.eps = h.eps;
@@ -1160,6 +1171,7 @@ void sgdApplyMomentum(const rt::DeviceContext &c, const rt::UpdateItem *items, i
   p.damp = 1.0f;
   p.nesterov = 0;
   p.first = h.step <= 1;
+  p.gradScale = nullptr;
   for (int32_t first = 0; first < count; first += kItemsPerLaunch) {
     const int32_t m = std::min(kItemsPerLaunch, count - first);
     rt::UpdateItem plain[kItemsPerLaunch];

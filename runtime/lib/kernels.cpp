@@ -663,9 +663,10 @@ void copyRows(const rt::HostContext &, const float *src, int64_t srcStride, floa
 namespace {
 
 __attribute__((target_clones("avx2", "default")))
-void sgdRange(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h) {
+void sgdRange(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h, float s) {
   // The branches are hoisted out of the loops so that each variant is one
   // vectorizable pass over memory (this runs over every parameter each step).
+  // Each gradient is read times s (the clip factor, else 1: the same bits).
   const float lr = h.lr, mom = h.momentum, wd = h.weightDecay;
   const float damp = 1.0f - h.dampening;
   const bool first = h.step <= 1;
@@ -675,29 +676,29 @@ void sgdRange(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &
   if (mom == 0.0f || !buf) {
     if (wd == 0.0f)
       for (int64_t i = 0; i < n; ++i)
-        W[i] -= lr * G[i];
+        W[i] -= lr * (G[i] * s);
     else
       for (int64_t i = 0; i < n; ++i)
-        W[i] -= lr * (G[i] + wd * W[i]);
+        W[i] -= lr * ((G[i] * s) + wd * W[i]);
     return;
   }
   const float keep = first ? 0.0f : mom, take = first ? 1.0f : damp;
   if (h.nesterov) {
     for (int64_t i = 0; i < n; ++i) {
-      const float gi = G[i] + wd * W[i];
+      const float gi = (G[i] * s) + wd * W[i];
       const float b = keep * M[i] + take * gi;
       M[i] = b;
       W[i] -= lr * (gi + mom * b);
     }
   } else if (wd == 0.0f) {
     for (int64_t i = 0; i < n; ++i) {
-      const float b = keep * M[i] + take * G[i];
+      const float b = keep * M[i] + take * (G[i] * s);
       M[i] = b;
       W[i] -= lr * b;
     }
   } else {
     for (int64_t i = 0; i < n; ++i) {
-      const float gi = G[i] + wd * W[i];
+      const float gi = (G[i] * s) + wd * W[i];
       const float b = keep * M[i] + take * gi;
       M[i] = b;
       W[i] -= lr * b;
@@ -707,7 +708,7 @@ void sgdRange(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &
 
 __attribute__((target_clones("avx2", "default")))
 void adamRange(float *w, const float *g, float *m, float *v, int64_t n, const rt::Hyper &h,
-               bool decoupled) {
+               float s, bool decoupled) {
   const float lr = h.lr, b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weightDecay;
   const double step = static_cast<double>(std::max<int64_t>(h.step, 1));
   const float stepSize = static_cast<float>(lr / (1.0 - std::pow(double(b1), step)));
@@ -715,14 +716,15 @@ void adamRange(float *w, const float *g, float *m, float *v, int64_t n, const rt
   const float decay = decoupled ? 1.0f - lr * wd : 1.0f;
   const float coupledWd = decoupled ? 0.0f : wd;
   // Distinct arrays (restrict) so that the loop vectorizes: this pass over
-  // every parameter and both moments is the optimizer's whole cost.
+  // every parameter and both moments is the optimizer's whole cost. The
+  // gradient is read times s (the clip factor, else 1: the same bits).
   float *__restrict__ W = w;
   const float *__restrict__ G = g;
   float *__restrict__ M = m;
   float *__restrict__ V = v;
   for (int64_t i = 0; i < n; ++i) {
     const float w0 = W[i];
-    const float gi = G[i] + coupledWd * w0;
+    const float gi = (G[i] * s) + coupledWd * w0;
     const float mi = b1 * M[i] + (1.0f - b1) * gi;
     const float vi = b2 * V[i] + (1.0f - b2) * gi * gi;
     M[i] = mi;
@@ -735,31 +737,33 @@ void adamRange(float *w, const float *g, float *m, float *v, int64_t n, const rt
 // The updates are single passes over parameters, gradients and state,
 // limited by memory bandwidth: each parameter's is split over the --threads
 // cores (parallel.h), one parameter after the other.
-void sgdOne(const rt::UpdateItem &it, const rt::Hyper &h) {
+void sgdOne(const rt::UpdateItem &it, const rt::Hyper &h, float s) {
   float *w = it.w, *buf = it.s0;
   const float *g = it.g;
   rt::parallelFor(it.n, kMinPerThread, [&](int64_t b, int64_t e) {
-    sgdRange(w + b, g + b, buf ? buf + b : nullptr, e - b, h);
+    sgdRange(w + b, g + b, buf ? buf + b : nullptr, e - b, h, s);
   });
 }
 
 } // namespace
 
 void sgdUpdate(const rt::HostContext &, const rt::UpdateItem *items, int32_t count,
-               const rt::Hyper &h) {
+               const rt::Hyper &h, const float *gradScale) {
+  const float s = gradScale ? *gradScale : 1.0f;
   for (int32_t i = 0; i < count; ++i)
     if (items[i].n > 0)
-      sgdOne(items[i], h);
+      sgdOne(items[i], h, s);
 }
 
 void adamUpdate(const rt::HostContext &, const rt::UpdateItem *items, int32_t count,
-                const rt::Hyper &h, bool decoupled) {
+                const rt::Hyper &h, const float *gradScale, bool decoupled) {
+  const float s = gradScale ? *gradScale : 1.0f;
   for (int32_t i = 0; i < count; ++i) {
     const rt::UpdateItem &it = items[i];
     if (it.n <= 0)
       continue;
     rt::parallelFor(it.n, kMinPerThread, [&](int64_t b, int64_t e) {
-      adamRange(it.w + b, it.g + b, it.s0 + b, it.s1 + b, e - b, h, decoupled);
+      adamRange(it.w + b, it.g + b, it.s0 + b, it.s1 + b, e - b, h, s, decoupled);
     });
   }
 }
@@ -786,7 +790,7 @@ void sgdApplyMomentum(const rt::HostContext &, const rt::UpdateItem *items, int3
   plain.weightDecay = 0.0f;
   for (int32_t i = 0; i < count; ++i)
     if (items[i].n > 0)
-      sgdOne({items[i].w, items[i].g, nullptr, nullptr, items[i].n}, plain);
+      sgdOne({items[i].w, items[i].g, nullptr, nullptr, items[i].n}, plain, 1.0f);
 }
 
 //===--- dropout ------------------------------------------------------------===//

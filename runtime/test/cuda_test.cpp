@@ -638,7 +638,8 @@ TEST_F(Kernels, FillAndCopyMatchTheCpu) {
 //===--- optimizer updates ------------------------------------------------------===//
 
 // 40 items (two launches) of sizes 0..~5000; the CPU updates them one by one.
-void checkUpdates(const rt::DeviceContext &ctx, bool adam, bool decoupled, const rt::Hyper &h) {
+void checkUpdates(const rt::DeviceContext &ctx, bool adam, bool decoupled, const rt::Hyper &h,
+                  bool scaled = false) {
   const int count = 40;
   std::vector<std::vector<float>> w(count), g(count), s0(count), s1(count);
   std::vector<std::unique_ptr<DevVec<float>>> dw, dg, ds0, ds1;
@@ -658,14 +659,18 @@ void checkUpdates(const rt::DeviceContext &ctx, bool adam, bool decoupled, const
   for (int i = 0; i < count; ++i)
     hostItems.push_back(
         {w[i].data(), g[i].data(), s0[i].data(), s1[i].data(), int64_t(w[i].size())});
+  // The clip factor: in device memory for the device, in host memory here.
+  const float clip = 0.3719f;
+  DevVec<float> dclip(std::vector<float>{clip});
+  const float *devScale = scaled ? dclip.get() : nullptr, *hostScale = scaled ? &clip : nullptr;
   if (adam)
-    cuda::adamUpdate(ctx, items.data(), count, h, decoupled);
+    cuda::adamUpdate(ctx, items.data(), count, h, devScale, decoupled);
   else
-    cuda::sgdUpdate(ctx, items.data(), count, h);
+    cuda::sgdUpdate(ctx, items.data(), count, h, devScale);
   if (adam)
-    kern::adamUpdate(kHost, hostItems.data(), count, h, decoupled);
+    kern::adamUpdate(kHost, hostItems.data(), count, h, hostScale, decoupled);
   else
-    kern::sgdUpdate(kHost, hostItems.data(), count, h);
+    kern::sgdUpdate(kHost, hostItems.data(), count, h, hostScale);
   for (int i = 0; i < count; ++i) {
     expectClose(dw[i]->host(), w[i], 1e-5f, 1e-6f, "w");
     expectClose(ds0[i]->host(), s0[i], 1e-5f, 1e-6f, "state 0");
@@ -684,6 +689,7 @@ TEST_F(Kernels, SgdMatchesTheCpu) {
   checkUpdates(c(), false, false, h);
   h.momentum = 0;
   checkUpdates(c(), false, false, h);
+  checkUpdates(c(), false, false, h, /*scaled=*/true);
 }
 
 TEST_F(Kernels, AdamAndAdamWMatchTheCpu) {
@@ -692,6 +698,7 @@ TEST_F(Kernels, AdamAndAdamWMatchTheCpu) {
     h.step = step;
     checkUpdates(c(), true, false, h);
     checkUpdates(c(), true, true, h);
+    checkUpdates(c(), true, true, h, /*scaled=*/true);
   }
 }
 

@@ -70,12 +70,12 @@ float mseOf(const float *p, const float *t, int64_t n) {
 // One parameter's update: a group of one item.
 void sgdOne(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h) {
   const rt::UpdateItem it{w, g, buf, nullptr, n};
-  kern::sgdUpdate(kHost, &it, 1, h);
+  kern::sgdUpdate(kHost, &it, 1, h, nullptr);
 }
 void adamOne(float *w, const float *g, float *m, float *v, int64_t n, const rt::Hyper &h,
              bool decoupled) {
   const rt::UpdateItem it{w, g, m, v, n};
-  kern::adamUpdate(kHost, &it, 1, h, decoupled);
+  kern::adamUpdate(kHost, &it, 1, h, nullptr, decoupled);
 }
 void applyMomentumOne(float *w, const float *buf, int64_t n, const rt::Hyper &h) {
   const rt::UpdateItem it{w, buf, nullptr, nullptr, n};
@@ -651,7 +651,9 @@ TEST(Kernels, FoldedMomentumMatchesSgdOnTheSummedGradient) {
 
 // Grouped updates: one call over several parameters of different sizes
 // (one empty, one split over the threads) equals one call per parameter,
-// bit for bit, for parameters, momentum buffers and moments.
+// bit for bit, for parameters, momentum buffers and moments; with a
+// gradient scale (the clip factor), one call per parameter on gradients
+// scaled beforehand (what a separate multiply would have written).
 TEST(Optimizers, GroupedUpdatesMatchOneCallPerItemBitForBit) {
   KernelThreads pool(2);
   const std::vector<int64_t> sizes = {3, 0, 1000, 100003, 17};
@@ -682,20 +684,26 @@ TEST(Optimizers, GroupedUpdatesMatchOneCallPerItemBitForBit) {
     return items;
   };
   const State start = init();
-  for (int kind = 0; kind < 5; ++kind) { // SGD: step 1, step 4, no buffer; Adam; AdamW
-    h.step = kind == 0 ? 1 : 4;
-    const bool adam = kind >= 3, withS0 = kind != 2;
+  const float clip = 0.3719f;
+  for (int kind = 0; kind < 10; ++kind) { // SGD: step 1, step 4, no buffer; Adam; AdamW
+    h.step = kind % 5 == 0 ? 1 : 4;
+    const bool adam = kind % 5 >= 3, withS0 = kind % 5 != 2, scaled = kind >= 5;
     State grouped = start, single = start;
+    if (scaled)
+      for (auto &g : single.g)
+        for (float &x : g)
+          x *= clip;
     const auto items = itemsOf(grouped, withS0);
+    const float *scale = scaled ? &clip : nullptr;
     if (adam)
-      kern::adamUpdate(kHost, items.data(), int32_t(count), h, kind == 4);
+      kern::adamUpdate(kHost, items.data(), int32_t(count), h, scale, kind % 5 == 4);
     else
-      kern::sgdUpdate(kHost, items.data(), int32_t(count), h);
+      kern::sgdUpdate(kHost, items.data(), int32_t(count), h, scale);
     for (size_t i = 0; i < count; ++i) {
       State &st = single;
       if (adam)
         adamOne(st.w[i].data(), st.g[i].data(), st.s0[i].data(), st.s1[i].data(), sizes[i], h,
-                kind == 4);
+                kind % 5 == 4);
       else
         sgdOne(st.w[i].data(), st.g[i].data(), withS0 ? st.s0[i].data() : nullptr, sizes[i], h);
     }

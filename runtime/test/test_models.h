@@ -125,7 +125,7 @@ struct Linear {
     float *buf = reinterpret_cast<float *>(a.persistent + paramBytes);
     const UpdateItem items[2] = {{W(a), g, buf, nullptr, F * C},
                                  {b(a), g + F * C, buf + F * C, nullptr, C}};
-    kern::sgdUpdate(c, items, 2, *a.hyper);
+    kern::sgdUpdate(c, items, 2, *a.hyper, nullptr);
   }
 
   static ModelSpec spec() {

@@ -89,7 +89,7 @@ struct LinearCuda {
     float *buf = reinterpret_cast<float *>(a.persistent + Cpu::paramBytes);
     const UpdateItem items[2] = {{W(a), g, buf, nullptr, F * C},
                                        {b(a), g + F * C, buf + F * C, nullptr, C}};
-    cuda::sgdUpdate(*a.device, items, 2, *a.hyper);
+    cuda::sgdUpdate(*a.device, items, 2, *a.hyper, nullptr);
   }
 
   static ModelSpec spec() {

@@ -58,11 +58,11 @@ train {
 # exp_avg_sq, size) in a host array of the runtime's UpdateItem:
 # CHECK: const dtc::rt::UpdateItem [[U0:u[0-9]+]][] = {
 # CHECK-COUNT-4: {v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}},
-# CHECK: dtc::cuda::adamUpdate(c, [[U0]], 4, *a.hyper, true);
+# CHECK: dtc::cuda::adamUpdate(c, [[U0]], 4, *a.hyper, nullptr, true);
 # CHECK: a.comm->wait([[R1]]);
 # CHECK: const dtc::rt::UpdateItem [[U1:u[0-9]+]][] = {
 # CHECK-COUNT-2: {v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}},
-# CHECK: dtc::cuda::adamUpdate(c, [[U1]], 2, *a.hyper, true);
+# CHECK: dtc::cuda::adamUpdate(c, [[U1]], 2, *a.hyper, nullptr, true);
 # CHECK: }
 # CHECK-LABEL: static void gradStepCuda(const dtc::rt::StepArgs &a) {
 # CHECK-NOT: a.comm

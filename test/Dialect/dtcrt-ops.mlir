@@ -41,8 +41,10 @@ func.func @step() {
   %hyper = dtcrt.hyper
   // CHECK: dtcrt.trace_begin "update w"
   dtcrt.trace_begin "update w"
-  // CHECK: dtcrt.sgd_update(%{{.*}}, %{{.*}}, %{{.*}}) : !dtcrt.items, i32, !dtcrt.hyper
-  dtcrt.sgd_update(%items, %count, %hyper) : !dtcrt.items, i32, !dtcrt.hyper
+  // CHECK: %[[N:.*]] = dtcrt.null
+  %none = dtcrt.null : !dtcrt.ptr<f32>
+  // CHECK: dtcrt.sgd_update(%{{.*}}, %{{.*}}, %{{.*}}, %[[N]]) : !dtcrt.items, i32, !dtcrt.hyper, !dtcrt.ptr<f32>
+  dtcrt.sgd_update(%items, %count, %hyper, %none) : !dtcrt.items, i32, !dtcrt.hyper, !dtcrt.ptr<f32>
   dtcrt.trace_end
   return
 }

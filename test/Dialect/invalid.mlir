@@ -257,3 +257,16 @@ func.func @prediction_rank(%l: tensor<?xf32>) {
   dtc.export_prediction %l : tensor<?xf32>
   return
 }
+
+// -----
+
+// A gradient scale (the clip factor) cannot apply to folded momentum, whose
+// sums the all-reduce takes before the factor exists.
+module {
+  dtc.param @w : tensor<3xf32>
+  func.func @scaled_folded(%g: tensor<3xf32>, %c: tensor<f32>) {
+    // expected-error @+1 {{'dtc.update_group' op cannot scale folded momentum}}
+    dtc.update_group [@w](%g) * %c {momentum_folded} : tensor<3xf32>
+    return
+  }
+}

@@ -59,6 +59,11 @@ func.func @all_ops(%x: tensor<?x4xf32>, %y: tensor<?xi32>, %t: tensor<?x3xf32>) 
   %acc = dtc.accuracy %a, %y : tensor<?x3xf32>, tensor<?xi32> -> tensor<f32>
   // CHECK: dtc.apply_gradient @b, %{{.*}} : tensor<3xf32>
   dtc.apply_gradient @b, %st : tensor<3xf32>
+  // A gradient scaled as the update reads it (the clip factor):
+  // CHECK: dtc.apply_gradient @b, %{{.*}} * %[[CE:.*]] : tensor<3xf32>
+  // CHECK: dtc.update_group [@b, @b](%{{.*}}, %{{.*}}) * %[[CE]] : tensor<3xf32>, tensor<3xf32>
+  dtc.apply_gradient @b, %st * %ce : tensor<3xf32>
+  dtc.update_group [@b, @b](%st, %st) * %ce : tensor<3xf32>, tensor<3xf32>
   // CHECK: dtc.fused(%{{.*}}, %{{.*}}) : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32> {
   // CHECK: dtc.yield %{{.*}} : tensor<?x3xf32>
   %f = dtc.fused(%a, %b) : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32> {

@@ -1,8 +1,11 @@
 // RUN: dtc-opt %s --split-input-file --dtc-clip-grad-norm | FileCheck %s --enable-var-scope
+// RUN: dtc-opt %s --split-input-file --dtc-clip-grad-norm --dtc-group-updates | FileCheck %s --check-prefix=GROUP
 // With dtc.clip_grad_norm on the module, every gradient an update receives
-// (after its bucket's all-reduce wait) goes into one dtc.sum_squares; each
-// is scaled by the dtc.clip_coef made from it, and the updates move after
-// the last wait, in their order. Without the attribute nothing changes.
+// (after its bucket's all-reduce wait) goes into one dtc.sum_squares; the
+// dtc.clip_coef made from it becomes each update's scale (`* %c`: the
+// update multiplies the gradient as it reads it), and the updates move
+// after the last wait, in their order. dtc-group-updates keeps the scale on
+// the group. Without the attribute nothing changes.
 
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[W0:.*]]:2 = dtc.all_reduce_wait %{{.*}}, (%{{.*}}, %{{.*}}) {bucket = 0 : i64}
@@ -10,13 +13,15 @@
 // CHECK: %[[W1:.*]] = dtc.all_reduce_wait %{{.*}}, (%{{.*}}) {bucket = 1 : i64}
 // CHECK-NEXT: %[[SQ:.*]] = dtc.sum_squares %[[W0]]#0, %[[W0]]#1, %[[W1]] : tensor<3x8xf32>, tensor<8xf32>, tensor<8x4xf32> -> tensor<f32>
 // CHECK-NEXT: %[[C:.*]] = dtc.clip_coef %[[SQ]] : tensor<f32> -> tensor<f32>
-// CHECK-NEXT: %[[G0:.*]] = dtc.mul %[[W0]]#0, %[[C]] : tensor<3x8xf32>, tensor<f32> -> tensor<3x8xf32>
-// CHECK-NEXT: %[[G1:.*]] = dtc.mul %[[W0]]#1, %[[C]]
-// CHECK-NEXT: %[[G2:.*]] = dtc.mul %[[W1]], %[[C]]
-// CHECK-NEXT: dtc.apply_gradient @w2, %[[G0]]
-// CHECK-NEXT: dtc.apply_gradient @b1, %[[G1]]
-// CHECK-NEXT: dtc.apply_gradient @w1, %[[G2]]
+// CHECK-NOT: dtc.mul
+// CHECK-NEXT: dtc.apply_gradient @w2, %[[W0]]#0 * %[[C]] : tensor<3x8xf32>{{$}}
+// CHECK-NEXT: dtc.apply_gradient @b1, %[[W0]]#1 * %[[C]]
+// CHECK-NEXT: dtc.apply_gradient @w1, %[[W1]] * %[[C]]
 // CHECK-NEXT: return
+// GROUP-LABEL: func.func @train_step
+// GROUP: %[[C:.*]] = dtc.clip_coef
+// GROUP-NEXT: dtc.update_group [@w2, @b1, @w1](%{{.*}}, %{{.*}}, %{{.*}}) * %[[C]] : tensor<3x8xf32>, tensor<8xf32>, tensor<8x4xf32>{{$}}
+// GROUP-NEXT: return
 module attributes {dtc.clip_grad_norm = 1.0 : f64, dtc.optimizer = #dtc.optimizer<adamw, lr = 0.01, weight_decay = 0.01>} {
   dtc.param @w1 : tensor<8x4xf32>
   dtc.param @b1 : tensor<8xf32>
@@ -38,6 +43,9 @@ module attributes {dtc.clip_grad_norm = 1.0 : f64, dtc.optimizer = #dtc.optimize
 // CHECK-LABEL: func.func @train_step
 // CHECK-NOT: dtc.sum_squares
 // CHECK-NOT: dtc.clip_coef
+// CHECK: dtc.apply_gradient @w1, %{{.*}} : tensor<8x4xf32>{{$}}
+// GROUP-LABEL: func.func @train_step
+// GROUP-NEXT: dtc.update_group [@w1](%{{.*}}) : tensor<8x4xf32>{{$}}
 module attributes {dtc.optimizer = #dtc.optimizer<adamw, lr = 0.01, weight_decay = 0.01>} {
   dtc.param @w1 : tensor<8x4xf32>
   func.func @train_step(%g: tensor<8x4xf32>) {

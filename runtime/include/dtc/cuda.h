@@ -183,10 +183,12 @@ void avgPool2dGrad(const rt::DeviceContext &c, const float *dy, float *dx, int64
 // gradient and state, in one kernel launch per 32 items (as kernels.h).
 // `items` is a host array (read before the call returns); the pointers in
 // it are device pointers.
+// gradScale: a device pointer, or null (as kernels.h).
 void sgdUpdate(const rt::DeviceContext &c, const rt::UpdateItem *items,
-               int32_t count, const rt::Hyper &h);
+               int32_t count, const rt::Hyper &h, const float *gradScale);
 void adamUpdate(const rt::DeviceContext &c, const rt::UpdateItem *items,
-                int32_t count, const rt::Hyper &h, bool decoupled);
+                int32_t count, const rt::Hyper &h, const float *gradScale,
+                bool decoupled);
 // SGD momentum folded into the gradient buckets (as kernels.h;
 // rt::momentumShare gives the share): a grid-stride kernel, or a copy of g
 // when share == 0; sgdApplyMomentum is sgdUpdate with momentum and weight

@@ -237,12 +237,14 @@ void avgPool2dGrad(const rt::HostContext &c, const float *dy, float *dx, int64_t
 // SGD: g += wd*w; buf = momentum*buf + (1-dampening)*g (buf = g on step 1);
 //      g = nesterov ? g + momentum*buf : buf; w -= lr*g.
 //      s0 is buf; SGD without momentum may pass s0 = null.
+// With gradScale (not null: dtc-clip-grad-norm's factor, in the arena),
+// each gradient element is read times *gradScale (SGD and Adam).
 void sgdUpdate(const rt::HostContext &c, const rt::UpdateItem *items, int32_t count,
-               const rt::Hyper &h);
+               const rt::Hyper &h, const float *gradScale);
 // Adam (decoupled=false: g += wd*w) / AdamW (decoupled=true: w *= 1-lr*wd);
 // s0 = m (exp_avg), s1 = v (exp_avg_sq).
 void adamUpdate(const rt::HostContext &c, const rt::UpdateItem *items, int32_t count,
-                const rt::Hyper &h, bool decoupled);
+                const rt::Hyper &h, const float *gradScale, bool decoupled);
 
 // SGD momentum folded into the gradient buckets (dtc.fold_momentum: no
 // dampening, Nesterov or weight decay). Each of W ranks accumulates its
