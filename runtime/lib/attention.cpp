@@ -251,14 +251,8 @@ template <int R>
   tileTimesT<R>(qh + i0 * rq, rq, kT, d, ld, nmax, h.scale, s, ld);
   float inv[R];
   for (int r = 0; r < R; ++r) {
-    const int64_t n = h.keysOf(i0 + r);
+    const int64_t n = h.keysOf(i0 + r); // >= 1: there are keys (nmax > 0)
     float *sr = s + r * ld;
-    if (n <= 0) {
-      std::fill(sr, sr + nmax, 0.0f);
-      inv[r] = 0.0f;
-      lh[i0 + r] = -std::numeric_limits<float>::infinity();
-      continue;
-    }
     const float m = simd::maxOf(sr, n);
     const double sum = expRowSum(sr, n, m);
     inv[r] = float(1.0 / sum);
@@ -373,13 +367,8 @@ void attentionGradHead(const float *__restrict__ qh, const float *__restrict__ k
   if (h.group > 1) {
     auto gather = [](const float *x, int64_t &stride, int64_t t, int64_t cols,
                      float *to) -> const float * {
-      for (int64_t i = 0; i < t; ++i) {
-        int64_t c = 0;
-        for (; c + 8 <= cols; c += 8)
-          store8(to + i * cols + c, load8(x + i * stride + c));
-        for (; c < cols; ++c)
-          to[i * cols + c] = x[i * stride + c];
-      }
+      for (int64_t i = 0; i < t; ++i)
+        std::memcpy(to + i * cols, x + i * stride, size_t(cols) * sizeof(float));
       stride = cols;
       return to;
     };
