@@ -10,6 +10,18 @@
 // as columns, else its columns, in contiguous blocks, at most one per
 // thread.
 //
+// One kind of product goes to OpenBLAS instead (cblas_sgemm, one thread
+// per call, split as oneDNN's are), on hosts without AVX-512, where oneDNN
+// runs its AVX2 sgemm: a transposed A with a long reduction and both sides
+// of C between 128 and 512 (weight gradients dW = dY^T X over hundreds of
+// tokens, the GPT's). There oneDNN's AVX2 kernels ran at 49-63 GFLOP/s in
+// a training step against OpenBLAS's 62-80 (1.10-1.54x apart alone, on a
+// 2-core Zen 3; docs/performance.md), while for short reductions (a batch
+// of 64 images) and other shapes oneDNN stays ahead. The choice depends on
+// the shape and the host alone, never on a timing: the same products take
+// the same path run after run (exact resume, the same floats on every
+// rank of a host).
+//
 // Convolutions run as oneDNN's convolution primitives (forward, backward
 // data, backward weights), each of which picks its own blocked layouts
 // (format "any": nChw16c and the like, where its JIT kernels run at 1.8x
@@ -27,6 +39,7 @@
 
 #include "parallel.h"
 
+#include <cblas.h>
 #include <dnnl.h>
 #include <dnnl.hpp>
 
@@ -42,6 +55,8 @@
 #include <tuple>
 #include <unordered_map>
 #include <vector>
+
+extern "C" void openblas_set_num_threads(int);
 
 // libgomp's (libdnnl's OpenMP runtime; declared here rather than through
 // <omp.h>, which only an OpenMP compiler is sure to have).
@@ -64,9 +79,22 @@ void serialOpenMp() {
   }
 }
 
+// Whether the whole product op(A) op(B) of M x N x K goes to OpenBLAS
+// (see the top): decided before the product is split over threads.
+bool byOpenBlas(bool transA, int64_t M, int64_t N, int64_t K) {
+  static const bool avx2Only = !__builtin_cpu_supports("avx512f");
+  return avx2Only && transA && K >= 256 && std::min(M, N) >= 128 && std::max(M, N) <= 512;
+}
+
 void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha,
            const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
-           int64_t ldc) {
+           int64_t ldc, bool openblas = false) {
+  if (openblas) {
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                transB ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                ldc);
+    return;
+  }
   serialOpenMp();
   dnnl_status_t s = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A, lda,
                                B, ldb, beta, C, ldc);
@@ -292,8 +320,11 @@ template <class F> bool overShares(int64_t N, const F &fn) {
 const char *name() {
   static const std::string n = [] {
     const dnnl_version_t *v = dnnl_version();
-    return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-           std::to_string(v->patch);
+    std::string s = "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) +
+                    "." + std::to_string(v->patch);
+    if (byOpenBlas(true, 128, 128, 256))
+      s += " + openblas for long weight gradients";
+    return s;
   }();
   return n.c_str();
 }
@@ -304,6 +335,8 @@ void setThreads(int) {
   // (timed) step: every transposition, beta 0, 1 and another (the folded
   // momentum's share), at the shapes that select its blocked, small-matrix
   // and matrix-vector paths.
+  // OpenBLAS's products run on the calling thread: this engine splits them.
+  openblas_set_num_threads(1);
   static bool done = false;
   if (done)
     return;
@@ -324,8 +357,9 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
           const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
           int64_t ldc) {
   const int threads = kernelThreads();
+  const bool openblas = byOpenBlas(transA, M, N, K);
   if (threads <= 1 || M * N * K < kMinSplitMacs) {
-    sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, openblas);
     return;
   }
   // Contiguous blocks of at least n / threads rows (columns), at most one
@@ -333,12 +367,12 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha
   if (M >= N) {
     parallelFor(M, std::max<int64_t>(16, M / threads), [&](int64_t b, int64_t e) {
       sgemm(transA, transB, e - b, N, K, alpha, transA ? A + b : A + b * lda, lda, B, ldb,
-            beta, C + b * ldc, ldc);
+            beta, C + b * ldc, ldc, openblas);
     });
   } else {
     parallelFor(N, std::max<int64_t>(16, N / threads), [&](int64_t b, int64_t e) {
       sgemm(transA, transB, M, e - b, K, alpha, A, lda, transB ? B + b * ldb : B + b, ldb,
-            beta, C + b, ldc);
+            beta, C + b, ldc, openblas);
     });
   }
 }
@@ -352,7 +386,8 @@ void gemmBatched(bool transA, bool transB, int64_t count, int64_t M, int64_t N, 
     if (split)
       gemm(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, N);
     else
-      sgemm(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, N);
+      sgemm(transA, transB, M, N, K, alpha, a, lda, b, ldb, beta, c, N,
+            byOpenBlas(transA, M, N, K));
   };
   // Large products split themselves (gemm); small ones (attention's [T, T]
   // scores of a head) go to the cores whole, in contiguous runs.
