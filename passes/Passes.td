@@ -105,6 +105,24 @@ def AttentionTokensFirst : Pass<"dtc-attention-tokens-first", "mlir::func::FuncO
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def DerivativesInForward : Pass<"dtc-derivatives-in-forward", "mlir::func::FuncOp"> {
+  let summary = "Computes a GELU's derivative in the forward, where its input is at hand";
+  let description = [{
+    Where the input `x` of a `dtc.gelu_tanh` (or `dtc.gelu`) is kept only for
+    its gradient (every user of `x` is that activation or its
+    `dtc.gelu_tanh_grad(x, dy)` / `dtc.gelu_grad`), the forward computes the
+    derivative `d = dtc.gelu_tanh_deriv(x)` right after the activation, and
+    each gradient becomes `dtc.mul(dy, d)`. dtc-fuse-elementwise then puts
+    `d` in the activation's kernel, which shares its exponential (the
+    backward's kernel evaluated the exponential and a division again), and
+    the step keeps `d` instead of `x`: the same memory, a cheap backward.
+    The same floats (`dy * d` is the expression the gradient computed).
+    After dtc-autodiff, before dtc-fuse-elementwise (dtc runs it when it
+    fuses).
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def FuseMaxPoolGrad : Pass<"dtc-fuse-max-pool-grad", "mlir::func::FuncOp"> {
   let summary = "Folds a max_pool2d_grad into the batch_norm_grad that reads it";
   let description = [{

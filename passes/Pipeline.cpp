@@ -41,6 +41,9 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createClipGradNorm());
   if (options.fuseMaxPoolGrad)
     pm.addNestedPass<func::FuncOp>(createFuseMaxPoolGrad());
+  // (A GELU's derivative beside the GELU pays only inside its kernel.)
+  if (options.fuse)
+    pm.addNestedPass<func::FuncOp>(createDerivativesInForward());
   // Elementwise ops reach the emitters only inside dtc.fused: without
   // fusion (dtc --no-fuse), one kernel per op.
   FuseElementwiseOptions fuse;
@@ -67,7 +70,8 @@ void dtc::registerAllPasses() {
       "attention-tokens-first, canonicalize, cse, derive-steps, "
       "accumulate-gradients, "
       "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
-      "fuse-max-pool-grad, fuse-elementwise, plan-memory, fold-momentum, "
+      "fuse-max-pool-grad, derivatives-in-forward, fuse-elementwise, "
+      "plan-memory, fold-momentum, "
       "group-updates, "
       "verify-backend-contract",
       buildPipeline);

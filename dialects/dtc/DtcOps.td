@@ -209,6 +209,22 @@ def Dtc_GeluTanhGradOp : Dtc_GradHelperOp<"gelu_tanh_grad",
     "Gradient of the tanh GELU: dy * (0.5 (1 + t) + 0.5 x (1 - t^2) "
     "sqrt(2 / pi) (1 + 3 0.044715 x^2)), t = tanh(sqrt(2 / pi) (x + 0.044715 x^3))">;
 
+// An activation's derivative at its input, for the backward to multiply by
+// (dtc-derivatives-in-forward computes it in the forward's kernel, where the
+// activation's own intermediate values are at hand): elementwise, not
+// differentiable.
+class Dtc_DerivativeOp<string mnemonic, string what>
+    : Dtc_Op<mnemonic, [Pure, Dtc_Elementwise, SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins Dtc_F32Tensor:$x);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($result)";
+}
+def Dtc_GeluDerivOp : Dtc_DerivativeOp<"gelu_deriv",
+    "Derivative of exact GELU at x: Phi(x) + x phi(x) (gelu_grad(x, dy) = dy * it)">;
+def Dtc_GeluTanhDerivOp : Dtc_DerivativeOp<"gelu_tanh_deriv",
+    "Derivative of the tanh GELU at x (gelu_tanh_grad(x, dy) = dy * it)">;
+
 def Dtc_BroadcastToOp : Dtc_Op<"broadcast_to", [Pure, Dtc_Elementwise,
     DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
   let summary = "Broadcasts a tensor to a larger shape (numpy rules)";

@@ -86,6 +86,27 @@ std::string product(ArrayRef<int64_t> shape, size_t from, size_t to) {
   return s + std::to_string(constant);
 }
 
+/// GELU's derivative at x (an expression), the factor of its gradient:
+/// Phi(x) + x phi(x). The same text in gelu_grad and gelu_deriv, so that dy
+/// times gelu_deriv's value is gelu_grad's float.
+std::string geluDeriv(const std::string &x) {
+  return "(0.5f * (1.0f + erff(" + x + " * 0.70710678118654752f)) + " + x +
+         " * 0.39894228040143268f * expf(-0.5f * " + x + " * " + x + "))";
+}
+
+/// The tanh GELU's derivative at x. With s = sigmoid(2 u) = 0.5 (1 +
+/// tanh(u)), 1 - tanh(u)^2 = 4 s (1 - s): s + 2 x s (1 - s) sqrt(2 / pi) (1 +
+/// 0.134145 x^2); s in a lambda (the expression is one C++ expression). s's
+/// exp is the forward's (x / (1 + exp(...))), which the host compiler computes
+/// once where both are in one kernel.
+std::string geluTanhDeriv(const std::string &x) {
+  return "[](float x) { const float s = 1.0f / (1.0f + "
+         "expf(-1.5957691216057308f * (x + 0.044715f * x * x * x))); "
+         "return s + x * s * (1.0f - s) * 1.5957691216057308f * (1.0f + "
+         "0.134145f * x * x); }(" +
+         x + ")";
+}
+
 /// The scalar C++ expression of an elementwise op over operand expressions.
 std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
   return llvm::TypeSwitch<Operation *, std::string>(op)
@@ -112,23 +133,10 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
       .Case([&](LogOp) { return "logf(" + x[0] + ")"; })
       .Case([&](SqrtOp) { return "sqrtf(" + x[0] + ")"; })
       .Case([&](ReluGradOp) { return x[0] + " > 0.0f ? " + x[1] + " : 0.0f"; })
-      .Case([&](GeluGradOp) {
-        return x[1] + " * (0.5f * (1.0f + erff(" + x[0] +
-               " * 0.70710678118654752f)) + " + x[0] +
-               " * 0.39894228040143268f * expf(-0.5f * " + x[0] + " * " + x[0] +
-               "))";
-      })
-      .Case([&](GeluTanhGradOp) {
-        // With s = sigmoid(2 u) = 0.5 (1 + tanh(u)), 1 - tanh(u)^2 = 4 s (1 -
-        // s): dy (s + 2 x s (1 - s) sqrt(2 / pi) (1 + 0.134145 x^2)); s in a
-        // lambda (the expression is one C++ expression).
-        return x[1] +
-               " * [](float x) { const float s = 1.0f / (1.0f + "
-               "expf(-1.5957691216057308f * (x + 0.044715f * x * x * x))); "
-               "return s + x * s * (1.0f - s) * 1.5957691216057308f * (1.0f + "
-               "0.134145f * x * x); }(" +
-               x[0] + ")";
-      })
+      .Case([&](GeluGradOp) { return x[1] + " * " + geluDeriv(x[0]); })
+      .Case([&](GeluTanhGradOp) { return x[1] + " * " + geluTanhDeriv(x[0]); })
+      .Case([&](GeluDerivOp) { return geluDeriv(x[0]); })
+      .Case([&](GeluTanhDerivOp) { return geluTanhDeriv(x[0]); })
       .Case<BroadcastToOp, CopyOp>([&](Operation *) { return x[0]; })
       .Default([](Operation *) { return std::string(); });
 }

@@ -18,8 +18,9 @@ train {
 # CHECK: static void trainStep(const dtc::rt::StepArgs &a) {
 # CHECK: dtc::kern::gemm(
 # Kernels: bias + GELU (forward only, for evaluation), bias alone, bias +
-# GELU keeping the pre-activation (for the backward), the GELU gradient; each
-# emitted once although several steps launch them.
+# GELU and its derivative (for the backward: dtc-derivatives-in-forward), the
+# GELU gradient as a product; each emitted once although several steps
+# launch them.
 # CHECK: // fused(add,gelu)
 # CHECK-NEXT: __global__ void fusedKernel0(int64_t B, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0) {
 # CHECK: // fused(add)
@@ -30,12 +31,13 @@ train {
 # CHECK-NEXT: const int64_t i1 = r % 10;
 # CHECK-NEXT: const float x0 = in0[l];
 # CHECK-NEXT: const float x1 = in1[i1];
-# CHECK: // fused(add,gelu)
+# CHECK: // fused(add,gelu,gelu_deriv)
 # CHECK-NEXT: __global__ void fusedKernel2(int64_t B, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0, float *__restrict__ out1) {
 # CHECK: const float e1 = 0.5f * e0 * (1.0f + erff(e0 * 0.70710678118654752f));
-# CHECK: out0[l] = e0;
-# CHECK-NEXT: out1[l] = e1;
-# CHECK: // fused(gelu_grad)
+# CHECK-NEXT: const float e2 = (0.5f * (1.0f + erff(e0 * 0.70710678118654752f)) + e0 * 0.39894228040143268f * expf(-0.5f * e0 * e0));
+# CHECK: out0[l] = e1;
+# CHECK-NEXT: out1[l] = e2;
+# CHECK: // fused(mul)
 # CHECK-NEXT: __global__ void fusedKernel3(
 # CHECK-NOT: __global__
 # CHECK-LABEL: static void trainStepCuda(const dtc::rt::StepArgs &a) {
