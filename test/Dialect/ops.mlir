@@ -40,6 +40,11 @@ func.func @all_ops(%x: tensor<?x4xf32>, %y: tensor<?xi32>, %t: tensor<?x3xf32>) 
   %u7 = dtc.sqrt %u6 : tensor<?x3xf32>
   %g0 = dtc.relu_grad %u7, %u6 : tensor<?x3xf32>
   %g1 = dtc.gelu_grad %g0, %u6 : tensor<?x3xf32>
+  // The derivatives dtc-derivatives-in-forward computes in the forward:
+  // CHECK: dtc.gelu_deriv %{{.*}} : tensor<?x3xf32>
+  // CHECK: dtc.gelu_tanh_deriv %{{.*}} : tensor<?x3xf32>
+  %dg = dtc.gelu_deriv %u3 : tensor<?x3xf32>
+  %dt = dtc.gelu_tanh_deriv %dg : tensor<?x3xf32>
   %bc = dtc.broadcast_to %b : tensor<3xf32> -> tensor<?x3xf32>
   %st = dtc.sum_to %bc : tensor<?x3xf32> -> tensor<3xf32>
   %r = dtc.reshape %g1 : tensor<?x3xf32> -> tensor<?x3x1xf32>
