@@ -96,9 +96,9 @@ std::string geluDeriv(const std::string &x) {
 
 /// The tanh GELU's derivative at x. With s = sigmoid(2 u) = 0.5 (1 +
 /// tanh(u)), 1 - tanh(u)^2 = 4 s (1 - s): s + 2 x s (1 - s) sqrt(2 / pi) (1 +
-/// 0.134145 x^2); s in a lambda (the expression is one C++ expression). s's
-/// exp is the forward's (x / (1 + exp(...))), which the host compiler computes
-/// once where both are in one kernel.
+/// 0.134145 x^2); s in a lambda (the expression is one C++ expression). s is
+/// the forward's sigmoid (x * (1 / (1 + exp(...)))), which the host compiler
+/// computes once where both are in one kernel.
 std::string geluTanhDeriv(const std::string &x) {
   return "[](float x) { const float s = 1.0f / (1.0f + "
          "expf(-1.5957691216057308f * (x + 0.044715f * x * x * x))); "
@@ -125,9 +125,12 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
       .Case([&](GeluTanhOp) {
         // 0.5 x (1 + tanh(u)) = x sigmoid(2 u), u = sqrt(2 / pi) (x +
         // 0.044715 x^3): one exp instead of a tanh (libmvec's expf is the
-        // cheaper; 2 sqrt(2 / pi) = 1.5957691216057308).
-        return x[0] + " / (1.0f + expf(-1.5957691216057308f * (" + x[0] +
-               " + 0.044715f * " + x[0] + " * " + x[0] + " * " + x[0] + ")))";
+        // cheaper; 2 sqrt(2 / pi) = 1.5957691216057308). The sigmoid is
+        // geluTanhDeriv's s, written the same, so that a kernel holding both
+        // computes one exp and one division.
+        return x[0] + " * (1.0f / (1.0f + expf(-1.5957691216057308f * (" +
+               x[0] + " + 0.044715f * " + x[0] + " * " + x[0] + " * " + x[0] +
+               "))))";
       })
       .Case([&](ExpOp) { return "expf(" + x[0] + ")"; })
       .Case([&](LogOp) { return "logf(" + x[0] + ")"; })

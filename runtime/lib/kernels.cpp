@@ -219,8 +219,7 @@ void softmaxGradImpl(const float *y, const float *dy, float *dx, int64_t outer,
 
 // Row statistics of logits for the cross-entropy pair: the largest logit
 // and the sum of exp(logit - max), eight lanes of float sums (lane l holds
-// the classes c = l mod 8) added in double in lane order, so the floats do
-// not depend on the clone.
+// the classes c = l mod 8) added in double in lane order.
 struct RowLse {
   float max;
   double sumExp;
@@ -230,8 +229,7 @@ struct RowLse {
 // is inlined away.)
 template <int = 0> [[gnu::always_inline]] inline RowLse rowLseBody(const float *row, int64_t C) {
   using namespace simd;
-  const float m = maxOf(row, C);
-  const v8 mv = splat8(m);
+  const v8 mv = maxOf(row, C);
   v8 acc = {};
   int64_t c = 0;
   for (; c + 8 <= C; c += 8)
@@ -239,17 +237,15 @@ template <int = 0> [[gnu::always_inline]] inline RowLse rowLseBody(const float *
   if (c < C) {
     float tail[8] = {};
     std::memcpy(tail, row + c, size_t(C - c) * sizeof(float));
-    const v8 e = exp8(load8(tail) - mv);
-    for (int64_t l = 0; l < C - c; ++l)
-      acc[l] += e[l];
+    acc += (v8)(lanesBelow(C - c) & (v8i)exp8(load8(tail) - mv));
   }
   double s = 0;
   for (int l = 0; l < 8; ++l)
     s += double(acc[l]);
-  return {m, s};
+  return {mv[0], s};
 }
 
-__attribute__((target_clones("avx2", "default")))
+DTC_SIMD_CLONES
 RowLse rowLse(const float *row, int64_t C) { return rowLseBody(row, C); }
 
 // drow[c] = k exp(row[c] - max), as rowLse's exponentials.
@@ -269,7 +265,7 @@ template <int = 0>
       drow[c + l] = e[l];
   }
 }
-__attribute__((target_clones("avx2", "default")))
+DTC_SIMD_CLONES
 void scaledExpRow(const float *row, int64_t C, float max, float k, float *drow) {
   scaledExpRowBody(row, C, max, k, drow);
 }
@@ -390,9 +386,9 @@ void reduceMaxGrad(const rt::HostContext &, const float *x, const float *y, cons
   DTC_AXIS_DISPATCH(reduceMaxGradImpl, x, y, dy, dx, outer, n, inner);
 }
 
-// An AVX2 clone beside the baseline: its sums are elementwise or in order
-// (the same floats in both).
-__attribute__((target_clones("avx2", "default")))
+// An x86-64-v3 clone beside the baseline (simd.h): its sums are
+// elementwise or in order.
+DTC_SIMD_CLONES
 void sumTo(const rt::HostContext &, const float *x, int32_t xRank, const int64_t *xShape,
            float *y, int32_t yRank, const int64_t *yShape) {
   if (xRank < 0 || xRank > kMaxRank || yRank < 0 || yRank > xRank)
@@ -558,8 +554,8 @@ void accuracy(const rt::HostContext &, const float *logits, const int32_t *label
 namespace {
 // sum x[i]^2 in double: 16 lanes (four chains of four doubles, so that the
 // adds do not wait on each other), lane l holding i = l mod 16, the lanes
-// added in order, then the tail: the same sum in either clone.
-__attribute__((target_clones("avx2", "default")))
+// added in order, then the tail.
+DTC_SIMD_CLONES
 double sumOfSquares(const float *x, int64_t n) {
   using v4d = double __attribute__((vector_size(32)));
   v4d acc[4] = {};
@@ -662,7 +658,7 @@ void copyRows(const rt::HostContext &, const float *src, int64_t srcStride, floa
 
 namespace {
 
-__attribute__((target_clones("avx2", "default")))
+DTC_SIMD_CLONES_NO_FMA
 void sgdRange(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &h, float s) {
   // The branches are hoisted out of the loops so that each variant is one
   // vectorizable pass over memory (this runs over every parameter each step).
@@ -706,7 +702,7 @@ void sgdRange(float *w, const float *g, float *buf, int64_t n, const rt::Hyper &
   }
 }
 
-__attribute__((target_clones("avx2", "default")))
+DTC_SIMD_CLONES_NO_FMA
 void adamRange(float *w, const float *g, float *m, float *v, int64_t n, const rt::Hyper &h,
                float s, bool decoupled) {
   const float lr = h.lr, b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weightDecay;

@@ -903,11 +903,11 @@ void batchNormGradMaxPool(const rt::HostContext &, const float *x, const float *
 // order in double: the same results whatever the number of threads.
 
 namespace {
-// Rows [r0, r1) of layerNorm and layerNormGrad, each with an AVX2 clone
-// beside the baseline (the runtime library is built for the baseline ISA):
-// the sums' lanes are fixed (runSums) and the other loops elementwise, so
-// both clones give the same floats.
-__attribute__((target_clones("avx2", "default")))
+// Rows [r0, r1) of layerNorm and layerNormGrad, each with an x86-64-v3
+// clone beside the baseline (simd.h; the runtime library is built for the
+// baseline ISA): the sums' lanes are fixed (runSums) and the other loops
+// elementwise.
+DTC_SIMD_CLONES
 void layerNormRows(const float *x, const float *weight, const float *bias, float *y,
                    float *mean, float *rstd, int64_t r0, int64_t r1, int64_t d, float eps) {
   for (int64_t r = r0; r < r1; ++r) {
@@ -927,7 +927,7 @@ void layerNormRows(const float *x, const float *weight, const float *bias, float
 
 // dx of rows [r0, r1), their sums of dy (db) and dy xhat (dw) added to db
 // and dw in row order.
-__attribute__((target_clones("avx2", "default")))
+DTC_SIMD_CLONES
 void layerNormGradRows(const float *x, const float *dy, const float *mean, const float *rstd,
                        const float *weight, float *dx, float *__restrict db,
                        float *__restrict dw, int64_t r0, int64_t r1, int64_t d) {

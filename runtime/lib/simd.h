@@ -7,21 +7,31 @@
 // vectors here. The runtime library is built for the baseline ISA; the
 // generated step code is the host's (-march=native).
 //
-// Eight floats (v8) for the kernels with an AVX2 clone beside the baseline
-// (target_clones): one AVX register there, two SSE ones in the baseline;
-// the helpers are always inlined into the clones, so the baseline's passing
-// of 32-byte vectors (-Wpsabi) never happens. exp8 is exp over eight floats
+// Eight floats (v8) for the kernels with an x86-64-v3 clone (AVX2 and FMA)
+// beside the baseline (DTC_SIMD_CLONES): one AVX register there, two SSE
+// ones in the baseline; the helpers are always inlined into the clones, so
+// the baseline's passing of 32-byte vectors (-Wpsabi) never happens. The
+// clones' floats differ where the compiler contracts a product and a sum
+// into one FMA (as the generated code's, built for the host, and oneDNN's
+// do): a host's results repeat bit for bit, at any --threads, but not
+// across hosts with and without AVX2. exp8 is exp over eight floats
 // without a call (the runtime does not depend on libmvec, which programs
 // built with --static-libs do without): Cephes' expf (its range reduction
 // by ln 2 in two parts and its degree-5 polynomial, within 1 ulp of
-// std::exp over the range softmax uses), the same floats in every clone
-// (no FMA: each operation rounds as written).
+// std::exp), n = round(x / ln 2) by the 1.5 * 2^23 rounding trick.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+
+// A kernel's x86-64-v3 clone beside the baseline, chosen at load time.
+#define DTC_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+// An AVX2 clone without FMA: each operation rounds as written, the same
+// floats as the baseline and as the scalar definition (the optimizers'
+// updates, memory-bound, which tests compare bit for bit).
+#define DTC_SIMD_CLONES_NO_FMA __attribute__((target_clones("avx2", "default")))
 
 namespace dtc::simd {
 
@@ -55,25 +65,28 @@ using v8i = int32_t __attribute__((vector_size(32)));
 [[gnu::always_inline]] inline void store8(float *p, v8 v) { std::memcpy(p, &v, sizeof v); }
 [[gnu::always_inline]] inline v8 splat8(float x) { return v8{} + x; }
 
-// exp(x) lane by lane: 0 below -103.97 (where expf is 0 in float), +inf
-// above 88.72, NaN for NaN.
+// Lanes [0, k) all ones, the others zero (k in [0, 8]).
+[[gnu::always_inline]] inline v8i lanesBelow(int64_t k) {
+  const v8i iota = {0, 1, 2, 3, 4, 5, 6, 7};
+  return iota < v8i{} + int32_t(k);
+}
+
+// exp(x) lane by lane, within 1 ulp of the correctly rounded result where
+// that is at least 2^-125 (about 2.4e-38); smaller results are 0 (not
+// denormals: softmax, the only user, adds them to sums of at least 1),
+// +inf above 88.72, NaN for NaN.
 [[gnu::always_inline]] inline v8 exp8(v8 x) {
-  const v8 hi = splat8(88.72283935546875f), lo = splat8(-103.97207708f);
-  const v8i nan = x != x, under = x < lo, over = x > hi;
-  // Within the range of a normal result, then 2^n split in two factors
-  // below (n down to -150 does not fit one exponent field).
-  v8 c = x > hi ? hi : x;
-  c = c < lo ? lo : c;
-  c = (v8)((v8i)c & ~nan); // NaN lanes 0 before the conversion to int
-  // n = round(x / ln 2): floor(x log2(e) + 0.5) by truncation, corrected
-  // for negative values (SSE2 has no floor).
-  const v8 t = c * 1.44269504088896341f + 0.5f;
-  v8i n = __builtin_convertvector(t, v8i);
-  v8 fn = __builtin_convertvector(n, v8);
-  const v8i above = fn > t;
-  n += above; // -1 where truncation rounded up
-  fn = __builtin_convertvector(n, v8);
-  // r = x - n ln 2, ln 2 in two parts (the first exact in few bits).
+  // Clamped to where 2^n below has a normal exponent field (a NaN lane
+  // passes: its comparisons are false).
+  v8 c = x < -87.0f ? splat8(-87.0f) : x;
+  c = c > 88.72283935546875f ? splat8(88.72283935546875f) : c;
+  // n = round(c / ln 2): adding 1.5 * 2^23 rounds the product to an
+  // integer, which the low bits of the sum then hold.
+  const v8 magic = splat8(12582912.0f);
+  const v8 t = c * 1.44269504088896341f + magic;
+  const v8 fn = t - magic;
+  const v8i n = (v8i)t - (v8i)magic;
+  // r = c - n ln 2, ln 2 in two parts (the first exact in few bits).
   v8 r = c - fn * 0.693359375f;
   r = r - fn * -2.12194440e-4f;
   const v8 r2 = r * r;
@@ -84,38 +97,51 @@ using v8i = int32_t __attribute__((vector_size(32)));
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r2 + r + 1.0f;
-  // 2^n = 2^(n - n/2) 2^(n/2), each factor a normal float.
-  const v8i half = n >> 1;
-  const v8 s1 = (v8)((half + 127) << 23), s2 = (v8)((n - half + 127) << 23);
-  v8 y = p * s1 * s2;
-  y = (v8)((v8i)y & ~under);
-  y = over ? splat8(__builtin_inff()) : y;
-  return nan ? x : y;
+  // 2^n = 2^(n - 1) 2: the field n - 1 + 127 is in [1, 254] for n in
+  // [-125, 128], and 0 (a zero factor) at n = -126, where exp(c) < 2^-125.
+  const v8 y = p * (v8)((n + 126) << 23) * 2.0f;
+  return x > 88.72283935546875f ? splat8(__builtin_inff()) : y;
 }
 
-// The largest of the eight lanes.
-[[gnu::always_inline]] inline float max8(v8 v) {
-  float m = v[0];
-  for (int i = 1; i < 8; ++i)
-    m = v[i] > m ? v[i] : m;
-  return m;
+// The sum of the eight lanes, in a fixed tree: ((l0 + l4) + (l2 + l6)) +
+// ((l1 + l5) + (l3 + l7)).
+[[gnu::always_inline]] inline float sum8(v8 v) {
+  const v8 a = v + __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+  const v8 b = a + __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5);
+  return b[0] + b[1];
 }
 
-// The largest of x[0, n), n >= 1: eight at a time, then the rest.
-[[gnu::always_inline]] inline float maxOf(const float *x, int64_t n) {
-  int64_t j = 0;
-  float m = x[0];
-  if (n >= 8) {
-    v8 mv = load8(x);
-    for (j = 8; j + 8 <= n; j += 8) {
-      const v8 v = load8(x + j);
-      mv = v > mv ? v : mv;
-    }
-    m = max8(mv);
+// The largest of the eight lanes, in every lane.
+[[gnu::always_inline]] inline v8 max8(v8 v) {
+  v8 t = __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+  v = t > v ? t : v;
+  t = __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5);
+  v = t > v ? t : v;
+  t = __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6);
+  return t > v ? t : v;
+}
+
+// The largest of x[0, n), n >= 1, in every lane: eight at a time, the
+// last vector's lanes past n left out (Padded: read with the others, x
+// readable up to a whole vector; otherwise copied out first).
+template <bool Padded = false>
+[[gnu::always_inline]] inline v8 maxOf(const float *x, int64_t n) {
+  const v8 ninf = splat8(-__builtin_inff());
+  const int64_t full = n / 8 * 8;
+  v8 m = ninf;
+  for (int64_t j = 0; j < full; j += 8) {
+    const v8 v = load8(x + j);
+    m = v > m ? v : m;
   }
-  for (; j < n; ++j)
-    m = x[j] > m ? x[j] : m;
-  return m;
+  if (full < n) {
+    v8 v = ninf;
+    if (Padded)
+      v = lanesBelow(n - full) ? load8(x + full) : ninf;
+    else
+      std::memcpy(&v, x + full, size_t(n - full) * sizeof(float));
+    m = v > m ? v : m;
+  }
+  return max8(m);
 }
 
 } // namespace dtc::simd

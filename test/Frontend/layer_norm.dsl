@@ -20,7 +20,7 @@ loss = cross_entropy(out, y)
 # CHECK: dtc.gelu_tanh %[[Y]] : tensor<?x4x6xf32>
 # CHECK: dtc.gelu_tanh %{{.*}} : tensor<?x8xf32>
 # CHECK: dtc.layer_norm %{{.*}} {eps = 1.000000e-03 : f64} : tensor<?x8xf32>, tensor<8xf32>, tensor<?xf32>
-# CPP: x0 / (1.0f + expf(-1.5957691216057308f * (x0 + 0.044715f * x0 * x0 * x0)))
+# CPP: x0 * (1.0f / (1.0f + expf(-1.5957691216057308f * (x0 + 0.044715f * x0 * x0 * x0))))
 # CPP-LABEL: trainStep
 # CPP: dtc::kern::layerNorm(c, const_cast<float *>(a.x), {{.*}}, B*4, 6, 9.99999975e-06f);
 # CPP: dtc::kern::layerNorm(c, {{.*}}, B, 8, 0.00100000005f);
