@@ -873,9 +873,13 @@ TEST(BatchNorm, TrainingUsesTheBatchStatisticsAndInferenceTheGivenOnes) {
 }
 
 // Layer norm against a double-precision reference of torch.nn.LayerNorm's
-// formulas, and the same bits at any --threads (rows over several blocks).
-TEST(LayerNorm, MatchesTheReferenceAtAnyThreadCount) {
-  const int64_t rows = 70, d = 37;
+// formulas, and the same bits at any --threads (rows over several blocks,
+// in tiles of four rows and alone; widths with a tail, a lone vector of 8,
+// and whole pairs of vectors).
+class LayerNormTest : public ::testing::TestWithParam<int64_t> {};
+INSTANTIATE_TEST_SUITE_P(Widths, LayerNormTest, ::testing::Values(37, 24, 128, 5));
+TEST_P(LayerNormTest, MatchesTheReferenceAtAnyThreadCount) {
+  const int64_t rows = 70, d = GetParam();
   const size_t T = size_t(rows * d), R = size_t(rows), D = size_t(d);
   const auto x = randomVec(T, 41, -3, 5), dy = randomVec(T, 42), w = randomVec(size_t(d), 43),
              b = randomVec(size_t(d), 44);
