@@ -15,7 +15,7 @@
 // in eight registers across the inner sum (the keys' rows padded to a
 // multiple of 8); each sum still runs in the order of the scalar
 // definition, so the floats do not depend on the vector width. The
-// exponentials are simd::exp8's, eight at a time; a row's sum of them is
+// exponentials are simd::expNonPositive8, eight at a time; a row's sum of them is
 // eight lane sums added in double. Every loop that touches a row writes it
 // with vector stores, its last vector masked (a scalar pass over floats
 // just stored as vectors stalls on each load: it was a tenth of the
@@ -167,7 +167,7 @@ template <int R>
                                                 const float *m, int64_t ms, int64_t cols,
                                                 int64_t j0, int64_t j1, float *out,
                                                 int64_t os, const float *rowScale = nullptr) {
-  auto scaled = [&](int r, auto acc) { return rowScale ? acc * rowScale[r] : acc; };
+  auto scaled = [&](int r, auto acc) __attribute__((always_inline)) { return rowScale ? acc * rowScale[r] : acc; };
   int64_t c = 0;
   for (; c + 16 <= cols; c += 16) {
     v8 acc[R][2] = {};
@@ -207,34 +207,49 @@ template <int R>
     }
 }
 
-// A row's softmax numerators in place: s[j] = exp(s[j] - m) for j in
-// [0, n), m the largest of them, and zero in [n, roundup(nmax, 8)) (s
-// padded to whole vectors); returns m and sets sum to the sum of the
-// exponentials: eight lanes of float sums (lane l holds j = l mod 8), added
-// in double in a fixed tree. The last vector's lanes past n are masked, not
-// written one by one.
-[[gnu::always_inline]] inline float rowSoftmax(float *s, int64_t n, int64_t nmax, double &sum) {
-  const v8 m = simd::maxOf<true>(s, n);
-  v8 acc = {};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const v8 e = simd::exp8(load8(s + j) - m);
-    store8(s + j, e);
-    acc += e;
+// The softmax numerators of R rows of s (ld apart) in place, in lockstep so
+// that the rows' chains overlap: row r's s[j] = exp(s[j] - m[r]) for j in
+// [0, n[r]), m[r] the largest of them, and zero in [n[r], roundup(nmax,
+// 8)); sum[r] = the sum of the row's exponentials (eight lanes of float
+// sums, lane l holding j = l mod 8, added in double in a fixed tree).
+template <int R>
+[[gnu::always_inline]] inline void tileSoftmax(float *s, int64_t ld, const int64_t *n,
+                                               int64_t nmax, float *m, double *sum) {
+  const int64_t nend = (nmax + 7) / 8 * 8;
+  const v8 ninf = simd::splat8(-std::numeric_limits<float>::infinity());
+  v8 mx[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    mx[r] = ninf;
+  for (int64_t j = 0; j < nend; j += 8)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const v8 x = simd::lanesBelow(n[r] - j) ? load8(s + r * ld + j) : ninf;
+      mx[r] = x > mx[r] ? x : mx[r];
+    }
+  v8 acc[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    mx[r] = simd::max8(mx[r]);
+    acc[r] = v8{};
   }
-  if (j < n) {
-    const v8 e = (v8)(simd::lanesBelow(n - j) & (simd::v8i)simd::exp8(load8(s + j) - m));
-    store8(s + j, e);
-    acc += e;
-    j += 8;
-  }
-  for (; j < nmax; j += 8)
-    store8(s + j, v8{});
+  for (int64_t j = 0; j < nend; j += 8)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const v8 e =
+          (v8)(simd::lanesBelow(n[r] - j) & (simd::v8i)simd::expNonPositive8(load8(s + r * ld + j) - mx[r]));
+      store8(s + r * ld + j, e);
+      acc[r] += e;
+    }
   using v4d = double __attribute__((vector_size(32)));
-  const v4d a = __builtin_convertvector(__builtin_shufflevector(acc, acc, 0, 1, 2, 3), v4d) +
-                __builtin_convertvector(__builtin_shufflevector(acc, acc, 4, 5, 6, 7), v4d);
-  sum = (a[0] + a[2]) + (a[1] + a[3]);
-  return m[0];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const v4d a =
+        __builtin_convertvector(__builtin_shufflevector(acc[r], acc[r], 0, 1, 2, 3), v4d) +
+        __builtin_convertvector(__builtin_shufflevector(acc[r], acc[r], 4, 5, 6, 7), v4d);
+    sum[r] = (a[0] + a[2]) + (a[1] + a[3]);
+    m[r] = mx[r][0];
+  }
 }
 
 // Query rows [i0, i0 + R) of a head's forward: their scores in s [R, ld],
@@ -256,14 +271,15 @@ template <int R>
     return;
   }
   tileTimesT<R>(qh + i0 * rq, rq, kT, d, ld, nmax, h.scale, s, ld);
-  float inv[R];
+  float inv[R], m[R];
+  int64_t n[R];
+  double sum[R];
+  for (int r = 0; r < R; ++r)
+    n[r] = h.keysOf(i0 + r); // >= 1: there are keys (nmax > 0)
+  tileSoftmax<R>(s, ld, n, nmax, m, sum);
   for (int r = 0; r < R; ++r) {
-    const int64_t n = h.keysOf(i0 + r); // >= 1: there are keys (nmax > 0)
-    float *sr = s + r * ld;
-    double sum;
-    const float m = rowSoftmax(sr, n, nmax, sum);
-    inv[r] = float(1.0 / sum);
-    lh[i0 + r] = m + std::log(float(sum));
+    inv[r] = float(1.0 / sum[r]);
+    lh[i0 + r] = m[r] + std::log(float(sum[r]));
   }
   tileWeighted<R>(s, ld, 1, vh, h.rows.v, dv, 0, nmax, oh + i0 * ro, ro, inv);
 }
@@ -326,32 +342,27 @@ template <int R>
         di[r] += doh[(i0 + r) * st.dO + c] * oh[(i0 + r) * st.o + c];
     }
   }
+  // P_ij, then dS_ij = P_ij (dP_ij - D_i) scale, eight keys at a time, the
+  // R rows in lockstep (their chains overlap); zero from each row's keys to
+  // the tile's last.
   const int64_t nend = (std::max<int64_t>(nmax, 0) + 7) / 8 * 8;
+  int64_t n[R];
+  v8 l[R], dv8[R];
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-    const int64_t i = i0 + r, n = std::max<int64_t>(h.keysOf(i), 0);
-    float *pi = pt + r * ld, *dsi = dst + r * ld;
-    // P_ij, then dS_ij = P_ij (dP_ij - D_i) scale, eight keys at a time,
-    // zero from n to the tile's end.
-    const v8 l = simd::splat8(lh[i]), dv8 = simd::splat8(di[r]);
-    const int64_t full = n / 8 * 8;
-    int64_t jb = 0;
-    for (; jb < full; jb += 8) {
-      const v8 pv = simd::exp8(load8(pi + jb) - l);
-      store8(pi + jb, pv);
-      store8(dsi + jb, pv * (load8(dsi + jb) - dv8) * h.scale);
-    }
-    if (jb < n) {
-      const simd::v8i tail = simd::lanesBelow(n - jb);
-      const v8 pv = (v8)(tail & (simd::v8i)simd::exp8(load8(pi + jb) - l));
-      store8(pi + jb, pv);
-      store8(dsi + jb, pv * (load8(dsi + jb) - dv8) * h.scale);
-      jb += 8;
-    }
-    for (; jb < nend; jb += 8) {
-      store8(pi + jb, v8{});
-      store8(dsi + jb, v8{});
-    }
+    n[r] = h.keysOf(i0 + r);
+    l[r] = simd::splat8(lh[i0 + r]);
+    dv8[r] = simd::splat8(di[r]);
   }
+  for (int64_t jb = 0; jb < nend; jb += 8)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      float *pi = pt + r * ld + jb, *dsi = dst + r * ld + jb;
+      const v8 pv = (v8)(simd::lanesBelow(n[r] - jb) &
+                         (simd::v8i)simd::expNonPositive8(load8(pi) - l[r]));
+      store8(pi, pv);
+      store8(dsi, pv * (load8(dsi) - dv8[r]) * h.scale);
+    }
   // dQ_i = sum_j dS_ij k_j
   if (nmax > 0)
     tileWeighted<R>(dst, ld, 1, kh, st.k, d, 0, nmax, dqh + i0 * st.dq, st.dq);

@@ -233,11 +233,11 @@ template <int = 0> [[gnu::always_inline]] inline RowLse rowLseBody(const float *
   v8 acc = {};
   int64_t c = 0;
   for (; c + 8 <= C; c += 8)
-    acc += exp8(load8(row + c) - mv);
+    acc += expNonPositive8(load8(row + c) - mv);
   if (c < C) {
     float tail[8] = {};
     std::memcpy(tail, row + c, size_t(C - c) * sizeof(float));
-    acc += (v8)(lanesBelow(C - c) & (v8i)exp8(load8(tail) - mv));
+    acc += (v8)(lanesBelow(C - c) & (v8i)expNonPositive8(load8(tail) - mv));
   }
   double s = 0;
   for (int l = 0; l < 8; ++l)
@@ -256,11 +256,11 @@ template <int = 0>
   const v8 mv = splat8(max), kv = splat8(k);
   int64_t c = 0;
   for (; c + 8 <= C; c += 8)
-    store8(drow + c, kv * exp8(load8(row + c) - mv));
+    store8(drow + c, kv * expNonPositive8(load8(row + c) - mv));
   if (c < C) {
     float tail[8] = {};
     std::memcpy(tail, row + c, size_t(C - c) * sizeof(float));
-    const v8 e = kv * exp8(load8(tail) - mv);
+    const v8 e = kv * expNonPositive8(load8(tail) - mv);
     for (int64_t l = 0; l < C - c; ++l)
       drow[c + l] = e[l];
   }

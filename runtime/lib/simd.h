@@ -71,15 +71,9 @@ using v8i = int32_t __attribute__((vector_size(32)));
   return iota < v8i{} + int32_t(k);
 }
 
-// exp(x) lane by lane, within 1 ulp of the correctly rounded result where
-// that is at least 2^-125 (about 2.4e-38); smaller results are 0 (not
-// denormals: softmax, the only user, adds them to sums of at least 1),
-// +inf above 88.72, NaN for NaN.
-[[gnu::always_inline]] inline v8 exp8(v8 x) {
-  // Clamped to where 2^n below has a normal exponent field (a NaN lane
-  // passes: its comparisons are false).
-  v8 c = x < -87.0f ? splat8(-87.0f) : x;
-  c = c > 88.72283935546875f ? splat8(88.72283935546875f) : c;
+// exp(c) for c in [-87, 88.72] (or NaN): Cephes' expf, see the top; 0 for
+// c below about -86.99 (2^n past the normal range).
+[[gnu::always_inline]] inline v8 expClamped8(v8 c) {
   // n = round(c / ln 2): adding 1.5 * 2^23 rounds the product to an
   // integer, which the low bits of the sum then hold.
   const v8 magic = splat8(12582912.0f);
@@ -99,8 +93,26 @@ using v8i = int32_t __attribute__((vector_size(32)));
   p = p * r2 + r + 1.0f;
   // 2^n = 2^(n - 1) 2: the field n - 1 + 127 is in [1, 254] for n in
   // [-125, 128], and 0 (a zero factor) at n = -126, where exp(c) < 2^-125.
-  const v8 y = p * (v8)((n + 126) << 23) * 2.0f;
+  return p * (v8)((n + 126) << 23) * 2.0f;
+}
+
+// exp(x) lane by lane, within 1 ulp of the correctly rounded result where
+// that is at least 2^-125 (about 2.4e-38); smaller results are 0 (not
+// denormals: softmax, the only user, adds them to sums of at least 1),
+// +inf above 88.72, NaN for NaN.
+[[gnu::always_inline]] inline v8 exp8(v8 x) {
+  // Clamped (a NaN lane passes: its comparisons are false).
+  v8 c = x < -87.0f ? splat8(-87.0f) : x;
+  c = c > 88.72283935546875f ? splat8(88.72283935546875f) : c;
+  const v8 y = expClamped8(c);
   return x > 88.72283935546875f ? splat8(__builtin_inff()) : y;
+}
+
+// exp8 for x <= 0 (softmax's x - max, or x - its log-sum-exp), NaN for NaN;
+// lanes above 0 (a padded row's masked tail) get unspecified values. Four
+// operations fewer than exp8.
+[[gnu::always_inline]] inline v8 expNonPositive8(v8 x) {
+  return expClamped8(x < -87.0f ? splat8(-87.0f) : x);
 }
 
 // The sum of the eight lanes, in a fixed tree: ((l0 + l4) + (l2 + l6)) +

@@ -1594,6 +1594,28 @@ TEST(Simd, Exp8IsExpWithinTwoUlpAndKeepsTheSpecialValues) {
   EXPECT_EQ(y[7], INFINITY);
 }
 
+// Softmax's exp of x - max: exp8's floats for x <= 0, NaN kept.
+TEST(Simd, ExpNonPositive8IsExp8BelowZero) {
+  for (float x0 = -110.0f; x0 <= 0.0f; x0 += 0.29f) {
+    simd::v8 x;
+    for (int l = 0; l < 8; ++l)
+      x[l] = std::min(0.0f, x0 + 0.037f * float(l));
+    const simd::v8 y = simd::expNonPositive8(x), want = simd::exp8(x);
+    for (int l = 0; l < 8; ++l)
+      EXPECT_EQ(y[l], want[l]) << x[l];
+  }
+  const simd::v8 special = {NAN, -INFINITY, 0.0f, -0.0f, -87.0f, -86.5f, -200.0f, -1.0f};
+  const simd::v8 y = simd::expNonPositive8(special);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_EQ(y[2], 1.0f);
+  EXPECT_EQ(y[3], 1.0f);
+  EXPECT_EQ(y[4], 0.0f);
+  EXPECT_NEAR(y[5], std::exp(-86.5), 3e-45);
+  EXPECT_EQ(y[6], 0.0f);
+  EXPECT_NEAR(y[7], 0.36787944f, 3e-8);
+}
+
 TEST(ClipGradNorm, SumOfSquaresAndTheFactorAsClipGradNorm) {
   const std::vector<float> a = {3, -4}, b = {12};
   float acc = 0;
