@@ -15,12 +15,14 @@
 // in eight registers across the inner sum (the keys' rows padded to a
 // multiple of 8); each sum still runs in the order of the scalar
 // definition, so the floats do not depend on the vector width. The
-// exponentials are simd::expNonPositive8, eight at a time; a row's sum of them is
-// eight lane sums added in double. Every loop that touches a row writes it
-// with vector stores, its last vector masked (a scalar pass over floats
-// just stored as vectors stalls on each load: it was a tenth of the
-// forward), and only up to the tile's last key. In the x86-64-v3 clone
-// each product and sum is one FMA: 13% of the GPT's attention on a Zen 3.
+// exponentials are simd::expNonPositive8's, eight at a time; a row's sum
+// of them is eight lane sums added in double. A tile's rows go through
+// the softmax in lockstep, so that their chains overlap. Every loop that
+// touches a row writes it with vector stores, its last vector masked (a
+// scalar pass over floats just stored as vectors stalls on each load: it
+// was a tenth of the forward), and only up to the tile's last key. In the
+// x86-64-v3 clone each product and sum is one FMA: 13% of the GPT's
+// attention on a Zen 3.
 //
 // The forward keeps only each row's log-sum-exp (lse [Tq]); the backward
 // recomputes the probabilities from it, row by row, as FlashAttention's
@@ -167,7 +169,9 @@ template <int R>
                                                 const float *m, int64_t ms, int64_t cols,
                                                 int64_t j0, int64_t j1, float *out,
                                                 int64_t os, const float *rowScale = nullptr) {
-  auto scaled = [&](int r, auto acc) __attribute__((always_inline)) { return rowScale ? acc * rowScale[r] : acc; };
+  auto scaled = [&](int r, auto acc) __attribute__((always_inline)) {
+    return rowScale ? acc * rowScale[r] : acc;
+  };
   int64_t c = 0;
   for (; c + 16 <= cols; c += 16) {
     v8 acc[R][2] = {};
@@ -236,8 +240,8 @@ template <int R>
   for (int64_t j = 0; j < nend; j += 8)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const v8 e =
-          (v8)(simd::lanesBelow(n[r] - j) & (simd::v8i)simd::expNonPositive8(load8(s + r * ld + j) - mx[r]));
+      const v8 x = load8(s + r * ld + j) - mx[r];
+      const v8 e = (v8)(simd::lanesBelow(n[r] - j) & (simd::v8i)simd::expNonPositive8(x));
       store8(s + r * ld + j, e);
       acc[r] += e;
     }
