@@ -169,7 +169,7 @@ template <int R>
                                                 const float *m, int64_t ms, int64_t cols,
                                                 int64_t j0, int64_t j1, float *out,
                                                 int64_t os, const float *rowScale = nullptr) {
-  auto scaled = [&](int r, auto acc) __attribute__((always_inline)) {
+  auto scaled = [&](int r, auto acc) DTC_SIMD_INLINE {
     return rowScale ? acc * rowScale[r] : acc;
   };
   int64_t c = 0;

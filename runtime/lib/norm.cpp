@@ -915,9 +915,6 @@ namespace {
 using simd::load8;
 using simd::store8;
 using simd::v8;
-// (The lambdas passed around v8 are inlined too: no call in the baseline
-// clone passes a 32-byte vector.)
-#define DTC_INLINE __attribute__((always_inline))
 
 // out[r] = the sum of term(r, i) (eight elements from i) over the rows'
 // whole vectors, then of tailTerm(r, i) over the rest, for R rows.
@@ -954,18 +951,18 @@ template <int R>
   const float *xr = x + r * d;
   float m[R], q[R], is[R];
   rowSums<R>(
-      d, [&](int rr, int64_t i) DTC_INLINE { return load8(xr + rr * d + i); },
-      [&](int rr, int64_t i) DTC_INLINE { return xr[rr * d + i]; }, m);
+      d, [&](int rr, int64_t i) DTC_SIMD_INLINE { return load8(xr + rr * d + i); },
+      [&](int rr, int64_t i) DTC_SIMD_INLINE { return xr[rr * d + i]; }, m);
 #pragma GCC unroll 4
   for (int rr = 0; rr < R; ++rr)
     m[rr] /= float(d);
   rowSums<R>(
       d,
-      [&](int rr, int64_t i) DTC_INLINE {
+      [&](int rr, int64_t i) DTC_SIMD_INLINE {
         const v8 c = load8(xr + rr * d + i) - m[rr];
         return c * c;
       },
-      [&](int rr, int64_t i) DTC_INLINE {
+      [&](int rr, int64_t i) DTC_SIMD_INLINE {
         const float c = xr[rr * d + i] - m[rr];
         return c * c;
       },
@@ -1015,15 +1012,18 @@ template <int R>
   }
   // The means of g and g xhat, g = dy weight, xhat = (x - mean) rstd.
   rowSums<R>(
-      d, [&](int rr, int64_t i) DTC_INLINE { return load8(gr + rr * d + i) * load8(weight + i); },
-      [&](int rr, int64_t i) DTC_INLINE { return gr[rr * d + i] * weight[i]; }, mg);
+      d,
+      [&](int rr, int64_t i) DTC_SIMD_INLINE {
+        return load8(gr + rr * d + i) * load8(weight + i);
+      },
+      [&](int rr, int64_t i) DTC_SIMD_INLINE { return gr[rr * d + i] * weight[i]; }, mg);
   rowSums<R>(
       d,
-      [&](int rr, int64_t i) DTC_INLINE {
+      [&](int rr, int64_t i) DTC_SIMD_INLINE {
         return load8(gr + rr * d + i) * load8(weight + i) *
                ((load8(xr + rr * d + i) - m[rr]) * is[rr]);
       },
-      [&](int rr, int64_t i) DTC_INLINE {
+      [&](int rr, int64_t i) DTC_SIMD_INLINE {
         return gr[rr * d + i] * weight[i] * ((xr[rr * d + i] - m[rr]) * is[rr]);
       },
       mgx);

@@ -28,6 +28,10 @@
 
 // A kernel's x86-64-v3 clone beside the baseline, chosen at load time.
 #define DTC_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+// A lambda always inlined, for lambdas that take or return v8 inside the
+// clones' kernels (a call passing 32-byte vectors in the baseline clone
+// would change the ABI: -Wpsabi).
+#define DTC_SIMD_INLINE __attribute__((always_inline))
 // An AVX2 clone without FMA: each operation rounds as written, the same
 // floats as the baseline and as the scalar definition (the optimizers'
 // updates, memory-bound, which tests compare bit for bit).
@@ -134,9 +138,7 @@ using v8i = int32_t __attribute__((vector_size(32)));
 }
 
 // The largest of x[0, n), n >= 1, in every lane: eight at a time, the
-// last vector's lanes past n left out (Padded: read with the others, x
-// readable up to a whole vector; otherwise copied out first).
-template <bool Padded = false>
+// last vector's lanes past n left out (copied out first: x may end at n).
 [[gnu::always_inline]] inline v8 maxOf(const float *x, int64_t n) {
   const v8 ninf = splat8(-__builtin_inff());
   const int64_t full = n / 8 * 8;
@@ -147,10 +149,7 @@ template <bool Padded = false>
   }
   if (full < n) {
     v8 v = ninf;
-    if (Padded)
-      v = lanesBelow(n - full) ? load8(x + full) : ninf;
-    else
-      std::memcpy(&v, x + full, size_t(n - full) * sizeof(float));
+    std::memcpy(&v, x + full, size_t(n - full) * sizeof(float));
     m = v > m ? v : m;
   }
   return max8(m);
