@@ -26,6 +26,8 @@ using Clock = std::chrono::steady_clock;
 
 // Chunks per thread: small enough that the threads finish together.
 constexpr int64_t kChunksPerThread = 8;
+// At most (a job's chunk count and next chunk are 16 bits of job_).
+constexpr int64_t kMaxChunks = 0xffff;
 
 class Pool {
 public:
@@ -62,7 +64,8 @@ public:
       fn(ctx, 0, n);
       return;
     }
-    const int64_t parts = std::min<int64_t>(most, int64_t(threads()) * kChunksPerThread);
+    const int64_t parts =
+        std::min({most, int64_t(threads()) * kChunksPerThread, int64_t(kMaxChunks)});
     // Chunks of 16 or more start at multiples of 16 (elements: chunks do not
     // share cache lines); fewer, larger units (heads, blocks of rows) are
     // dealt as they are, so that 48 heads split 24 and 24, not 32 and 16.
@@ -73,12 +76,12 @@ public:
     ctx_.store(ctx, std::memory_order_relaxed);
     n_.store(n, std::memory_order_relaxed);
     chunk_.store(chunk, std::memory_order_relaxed);
-    chunks_.store(count, std::memory_order_relaxed);
     completed_.store(0, std::memory_order_relaxed);
     const uint64_t gen = (job_.load(std::memory_order_relaxed) >> 32) + 1;
     {
       std::lock_guard<std::mutex> lock(m_);
-      job_.store(gen << 32, std::memory_order_release); // chunk 0 of job gen
+      // Chunk 0 of `count` of job gen.
+      job_.store(gen << 32 | uint64_t(count) << 16, std::memory_order_release);
     }
     wake_.notify_all();
     work(gen);
@@ -120,14 +123,18 @@ private:
     ::pthread_setaffinity_np(t, sizeof one, &one); // best effort
   }
 
-  // Claims and runs chunks of job `gen` until none is left.
+  // Claims and runs chunks of job `gen` until none is left. Whether a
+  // claim is one of the job's chunks is read from the claim itself, never
+  // from a field the caller may be overwriting for its next job: a helper
+  // holding the claim after a job's last chunk would otherwise see the next
+  // job's larger count, and its claim succeed before that job is published.
   void work(uint64_t gen) {
     uint64_t claim = job_.load(std::memory_order_acquire);
     for (;;) {
       if (claim >> 32 != gen)
         return; // another job by now
-      const int64_t k = int64_t(claim & 0xffffffffu);
-      if (k >= chunks_.load(std::memory_order_relaxed))
+      const int64_t k = int64_t(claim & 0xffffu), count = int64_t(claim >> 16 & 0xffffu);
+      if (k >= count)
         return;
       if (!job_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel))
         continue;
@@ -169,15 +176,17 @@ private:
   std::condition_variable wake_;
   std::atomic<bool> stop_{false}; // set under m_
   std::atomic<int> spinMicros_{kDefaultHelperSpinMicros};
-  // Job number (high 32 bits) and next unclaimed chunk (low 32 bits).
+  // Job number (bits 32-63), its number of chunks (16-31) and its next
+  // unclaimed chunk (0-15): a claim (a successful compare-exchange) is of a
+  // chunk of the current job, decided by this word alone.
   alignas(64) std::atomic<uint64_t> job_{0};
   alignas(64) std::atomic<int64_t> completed_{0};
-  // The job, published by the release store of job_. Atomic (relaxed)
-  // because a helper still holding an old job's claim value may read them
-  // while the next job is written; its claim then fails and it ignores them.
+  // The job, published by the release store of job_, read only by a thread
+  // holding a claim of it (the caller waits for that chunk before it writes
+  // the next job's). Atomic (relaxed), as a helper's view of them may lag.
   alignas(64) std::atomic<void (*)(void *, int64_t, int64_t)> fn_{nullptr};
   std::atomic<void *> ctx_{nullptr};
-  std::atomic<int64_t> n_{0}, chunk_{0}, chunks_{0};
+  std::atomic<int64_t> n_{0}, chunk_{0};
 };
 
 // Never destroyed: helpers asleep at exit need no join, and an exit from

@@ -575,6 +575,31 @@ TEST(ParallelFor, CoversEveryIndexOnceInAlignedRanges) {
   }
 }
 
+// Jobs of few chunks followed by jobs of many, each with its own closure
+// and counts on the caller's stack (as the kernels' are): a helper that
+// loaded the last claim of a small job must never take a chunk of the next
+// job before it is published (with the chunk count once read from the next
+// job's field beside the old job's claim, such a helper ran a chunk twice,
+// or its function on the wrong job's closure: the GPT example crashed in a
+// layer norm once in about a hundred 150-step runs on 2 threads).
+TEST(ParallelFor, NeverRunsAChunkOfAJobBeforeItStarts) {
+  for (int threads : {2, 3}) {
+    KernelThreads pool(threads);
+    for (int job = 0; job < 100000; ++job) {
+      // 2 chunks, then threads x 8 (job n >= minPerThread x chunks).
+      const int64_t n = job % 2 ? 2 : 4096, minPerThread = job % 2 ? 1 : 16;
+      std::array<std::atomic<int>, 4096> hits{};
+      rt::parallelFor(n, minPerThread, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          hits[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+      });
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[size_t(i)].load(), 1)
+            << "threads " << threads << " job " << job << " index " << i;
+    }
+  }
+}
+
 TEST(ParallelFor, SplitsLargeJobsAndRunsSmallOnesInline) {
   KernelThreads pool(2);
   std::atomic<int> ranges{0};
