@@ -197,10 +197,47 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
   Region batched(std::max<int64_t>(alignment / 4, 4)), fixedRegion(alignment);
   Plan plan;
   DenseMap<Value, int64_t> offsetOf;
+  // Storage whose buffer a fused kernel's result took over (in place): not
+  // released where it dies, the result releases it.
+  llvm::SmallPtrSet<void *, 16> handedOver;
   Builder b(func.getContext());
   for (Operation &op : block) {
     SmallVector<int64_t> offsets;
     bool needsStorage = false;
+    // An elementwise kernel writes each result over an input of its type
+    // whose storage dies here (inputs read at the element's own index,
+    // before it is written): the result takes that buffer, so that the
+    // kernel writes memory it has just read, not a cold buffer, and the
+    // arena shrinks. Not over an input whose storage another input shares
+    // (read elsewhere in the row), nor into a gradient bucket.
+    SmallVector<int64_t> inPlace;
+    if (auto fused = dyn_cast<FusedOp>(op)) {
+      inPlace.assign(op.getNumResults(), -1);
+      DenseMap<Value, int> readers; // storage -> inputs reading it
+      for (Value in : fused.getInputs())
+        ++readers[storageOf(in)];
+      for (OpResult r : op.getResults()) {
+        if (isExternalOrAlias(r) || bucketSlot.count(r))
+          continue;
+        for (auto [i, in] : llvm::enumerate(fused.getInputs())) {
+          Value s = storageOf(in);
+          if (in.getType() != r.getType() || !offsetOf.count(s) ||
+              bucketSlot.count(s) ||
+              handedOver.contains(s.getAsOpaquePointer()) || readers[s] != 1 ||
+              lastUse.lookup(s) != index[&op] ||
+              bytesOf(s.getType()) != bytesOf(r.getType()) ||
+              shape::isBatched(cast<RankedTensorType>(s.getType())) !=
+                  shape::isBatched(cast<RankedTensorType>(r.getType())))
+            continue;
+          inPlace[r.getResultNumber()] = int64_t(i);
+          handedOver.insert(s.getAsOpaquePointer());
+          break;
+        }
+      }
+      if (llvm::any_of(inPlace, [](int64_t i) { return i >= 0; }))
+        dialect->getInPlaceAttrHelper().setAttr(
+            &op, b.getDenseI64ArrayAttr(inPlace));
+    }
     for (Value r : op.getResults()) {
       if (isExternalOrAlias(r)) {
         offsets.push_back(-1);
@@ -211,7 +248,12 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
       int64_t bytes = bytesOf(t);
       bool isBatched = shape::isBatched(t);
       int64_t off;
-      if (auto slot = bucketSlot.find(r); slot != bucketSlot.end()) {
+      if (auto ri = cast<OpResult>(r).getResultNumber();
+          !inPlace.empty() && inPlace[ri] >= 0) {
+        off = offsetOf[storageOf(op.getOperand(unsigned(inPlace[ri])))];
+        (isBatched ? plan.naivePerSample : plan.naiveFixed) += alignTo(
+            bytes, isBatched ? std::max<int64_t>(alignment / 4, 4) : alignment);
+      } else if (auto slot = bucketSlot.find(r); slot != bucketSlot.end()) {
         Bucket &bucket = buckets[slot->second.first];
         if (bucket.offset < 0) {
           bucket.offset = fixedRegion.allocate(bucket.bytes);
@@ -247,8 +289,8 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
       continue;
     for (Value v : it->second) {
       auto off = offsetOf.find(v);
-      if (off == offsetOf.end())
-        continue; // external storage
+      if (off == offsetOf.end() || handedOver.contains(v.getAsOpaquePointer()))
+        continue; // external storage, or a result's now
       if (auto slot = bucketSlot.find(v); slot != bucketSlot.end()) {
         Bucket &bucket = buckets[slot->second.first];
         if (--bucket.live == 0)

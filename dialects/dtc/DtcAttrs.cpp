@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include <cmath>
 #include <cstdio>
@@ -312,6 +313,31 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
   if (name == getTracedAttrHelper().getName())
     return expect(isa<UnitAttr>(value), onFunc, "a unit attribute",
                   "a step function");
+  if (name == getInPlaceAttrHelper().getName()) {
+    auto inputs = dyn_cast<DenseI64ArrayAttr>(value);
+    auto fused = dyn_cast<FusedOp>(op);
+    if (failed(expect(bool(inputs), bool(fused), "an array of i64",
+                      "a dtc.fused")))
+      return failure();
+    if (inputs.size() != (int64_t)op->getNumResults())
+      return op->emitError()
+             << "'" << name << "' has " << inputs.size() << " entries for "
+             << op->getNumResults() << " results";
+    llvm::SmallDenseSet<int64_t> seen;
+    for (auto [j, i] : llvm::enumerate(inputs.asArrayRef())) {
+      if (i == -1)
+        continue;
+      if (i < 0 || i >= (int64_t)fused.getInputs().size() ||
+          !seen.insert(i).second ||
+          fused.getInputs()[i].getType() != op->getResult(j).getType())
+        return op->emitError()
+               << "'" << name << "': result #" << j
+               << " overwrites an input of its own type, each at most once "
+                  "(its index), or none (-1); got "
+               << i;
+    }
+    return success();
+  }
   if (name == getOffsetsAttrHelper().getName()) {
     auto offsets = dyn_cast<DenseI64ArrayAttr>(value);
     if (failed(expect(bool(offsets), op->getNumResults() > 0, "an array of i64",

@@ -35,6 +35,7 @@ def Dtc_Dialect : Dialect {
     "::mlir::ArrayAttr":$outputs,
     "::mlir::UnitAttr":$traced,
     "::mlir::DenseI64ArrayAttr":$offsets,
+    "::mlir::DenseI64ArrayAttr":$in_place,
     "::mlir::IntegerAttr":$scratch,
     "::dtc::PlacementAttr":$placement,
     "::dtc::BucketPlanAttr":$bucket_plan

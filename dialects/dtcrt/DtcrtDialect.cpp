@@ -81,5 +81,20 @@ LogicalResult ElementwiseOp::verify() {
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
     return emitOpError("the body takes one argument per input");
+  if (std::optional<ArrayRef<int64_t>> inPlace = getInPlace()) {
+    if (inPlace->size() != getOutputs().size())
+      return emitOpError("'in_place' needs one entry per output");
+    SmallVector<bool> taken(getInputs().size(), false);
+    for (int64_t i : *inPlace) {
+      if (i == -1)
+        continue;
+      if (i < 0 || i >= (int64_t)getInputs().size() || taken[size_t(i)] ||
+          !cast<DenseI64ArrayAttr>(getStrides()[size_t(i)]).empty())
+        return emitOpError("'in_place' names, for each output, an input read "
+                           "at the linear index that no other output "
+                           "overwrites, or -1");
+      taken[size_t(i)] = true;
+    }
+  }
   return success();
 }

@@ -324,12 +324,15 @@ def Dtcrt_ElementwiseOp : Dtcrt_Op<"elementwise", [AttrSizedOperandSegments]> {
     (-1 is the batch): input i is read at the element's linear index when
     `strides[i]` is empty, else at the sum of the element's multi-index
     times `strides[i]` (one stride per dimension of `shape`, 0 where input
-    i is broadcast); every output is written at the linear index. The CPU
-    prints it as a loop nest, CUDA as a `__global__` kernel and its launch.
+    i is broadcast); every output is written at the linear index. With
+    `in_place` (dtc-plan-memory's dtc.in_place), output j is written over
+    input `in_place[j]` (-1: none), which it then also reads, at the linear
+    index: the kernel takes that buffer once. The CPU prints it as a loop
+    nest, CUDA as a `__global__` kernel and its launch.
   }];
   let arguments = (ins Variadic<Dtcrt_F32Ptr>:$inputs, Variadic<Dtcrt_F32Ptr>:$outputs,
                        I64:$count, DenseI64ArrayAttr:$shape, ArrayAttr:$strides,
-                       StrAttr:$label);
+                       StrAttr:$label, OptionalAttr<DenseI64ArrayAttr>:$in_place);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:` type($outputs) `)`

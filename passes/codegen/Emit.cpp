@@ -145,16 +145,30 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
 }
 
 /// How an elementwise kernel reads each input at element (i0, ..., l): the
+/// pointer (in<i>, or out<j> for an input that output j overwrites) and the
 /// lowered strides as index expressions; `flat` when no input needs the
 /// multi-index.
 struct Loads {
   bool flat = true;
-  std::vector<std::string> index;
+  std::vector<std::string> from, index;
 };
+
+/// For each input, the output written over it (in_place), or -1.
+SmallVector<int64_t> overwrittenBy(dtcrt::ElementwiseOp op) {
+  SmallVector<int64_t> by(op.getInputs().size(), -1);
+  if (std::optional<ArrayRef<int64_t>> inPlace = op.getInPlace())
+    for (auto [j, i] : llvm::enumerate(*inPlace))
+      if (i >= 0)
+        by[size_t(i)] = int64_t(j);
+  return by;
+}
 
 Loads loadsOf(dtcrt::ElementwiseOp op) {
   Loads loads;
-  for (Attribute a : op.getStrides()) {
+  SmallVector<int64_t> by = overwrittenBy(op);
+  for (auto [i, a] : llvm::enumerate(op.getStrides())) {
+    loads.from.push_back(by[i] >= 0 ? "out" + std::to_string(by[i])
+                                    : "in" + std::to_string(i));
     auto strides = cast<DenseI64ArrayAttr>(a).asArrayRef();
     if (strides.empty()) {
       loads.index.push_back("l");
@@ -180,8 +194,8 @@ LogicalResult kernelBody(dtcrt::ElementwiseOp op, const Loads &loads,
   Block &body = op.getBody().front();
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     std::string n = "x" + std::to_string(i);
-    os << indent << "const float " << n << " = in" << i << "[" << loads.index[i]
-       << "];\n";
+    os << indent << "const float " << n << " = " << loads.from[i] << "["
+       << loads.index[i] << "];\n";
     scalars[arg] = n;
   }
   unsigned e = 0;
@@ -439,7 +453,10 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
   size_t rank = shape.size();
   Loads loads = loadsOf(op);
   SmallVector<std::string> params, args;
+  SmallVector<int64_t> by = overwrittenBy(op);
   for (auto [i, v] : llvm::enumerate(op.getInputs())) {
+    if (by[i] >= 0)
+      continue; // read through the output written over it
     params.push_back("const float *__restrict__ in" + std::to_string(i));
     args.push_back(e(v));
   }

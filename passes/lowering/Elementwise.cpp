@@ -44,10 +44,15 @@ void dtc::lowering::populateElementwiseLowerings(LoweringTable &t) {
       if (!isa<ConstantOp, BatchSizeOp>(inner))
         label +=
             (label.empty() ? "" : ",") + inner.getName().stripDialect().str();
+    // (Outputs over inputs: dtc-plan-memory gave them the same buffer.)
+    DenseI64ArrayAttr inPlace = op->getContext()
+                                    ->getLoadedDialect<DtcDialect>()
+                                    ->getInPlaceAttrHelper()
+                                    .getAttr(op);
     auto kernel = dtcrt::ElementwiseOp::create(
         l.b, l.loc, ins, outs, l.size(out),
         l.b.getDenseI64ArrayAttr(batchAsMinusOne(out.getShape())),
-        l.b.getArrayAttr(readAt), l.b.getStringAttr(label));
+        l.b.getArrayAttr(readAt), l.b.getStringAttr(label), inPlace);
     kernel.getBody().takeBody(op.getBody());
     return success();
   });

@@ -13,13 +13,15 @@ train {
   data = csv("evil\"); system(\"rm -rf /\"); //\n.csv", "t.csv")
   optimizer = sgd(lr=0.01, momentum=0.9)
 }
-# One function per distinct fused kernel, before the steps:
+# One function per distinct fused kernel, before the steps. The bias+relu
+# writes its result over the GEMM's (dtc.in_place): it reads input 0 through
+# out0, which the step passes once:
 # CHECK: // fused(add,relu)
-# CHECK-NEXT: static void [[K:fused[0-9]+]](int64_t B, int64_t lo, int64_t hi, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0) {
+# CHECK-NEXT: static void [[K:fused[0-9]+]](int64_t B, int64_t lo, int64_t hi, const float *__restrict__ in1, float *__restrict__ out0) {
 # CHECK: for (int64_t row = lo; row < hi; ++row) {
 # CHECK-NEXT: for (int64_t i1 = 0; i1 < 500; ++i1) {
 # CHECK-NEXT: const int64_t l = row * 500 + i1;
-# CHECK-NEXT: const float x0 = in0[l];
+# CHECK-NEXT: const float x0 = out0[l];
 # CHECK-NEXT: const float x1 = in1[i1];
 # CHECK-NEXT: const float e0 = x0 + x1;
 # CHECK-NEXT: const float e1 = e0 > 0.0f ? e0 : 0.0f;
@@ -33,8 +35,10 @@ train {
 # CHECK: char *const F = a.arena;
 # CHECK-NEXT: char *const S = a.arena + 128;
 # CHECK-NEXT: const dtc::rt::HostContext c{};
-# CHECK: dtc::kern::gemm(c, false, true, B, 500, 784, 1.0f, const_cast<float *>(a.x), [[W1:v[0-9]+]], 0.0f, [[H:v[0-9]+]]);
-# CHECK: dtc::kern::forRanges(c, B*1, 500, [&](int64_t lo, int64_t hi) { [[K]](B, lo, hi, [[H]], v{{[0-9]+}}, v{{[0-9]+}}); });
+# CHECK: float *[[H:v[0-9]+]] = reinterpret_cast<float *>([[HAT:S \+ [0-9]+ \* B]]);
+# CHECK-NEXT: dtc::kern::gemm(c, false, true, B, 500, 784, 1.0f, const_cast<float *>(a.x), [[W1:v[0-9]+]], 0.0f, [[H]]);
+# CHECK: float *[[O:v[0-9]+]] = reinterpret_cast<float *>([[HAT]]);
+# CHECK-NEXT: dtc::kern::forRanges(c, B*1, 500, [&](int64_t lo, int64_t hi) { [[K]](B, lo, hi, v{{[0-9]+}}, [[O]]); });
 # CHECK: dtc::kern::crossEntropy(c, {{v[0-9]+}}, a.yClass, B, 10, -100, [[LOSS:v[0-9]+]]);
 # CHECK: dtc::kern::copy(c, (a.outputs + 0), [[LOSS]], 1);
 # CHECK: dtc::kern::copy(c, (a.outputs + 1),
@@ -82,7 +86,7 @@ train {
 # CHECK: static const dtc::rt::BucketSpec kBuckets[] = {
 # CHECK-NEXT: {0, 397512, 4, kBucket0Params},
 # CHECK: static const char *const kOutputNames[] = {"loss", "accuracy"};
-# CHECK: s.arenaPerSample = 6000;
+# CHECK: s.arenaPerSample = 4096;
 # CHECK: s.recipe.data.trainPath = "evil\"); system(\"rm -rf /\"); //\012.csv";
 # CHECK: s.fingerprint = 0x{{[0-9a-f]+}}ULL;
 # CHECK: s.numBuckets = 1;

@@ -20,19 +20,20 @@ train {
 # Kernels: bias + GELU (forward only, for evaluation), bias alone, bias +
 # GELU and its derivative (for the backward: dtc-derivatives-in-forward), the
 # GELU gradient as a product; each emitted once although several steps
-# launch them.
+# launch them. Each writes its first result over its first input, the
+# GEMM's result, whose last read it is (dtc.in_place): read through out0.
 # CHECK: // fused(add,gelu)
-# CHECK-NEXT: __global__ void fusedKernel0(int64_t B, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0) {
+# CHECK-NEXT: __global__ void fusedKernel0(int64_t B, const float *__restrict__ in1, float *__restrict__ out0) {
 # CHECK: // fused(add)
-# CHECK-NEXT: __global__ void fusedKernel1(int64_t B, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0) {
+# CHECK-NEXT: __global__ void fusedKernel1(int64_t B, const float *__restrict__ in1, float *__restrict__ out0) {
 # CHECK: const int64_t n = B*10;
 # CHECK: for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; l < n; l += int64_t(gridDim.x) * blockDim.x) {
 # CHECK-NEXT: int64_t r = l;
 # CHECK-NEXT: const int64_t i1 = r % 10;
-# CHECK-NEXT: const float x0 = in0[l];
+# CHECK-NEXT: const float x0 = out0[l];
 # CHECK-NEXT: const float x1 = in1[i1];
 # CHECK: // fused(add,gelu,gelu_deriv)
-# CHECK-NEXT: __global__ void fusedKernel2(int64_t B, const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out0, float *__restrict__ out1) {
+# CHECK-NEXT: __global__ void fusedKernel2(int64_t B, const float *__restrict__ in1, float *__restrict__ out0, float *__restrict__ out1) {
 # CHECK: const float e1 = 0.5f * e0 * (1.0f + erff(e0 * 0.70710678118654752f));
 # CHECK-NEXT: const float e2 = (0.5f * (1.0f + erff(e0 * 0.70710678118654752f)) + e0 * 0.39894228040143268f * expf(-0.5f * e0 * e0));
 # CHECK: out0[l] = e1;

@@ -42,3 +42,28 @@ func.func @constant() {
   %c = dtcrt.constant 1.0 : f64
   return
 }
+
+// -----
+
+// An output over an input read with broadcast strides (not at its own index).
+func.func @kernel(%p: !dtcrt.ptr<f32>, %q: !dtcrt.ptr<f32>, %n: i64) {
+  // expected-error @+1 {{'in_place' names, for each output, an input read at the linear index that no other output overwrites, or -1}}
+  dtcrt.elementwise ins(%p, %q : !dtcrt.ptr<f32>, !dtcrt.ptr<f32>) outs(%p : !dtcrt.ptr<f32>) count %n attributes {in_place = array<i64: 1>, label = "add", shape = array<i64: -1, 4>, strides = [array<i64>, array<i64: 0, 1>]} {
+  ^bb0(%a: tensor<?x4xf32>, %b: tensor<4xf32>):
+    %r = dtc.add %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+    dtc.yield %r : tensor<?x4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @kernel(%p: !dtcrt.ptr<f32>, %n: i64) {
+  // expected-error @+1 {{'in_place' needs one entry per output}}
+  dtcrt.elementwise ins(%p : !dtcrt.ptr<f32>) outs(%p : !dtcrt.ptr<f32>) count %n attributes {in_place = array<i64: 0, -1>, label = "neg", shape = array<i64: -1, 4>, strides = [array<i64>]} {
+  ^bb0(%a: tensor<?x4xf32>):
+    %r = dtc.neg %a : tensor<?x4xf32>
+    dtc.yield %r : tensor<?x4xf32>
+  }
+  return
+}

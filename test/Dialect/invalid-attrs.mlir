@@ -137,3 +137,38 @@ module attributes {dtc.schedule = #dtc.schedule<kind = step, step_size = 0>} {}
 
 // expected-error @+1 {{gamma must be in [0, 1], got 2}}
 module attributes {dtc.schedule = #dtc.schedule<kind = step, gamma = 2.0>} {}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dtc.in_place' belongs on a dtc.fused, not on 'dtc.relu'}}
+  %0 = dtc.relu %x {dtc.in_place = array<i64: 0>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A result over an input of another type (a broadcast bias).
+func.func @f(%x: tensor<2x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'dtc.in_place': result #0 overwrites an input of its own type, each at most once (its index), or none (-1); got 1}}
+  %0 = dtc.fused(%x, %b) {dtc.in_place = array<i64: 1>} : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%i: tensor<2x4xf32>, %j: tensor<4xf32>):
+    %r = dtc.add %i, %j : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+    dtc.yield %r : tensor<2x4xf32>
+  }
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// Two results over one input.
+func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{'dtc.in_place': result #1 overwrites an input of its own type, each at most once (its index), or none (-1); got 0}}
+  %0:2 = dtc.fused(%x) {dtc.in_place = array<i64: 0, 0>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%i: tensor<4xf32>):
+    %r = dtc.neg %i : tensor<4xf32>
+    %s = dtc.exp %i : tensor<4xf32>
+    dtc.yield %r, %s : tensor<4xf32>, tensor<4xf32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>
+}

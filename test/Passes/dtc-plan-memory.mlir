@@ -1,21 +1,27 @@
 // RUN: dtc-opt %s --dtc-plan-memory=report --split-input-file --verify-diagnostics | FileCheck %s --enable-var-scope
 
-// Buffers are reused once dead: %c reuses %a's place after %a's last use;
-// the batched buffers live in the per-sample region (offsets in bytes per
-// sample), the fixed ones in the fixed region. The reshape aliases %c.
-// SGD with momentum keeps one state buffer per parameter, after them all.
+// Buffers are reused once dead: %b gets a place of its own (%a is still
+// read by %c), %c is written over %a, an input of its type whose last use
+// it is (dtc.in_place: result 0 over input 0; the kernel reads each element
+// before it writes it), and %d over %c. The batched buffers live in the
+// per-sample region (offsets in bytes per sample), the fixed ones in the
+// fixed region. The reshape aliases %d. SGD with momentum keeps one state
+// buffer per parameter, after them all.
 // CHECK: dtc.param @w {{.*}}dtc.placement = #dtc.placement<offset = 0, state_offset = 64>
 // CHECK-LABEL: func.func @chain
-// CHECK-SAME: dtc.arena = #dtc.arena<per_sample = 32, fixed = 128, naive_per_sample = 48, naive_fixed = 192>
+// CHECK-SAME: dtc.arena = #dtc.arena<per_sample = 32, fixed = 128, naive_per_sample = 64, naive_fixed = 192>
 // CHECK: dtc.fused{{.*}}dtc.offsets = array<i64: 0>
+// CHECK-NOT: dtc.in_place
 // CHECK: dtc.fused{{.*}}dtc.offsets = array<i64: 16>
-// CHECK: dtc.fused{{.*}}dtc.offsets = array<i64: 0>
+// CHECK-NOT: dtc.in_place
+// CHECK: dtc.fused{{.*}}{dtc.in_place = array<i64: 0>, dtc.offsets = array<i64: 0>}
+// CHECK: dtc.fused{{.*}}{dtc.in_place = array<i64: 0>, dtc.offsets = array<i64: 0>}
 // CHECK: dtc.reshape
 // CHECK-NOT: dtc.offsets
 // CHECK: dtc.reduce_sum{{.*}}dtc.offsets = array<i64: 0>
 module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.01, weight_decay = 0.0, momentum = 0.9>} {
   dtc.param @w : tensor<4xf32>
-  // expected-remark @+1 {{arena 32 B/sample + 128 B (without reuse: 48 B/sample + 192 B)}}
+  // expected-remark @+1 {{arena 32 B/sample + 128 B (without reuse: 64 B/sample + 192 B)}}
   func.func @chain(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<f32> {
     %a = dtc.fused(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32> {
     ^bb0(%i: tensor<?x4xf32>):
@@ -27,16 +33,55 @@ module attributes {dtc.optimizer = #dtc.optimizer<sgd, lr = 0.01, weight_decay =
       %0 = dtc.tanh %i : tensor<?x4xf32>
       dtc.yield %0 : tensor<?x4xf32>
     }
-    %c = dtc.fused(%b) : (tensor<?x4xf32>) -> tensor<?x4xf32> {
+    %c = dtc.fused(%a, %b) : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32> {
+    ^bb0(%i: tensor<?x4xf32>, %j: tensor<?x4xf32>):
+      %0 = dtc.add %i, %j : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
+      dtc.yield %0 : tensor<?x4xf32>
+    }
+    %d = dtc.fused(%c) : (tensor<?x4xf32>) -> tensor<?x4xf32> {
     ^bb0(%i: tensor<?x4xf32>):
       %0 = dtc.neg %i : tensor<?x4xf32>
       dtc.yield %0 : tensor<?x4xf32>
     }
-    %r = dtc.reshape %c : tensor<?x4xf32> -> tensor<?x2x2xf32>
+    %r = dtc.reshape %d : tensor<?x4xf32> -> tensor<?x2x2xf32>
     %s = dtc.reduce_sum %r {axis = 0 : i64} : tensor<?x2x2xf32> -> tensor<2x2xf32>
     %t = dtc.reduce_sum %s {axis = 0 : i64} : tensor<2x2xf32> -> tensor<2xf32>
     %u = dtc.reduce_sum %t {axis = 0 : i64} : tensor<2xf32> -> tensor<f32>
     return %u : tensor<f32>
+  }
+}
+
+// -----
+
+// Never in place: over a broadcast input (%bias, of another type), over an
+// input whose storage another input reads too (%v, also read as %w, a view
+// of it), over a step argument or a parameter (not the arena's).
+// CHECK-LABEL: func.func @not_in_place
+// CHECK-NOT: dtc.in_place
+// CHECK: return
+module {
+  dtc.param @p : tensor<4xf32>
+  // expected-remark @+1 {{arena 32 B/sample + 64 B (without reuse: 32 B/sample + 64 B)}}
+  func.func @not_in_place(%x: tensor<?x4xf32>, %y: tensor<?xi32>) -> tensor<?x4xf32> {
+    %p = dtc.param_ref @p : tensor<4xf32>
+    %bias = dtc.fused(%p) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%i: tensor<4xf32>):
+      %0 = dtc.neg %i : tensor<4xf32>
+      dtc.yield %0 : tensor<4xf32>
+    }
+    %v = dtc.fused(%x, %bias) : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32> {
+    ^bb0(%i: tensor<?x4xf32>, %j: tensor<4xf32>):
+      %0 = dtc.add %i, %j : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+      dtc.yield %0 : tensor<?x4xf32>
+    }
+    %r = dtc.reshape %v : tensor<?x4xf32> -> tensor<?x2x2xf32>
+    %w = dtc.reshape %r : tensor<?x2x2xf32> -> tensor<?x4xf32>
+    %z = dtc.fused(%v, %w) : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32> {
+    ^bb0(%i: tensor<?x4xf32>, %j: tensor<?x4xf32>):
+      %0 = dtc.mul %i, %j : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
+      dtc.yield %0 : tensor<?x4xf32>
+    }
+    return %z : tensor<?x4xf32>
   }
 }
 
