@@ -105,6 +105,24 @@ def AttentionTokensFirst : Pass<"dtc-attention-tokens-first", "mlir::func::FuncO
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def AttentionQkvPacked : Pass<"dtc-attention-qkv-packed", "mlir::func::FuncOp"> {
+  let summary = "Runs attention on the packed projection, without the split and the concatenation";
+  let description = [{
+    A tokens-first `dtc.attention` whose q, k and v are the results 0, 1, 2
+    of one `dtc.split` of a `[..., T, 3C]` tensor along its last dimension,
+    each reshaped to `[..., T, H, D]` (torch's `q, k, v = split(c_attn,
+    3)`), becomes a `dtc.attention_qkvpacked` of that tensor reshaped to
+    `[..., T, 3, H, D]`: the kernels read the three slices in place. Its
+    `dtc.attention_grad`, where dq, dk and dv (reshaped back) make exactly
+    a `dtc.concat` of the last dimension in that order, becomes a
+    `dtc.attention_qkvpacked_grad` whose `dqkv`, reshaped to `[..., T, 3C]`,
+    replaces the concatenation. The split goes where nothing else reads
+    it. The same floats. After dtc-attention-tokens-first and the
+    canonicalizer, on every target.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+}
+
 def DerivativesInForward : Pass<"dtc-derivatives-in-forward", "mlir::func::FuncOp"> {
   let summary = "Computes a GELU's derivative in the forward, where its input is at hand";
   let description = [{

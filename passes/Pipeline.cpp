@@ -27,6 +27,9 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   pm.addNestedPass<func::FuncOp>(createAttentionTokensFirst());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // (After the canonicalizer: the heads' transposes are gone, the split's
+  // slices read tokens-first.)
+  pm.addNestedPass<func::FuncOp>(createAttentionQkvPacked());
   pm.addPass(createDeriveSteps());
   pm.addPass(createAccumulateGradients());
   if (options.allreduce) {
@@ -67,7 +70,8 @@ void dtc::registerAllPasses() {
       "dtc-pipeline",
       "The whole dtc pipeline: [channels-last or blocked-layout,] "
       "canonicalize, autodiff, "
-      "attention-tokens-first, canonicalize, cse, derive-steps, "
+      "attention-tokens-first, canonicalize, cse, attention-qkv-packed, "
+      "derive-steps, "
       "accumulate-gradients, "
       "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
       "fuse-max-pool-grad, derivatives-in-forward, fuse-elementwise, "

@@ -71,12 +71,8 @@ PlanReport::PlanReport(Operation *op) {
   // head), dP = dO V^T, dV = P^T dO, dQ = dS K and dK = dS^T Q backward;
   // with a causal mask half of the scores exist. (A backward that
   // recomputes S does more; this counts what the step needs.)
-  train.walk([&](AttentionOp a) {
-    SmallVector<int64_t> q(a.getQ().getType().getShape()),
-        k(a.getK().getType().getShape());
-    if (a.getTokensFirst()) // [..., T, H, D]: as [..., H, T, D]
-      for (auto *s : {&q, &k})
-        std::swap((*s)[s->size() - 3], (*s)[s->size() - 2]);
+  auto countAttention = [&](SmallVector<int64_t> q, SmallVector<int64_t> k,
+                            bool causal) {
     auto size = [&](int64_t d) {
       return ShapedType::isDynamic(d) ? double(batch) : double(d);
     };
@@ -85,8 +81,22 @@ PlanReport::PlanReport(Operation *op) {
       heads *= size(d);
     const double tq = size(q[q.size() - 2]), tk = size(k[k.size() - 2]),
                  dim = size(q.back());
-    attentionFlops +=
-        6 * 2.0 * heads * tq * tk * dim * (a.getCausal() ? 0.5 : 1.0);
+    attentionFlops += 6 * 2.0 * heads * tq * tk * dim * (causal ? 0.5 : 1.0);
+  };
+  train.walk([&](AttentionOp a) {
+    SmallVector<int64_t> q(a.getQ().getType().getShape()),
+        k(a.getK().getType().getShape());
+    if (a.getTokensFirst()) // [..., T, H, D]: as [..., H, T, D]
+      for (auto *s : {&q, &k})
+        std::swap((*s)[s->size() - 3], (*s)[s->size() - 2]);
+    countAttention(q, k, a.getCausal());
+  });
+  train.walk([&](AttentionQkvPackedOp a) {
+    // [..., T, 3, H, D]: q, k and v each as [..., H, T, D].
+    SmallVector<int64_t> q(a.getQkv().getType().getShape());
+    q.erase(q.end() - 3);
+    std::swap(q[q.size() - 3], q[q.size() - 2]);
+    countAttention(q, q, a.getCausal());
   });
   // A convolution and each of its gradients: 2 N O Ho Wo (C / groups) kH kW
   // (O Ho Wo: a sample's elements of y, in any layout).

@@ -442,6 +442,53 @@ def Dtc_AttentionGradOp : Dtc_Op<"attention_grad", [Pure,
   let hasVerifier = 1;
 }
 
+def Dtc_AttentionQkvPackedOp : Dtc_Op<"attention_qkvpacked", [Pure]> {
+  let summary = "dtc.attention on q, k, v packed in one tensor (flash_attn_qkvpacked_func)";
+  let description = [{
+    `qkv` `[..., T, 3, H, D]` holds q, k and v tokens-first, in that order
+    (the projection `linear(x)` `[..., T, 3 H D]` that torch's block splits
+    into three, reshaped): the same as `dtc.attention` with `tokens_first`
+    on its three slices, `result` `[..., T, H, D]` and `lse` `[..., H, T]`.
+    The kernels read the slices in place (rows 3 H D floats apart): no copy
+    of q, k and v. Made by dtc-attention-qkv-packed, never by the frontend;
+    it has no gradient of its own (it appears after dtc-autodiff).
+
+    ```mlir
+    %o, %lse = dtc.attention_qkvpacked %qkv {causal, scale = 0.25 : f64}
+        : tensor<?x64x3x4x16xf32> -> tensor<?x64x4x16xf32>, tensor<?x4x64xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_F32Tensor:$qkv, UnitAttr:$causal, F64Attr:$scale);
+  let results = (outs Dtc_F32Tensor:$result, Dtc_F32Tensor:$lse);
+  let assemblyFormat = [{
+    $qkv attr-dict `:` type($qkv) `->` type($result) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dtc_AttentionQkvPackedGradOp : Dtc_Op<"attention_qkvpacked_grad", [Pure,
+    AllTypesMatch<["qkv", "dqkv"]>, AllTypesMatch<["out", "dy"]>]> {
+  let summary = "Gradient of dtc.attention_qkvpacked: dq, dk, dv packed as its qkv";
+  let description = [{
+    dtc.attention_grad (tokens-first) on the slices of `qkv`
+    `[..., T, 3, H, D]`, its dq, dk and dv written into the slices of one
+    `dqkv` of qkv's type: the gradient of the projection that torch's block
+    splits, without the concatenation.
+
+    ```mlir
+    %dqkv = dtc.attention_qkvpacked_grad %qkv, %o, %lse, %dy {causal, scale = 0.25 : f64}
+        : tensor<?x64x3x4x16xf32>, tensor<?x64x4x16xf32>, tensor<?x4x64xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_F32Tensor:$qkv, Dtc_F32Tensor:$out, Dtc_F32Tensor:$lse,
+                       Dtc_F32Tensor:$dy, UnitAttr:$causal, F64Attr:$scale);
+  let results = (outs Dtc_F32Tensor:$dqkv);
+  let assemblyFormat = [{
+    $qkv `,` $out `,` $lse `,` $dy attr-dict `:` type($qkv) `,` type($dy) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling (NCHW, as torch.nn)
 //===----------------------------------------------------------------------===//

@@ -204,14 +204,15 @@ def Dtcrt_CrossEntropyGradOp : Dtcrt_Call<"cross_entropy_grad", (ins Dtcrt_F32Pt
     Dtcrt_I32Ptr:$labels, I64:$batch, I64:$classes, I64:$ignore_index, Dtcrt_F32Ptr:$dloss,
     Dtcrt_F32Ptr:$dlogits), "the gradient of cross-entropy">;
 def Dtcrt_AttentionOp : Dtcrt_Call<"attention", (ins Dtcrt_F32Ptr:$q, Dtcrt_F32Ptr:$k,
-    Dtcrt_F32Ptr:$v, Dtcrt_F32Ptr:$out, Dtcrt_F32Ptr:$lse, I64:$heads, I64:$group, I64:$tq,
-    I64:$tk, I64:$d, I64:$dv, I1:$causal, F32:$scale),
-    "fused scaled dot-product attention of `heads` heads q [tq, d], k [tk, d], v [tk, dv] (out [tq, dv], lse [tq] each); `group` heads interleaved row by row ([heads / group, t, group, d]; 1: contiguous heads)">;
+    Dtcrt_F32Ptr:$v, Dtcrt_F32Ptr:$out, Dtcrt_F32Ptr:$lse, I64:$heads, I64:$group,
+    I64:$qk_rows, I64:$v_rows, I64:$tq, I64:$tk, I64:$d, I64:$dv, I1:$causal, F32:$scale),
+    "fused scaled dot-product attention of `heads` heads q [tq, d], k [tk, d], v [tk, dv] (out [tq, dv], lse [tq] each); `group` heads interleaved row by row ([heads / group, t, group, d]; 1: contiguous heads); the rows of q and k qk_rows floats apart, those of v v_rows (group d and group dv, or 3 group d for the slices of a packed [B, T, 3, H, D] tensor)">;
 def Dtcrt_AttentionGradOp : Dtcrt_Call<"attention_grad", (ins Dtcrt_F32Ptr:$q,
     Dtcrt_F32Ptr:$k, Dtcrt_F32Ptr:$v, Dtcrt_F32Ptr:$out, Dtcrt_F32Ptr:$lse,
     Dtcrt_F32Ptr:$dout, Dtcrt_F32Ptr:$dq, Dtcrt_F32Ptr:$dk, Dtcrt_F32Ptr:$dv_out,
-    I64:$heads, I64:$group, I64:$tq, I64:$tk, I64:$d, I64:$dv, I1:$causal, F32:$scale),
-    "the gradient of attention (recomputed from lse)">;
+    I64:$heads, I64:$group, I64:$qk_rows, I64:$v_rows, I64:$tq, I64:$tk, I64:$d, I64:$dv,
+    I1:$causal, F32:$scale),
+    "the gradient of attention (recomputed from lse); dq and dk written at q's row stride, dv at v's">;
 def Dtcrt_EmbeddingOp : Dtcrt_Call<"embedding", (ins Dtcrt_F32Ptr:$weight,
     Dtcrt_I32Ptr:$ids, I64:$rows, I64:$num, I64:$dim, Dtcrt_F32Ptr:$out),
     "out [rows, dim] = the rows of weight [num, dim] at ids [rows]">;

@@ -556,16 +556,20 @@ accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
 // dq and one per key row for dk and dv (no atomics: deterministic), each
 // recomputing the probabilities from lse as the CPU kernel does.
 struct AttentionShape {
-  int64_t heads, group, tq, tk, d, dv;
+  int64_t heads, group, qkRows, vRows, tq, tk, d, dv;
   bool causal;
   float scale;
   __device__ int64_t keysOf(int64_t i) const { return causal ? (i + 1 < tk ? i + 1 : tk) : tk; }
-  // Row i of head h in a tensor of t rows of `cols` per head: the heads
-  // contiguous (group 1) or interleaved row by row ([heads / group, t,
-  // group, cols]), as the CPU kernel's.
-  __device__ int64_t row(int64_t h, int64_t i, int64_t t, int64_t cols) const {
-    return (((h / group) * t + i) * group + h % group) * cols;
+  // Row i of head h in a tensor of t rows `stride` floats apart, `cols` per
+  // head: the heads contiguous (group 1) or interleaved row by row
+  // ([heads / group, t, group, cols]), q, k and v possibly the slices of one
+  // packed tensor (rows 3 group d apart), as the CPU kernel's.
+  __device__ int64_t row(int64_t h, int64_t i, int64_t t, int64_t stride, int64_t cols) const {
+    return ((h / group) * t + i) * stride + (h % group) * cols;
   }
+  __device__ int64_t qk(int64_t h, int64_t i, int64_t t) const { return row(h, i, t, qkRows, d); }
+  __device__ int64_t vRow(int64_t h, int64_t i) const { return row(h, i, tk, vRows, dv); }
+  __device__ int64_t o(int64_t h, int64_t i) const { return row(h, i, tq, group * dv, dv); }
 };
 
 __device__ inline float warpDot(const float *a, const float *b, int64_t n) {
@@ -586,10 +590,9 @@ __global__ void attentionKernel(const float *q, const float *k, const float *v, 
     return;
   const int64_t h = row / a.tq, i = row - h * a.tq, n = a.keysOf(i);
   const int lane = threadIdx.x & 31;
-  const float *qi = q + a.row(h, i, a.tq, a.d), *kh = k + a.row(h, 0, a.tk, a.d),
-              *vh = v + a.row(h, 0, a.tk, a.dv);
-  const int64_t rk = a.group * a.d, rv = a.group * a.dv;
-  float *oi = out + a.row(h, i, a.tq, a.dv);
+  const float *qi = q + a.qk(h, i, a.tq), *kh = k + a.qk(h, 0, a.tk), *vh = v + a.vRow(h, 0);
+  const int64_t rk = a.qkRows, rv = a.vRows;
+  float *oi = out + a.o(h, i);
   float m = -INFINITY, l = 0;
   for (int64_t j = 0; j < n; ++j) {
     const float s = warpDot(qi, kh + j * rk, a.d) * a.scale;
@@ -618,12 +621,11 @@ __global__ void attentionGradQKernel(const float *q, const float *k, const float
     return;
   const int64_t h = row / a.tq, i = row - h * a.tq, n = a.keysOf(i);
   const int lane = threadIdx.x & 31;
-  const float *qi = q + a.row(h, i, a.tq, a.d), *kh = k + a.row(h, 0, a.tk, a.d),
-              *vh = v + a.row(h, 0, a.tk, a.dv);
-  const int64_t rk = a.group * a.d, rv = a.group * a.dv;
-  const float *doi = dout + a.row(h, i, a.tq, a.dv);
-  float *dqi = dq + a.row(h, i, a.tq, a.d);
-  const float di = warpDot(doi, out + a.row(h, i, a.tq, a.dv), a.dv), l = lse[row];
+  const float *qi = q + a.qk(h, i, a.tq), *kh = k + a.qk(h, 0, a.tk), *vh = v + a.vRow(h, 0);
+  const int64_t rk = a.qkRows, rv = a.vRows;
+  const float *doi = dout + a.o(h, i);
+  float *dqi = dq + a.qk(h, i, a.tq);
+  const float di = warpDot(doi, out + a.o(h, i), a.dv), l = lse[row];
   for (int64_t c = lane; c < a.d; c += 32)
     dqi[c] = 0.0f;
   for (int64_t j = 0; j < n; ++j) {
@@ -643,16 +645,16 @@ __global__ void attentionGradKVKernel(const float *q, const float *k, const floa
     return;
   const int64_t h = row / a.tk, j = row - h * a.tk;
   const int lane = threadIdx.x & 31;
-  const float *kj = k + a.row(h, j, a.tk, a.d), *vj = v + a.row(h, j, a.tk, a.dv);
-  float *dkj = dk + a.row(h, j, a.tk, a.d), *dvj = dv + a.row(h, j, a.tk, a.dv);
+  const float *kj = k + a.qk(h, j, a.tk), *vj = v + a.vRow(h, j);
+  float *dkj = dk + a.qk(h, j, a.tk), *dvj = dv + a.vRow(h, j);
   for (int64_t c = lane; c < a.d; c += 32)
     dkj[c] = 0.0f;
   for (int64_t c = lane; c < a.dv; c += 32)
     dvj[c] = 0.0f;
   for (int64_t i = a.causal ? j : 0; i < a.tq; ++i) {
-    const float *qi = q + a.row(h, i, a.tq, a.d), *doi = dout + a.row(h, i, a.tq, a.dv);
+    const float *qi = q + a.qk(h, i, a.tq), *doi = dout + a.o(h, i);
     const float p = expf(warpDot(qi, kj, a.d) * a.scale - lse[h * a.tq + i]);
-    const float di = warpDot(doi, out + a.row(h, i, a.tq, a.dv), a.dv);
+    const float di = warpDot(doi, out + a.o(h, i), a.dv);
     const float ds = p * (warpDot(doi, vj, a.dv) - di) * a.scale;
     for (int64_t c = lane; c < a.dv; c += 32)
       dvj[c] += p * doi[c];
@@ -1001,11 +1003,12 @@ void accuracy(const rt::DeviceContext &c, const float *logits, const int32_t *la
 }
 
 void attention(const rt::DeviceContext &c, const float *q, const float *k, const float *v,
-               float *out, float *lse, int64_t heads, int64_t group, int64_t tq, int64_t tk,
-               int64_t d, int64_t dv, bool causal, float scale) {
+               float *out, float *lse, int64_t heads, int64_t group, int64_t qkRows,
+               int64_t vRows, int64_t tq, int64_t tk, int64_t d, int64_t dv, bool causal,
+               float scale) {
   if (heads <= 0 || tq <= 0)
     return;
-  const AttentionShape a{heads, group, tq, tk, d, dv, causal, scale};
+  const AttentionShape a{heads, group, qkRows, vRows, tq, tk, d, dv, causal, scale};
   const int64_t warps = heads * tq, perBlock = kThreads / 32;
   attentionKernel<<<unsigned((warps + perBlock - 1) / perBlock), kThreads, 0, c.stream>>>(
       q, k, v, out, lse, a);
@@ -1014,11 +1017,11 @@ void attention(const rt::DeviceContext &c, const float *q, const float *k, const
 
 void attentionGrad(const rt::DeviceContext &c, const float *q, const float *k, const float *v,
                    const float *out, const float *lse, const float *dout, float *dq, float *dk,
-                   float *dvOut, int64_t heads, int64_t group, int64_t tq, int64_t tk,
-                   int64_t d, int64_t dv, bool causal, float scale) {
+                   float *dvOut, int64_t heads, int64_t group, int64_t qkRows, int64_t vRows,
+                   int64_t tq, int64_t tk, int64_t d, int64_t dv, bool causal, float scale) {
   if (heads <= 0)
     return;
-  const AttentionShape a{heads, group, tq, tk, d, dv, causal, scale};
+  const AttentionShape a{heads, group, qkRows, vRows, tq, tk, d, dv, causal, scale};
   const int64_t perBlock = kThreads / 32;
   attentionGradQKernel<<<unsigned((heads * tq + perBlock - 1) / perBlock), kThreads, 0,
                          c.stream>>>(q, k, v, out, lse, dout, dq, a);

@@ -35,7 +35,9 @@
 //
 // The heads are contiguous ([heads, t, d]) or, with group > 1, interleaved
 // row by row ([heads / group, t, group, d]: dtc-attention-tokens-first's
-// [B, T, H, D], read in place): every row is found at its head's stride.
+// [B, T, H, D], read in place), and q, k, v may be slices of one packed
+// tensor ([B, T, 3, H, D]: dtc-attention-qkv-packed's, their rows 3 H D
+// floats apart): every row is found at its tensor's row stride.
 //
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"
@@ -55,17 +57,19 @@ struct Heads {
   int64_t tq, tk, d, dv;
   bool causal;
   float scale;
-  // Heads interleaved row by row ([heads / group, t, group, d]), and the
-  // row strides of each tensor (group d or group dv; d or dv in a head's
-  // contiguous copy).
-  int64_t group;
+  // Heads interleaved row by row ([heads / group, t, group, d]), q and k
+  // (and their gradients) rows qk floats apart, v (and dv) rows vr apart:
+  // group d and group dv, or more where q, k and v are slices of one
+  // packed tensor ([..., t, 3, group, d]: qk = vr = 3 group d).
+  int64_t group, qk, vr;
+  // The row strides of each tensor (d or dv in a head's contiguous copy).
   struct Rows {
     int64_t q, k, v, o, dO, dq, dk, dv;
-  } rows = {group * d, group * d, group * dv, group * dv,
-            group * dv, group * d, group * d, group * dv};
-  // Where head b's first row of a tensor of t rows of `cols` starts.
-  int64_t base(int64_t b, int64_t t, int64_t cols) const {
-    return ((b / group) * t * group + b % group) * cols;
+  } rows = {qk, qk, vr, group * dv, group * dv, qk, qk, vr};
+  // Where head b's first row starts in a tensor of t rows `stride` apart,
+  // `cols` a head's.
+  int64_t base(int64_t b, int64_t t, int64_t stride, int64_t cols) const {
+    return (b / group) * t * stride + (b % group) * cols;
   }
   // Keys a query row sees: all, or those up to its own place.
   int64_t keysOf(int64_t i) const { return causal ? std::min(i + 1, tk) : tk; }
@@ -398,11 +402,12 @@ void attentionGradHead(const float *__restrict__ qh, const float *__restrict__ k
                        const Heads &strided, float *__restrict__ kT, float *__restrict__ vT,
                        float *__restrict__ p, float *__restrict__ ds, float *__restrict__ copies) {
   const int64_t ld = strided.tkPadded();
-  // Interleaved heads: q, k and dO, whose rows every tile reads again, in
-  // a contiguous copy first (their rows a stride of group rows apart meet
-  // in few cache sets); the rest read or written once, in place.
+  // Strided rows (interleaved heads, a packed tensor's slices): q, k and
+  // dO, whose rows every tile reads again, in a contiguous copy first
+  // (their rows a stride of group rows apart meet in few cache sets); the
+  // rest read or written once, in place.
   Heads h = strided;
-  if (h.group > 1) {
+  if (copies) {
     auto gather = [](const float *x, int64_t &stride, int64_t t, int64_t cols,
                      float *to) -> const float * {
       const int64_t c8 = cols / 8 * 8;
@@ -464,33 +469,39 @@ float *scratch(int which, int64_t n) {
 } // namespace
 
 void attention(const rt::HostContext &, const float *q, const float *k, const float *v,
-               float *out, float *lse, int64_t heads, int64_t group, int64_t tq, int64_t tk,
-               int64_t d, int64_t dv, bool causal, float scale) {
-  const Heads h{tq, tk, d, dv, causal, scale, group};
-  const int64_t ld = h.tkPadded();
+               float *out, float *lse, int64_t heads, int64_t group, int64_t qkRows,
+               int64_t vRows, int64_t tq, int64_t tk, int64_t d, int64_t dv, bool causal,
+               float scale) {
+  const Heads h{tq, tk, d, dv, causal, scale, group, qkRows, vRows};
+  const int64_t ld = h.tkPadded(), ro = group * dv;
   rt::parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
     float *kT = scratch(0, d * ld), *s = scratch(1, 4 * ld);
     for (int64_t b = begin; b < end; ++b)
-      attentionHead(q + h.base(b, tq, d), k + h.base(b, tk, d), v + h.base(b, tk, dv),
-                    out + h.base(b, tq, dv), lse + b * tq, h, kT, s);
+      attentionHead(q + h.base(b, tq, qkRows, d), k + h.base(b, tk, qkRows, d),
+                    v + h.base(b, tk, vRows, dv), out + h.base(b, tq, ro, dv), lse + b * tq, h,
+                    kT, s);
   });
 }
 
 void attentionGrad(const rt::HostContext &, const float *q, const float *k, const float *v,
                    const float *out, const float *lse, const float *dout, float *dq, float *dk,
-                   float *dvOut, int64_t heads, int64_t group, int64_t tq, int64_t tk,
-                   int64_t d, int64_t dv, bool causal, float scale) {
-  const Heads h{tq, tk, d, dv, causal, scale, group};
-  const int64_t ld = h.tkPadded();
+                   float *dvOut, int64_t heads, int64_t group, int64_t qkRows, int64_t vRows,
+                   int64_t tq, int64_t tk, int64_t d, int64_t dv, bool causal, float scale) {
+  const Heads h{tq, tk, d, dv, causal, scale, group, qkRows, vRows};
+  const int64_t ld = h.tkPadded(), ro = group * dv;
+  // Rows a stride of more than one row's floats apart (interleaved heads,
+  // slices of a packed tensor) are copied contiguous first.
+  const bool strided = qkRows != d || ro != dv;
   rt::parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
     float *kT = scratch(0, d * ld), *vT = scratch(1, dv * ld), *p = scratch(2, tq * ld),
           *ds = scratch(3, tq * ld),
-          *copies = group > 1 ? scratch(4, (tq + tk) * d + tq * dv) : nullptr;
+          *copies = strided ? scratch(4, (tq + tk) * d + tq * dv) : nullptr;
     for (int64_t b = begin; b < end; ++b)
-      attentionGradHead(q + h.base(b, tq, d), k + h.base(b, tk, d), v + h.base(b, tk, dv),
-                        out + h.base(b, tq, dv), lse + b * tq, dout + h.base(b, tq, dv),
-                        dq + h.base(b, tq, d), dk + h.base(b, tk, d),
-                        dvOut + h.base(b, tk, dv), h, kT, vT, p, ds, copies);
+      attentionGradHead(q + h.base(b, tq, qkRows, d), k + h.base(b, tk, qkRows, d),
+                        v + h.base(b, tk, vRows, dv), out + h.base(b, tq, ro, dv), lse + b * tq,
+                        dout + h.base(b, tq, ro, dv), dq + h.base(b, tq, qkRows, d),
+                        dk + h.base(b, tk, qkRows, d), dvOut + h.base(b, tk, vRows, dv), h, kT,
+                        vT, p, ds, copies);
   });
 }
 

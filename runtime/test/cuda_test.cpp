@@ -603,23 +603,53 @@ TEST_F(Kernels, AttentionMatchesTheCpu) {
       std::vector<float> out(size_t(heads * tq * dv)), lse(size_t(heads * tq)), dq(q.size()),
           dk(k.size()), dvv(v.size());
       kern::attention(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), heads, group,
-                      tq, tk, d, dv, causal, scale);
+                      group * d, group * dv, tq, tk, d, dv, causal, scale);
       kern::attentionGrad(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                          dout.data(), dq.data(), dk.data(), dvv.data(), heads, group, tq, tk, d,
-                          dv, causal, scale);
+                          dout.data(), dq.data(), dk.data(), dvv.data(), heads, group, group * d,
+                          group * dv, tq, tk, d, dv, causal, scale);
       DevVec<float> dQ(q), dK(k), dV(v), dDout(dout), dOut(out.size()), dLse(lse.size()),
           dDq(dq.size()), dDk(dk.size()), dDv(dvv.size());
       cuda::attention(c(), dQ.get(), dK.get(), dV.get(), dOut.get(), dLse.get(), heads, group,
-                      tq, tk, d, dv, causal, scale);
+                      group * d, group * dv, tq, tk, d, dv, causal, scale);
       cuda::attentionGrad(c(), dQ.get(), dK.get(), dV.get(), dOut.get(), dLse.get(),
-                          dDout.get(), dDq.get(), dDk.get(), dDv.get(), heads, group, tq, tk, d,
-                          dv, causal, scale);
+                          dDout.get(), dDq.get(), dDk.get(), dDv.get(), heads, group, group * d,
+                          group * dv, tq, tk, d, dv, causal, scale);
       expectClose(dOut.host(), out, 1e-5f, 1e-6f, "attention");
       expectClose(dLse.host(), lse, 1e-5f, 1e-6f, "attention lse");
       expectClose(dDq.host(), dq, 1e-4f, 1e-6f, "attentionGrad dq");
       expectClose(dDk.host(), dk, 1e-4f, 1e-6f, "attentionGrad dk");
       expectClose(dDv.host(), dvv, 1e-4f, 1e-6f, "attentionGrad dv");
     }
+}
+
+TEST_F(Kernels, AttentionOnPackedQkvMatchesTheCpu) {
+  // q, k, v the slices of one [B, T, 3, H, D] buffer (rows 3 H D apart),
+  // dq, dk, dv written into the slices of another (its other floats kept).
+  const int64_t batch = 2, h = 3, t = 29, d = 16, heads = batch * h, rows = 3 * h * d;
+  const float scale = 0.25f;
+  const auto qkv = randomVec(size_t(batch * t * rows), 71),
+             dout = randomVec(size_t(heads * t * d), 72);
+  for (bool causal : {false, true}) {
+    std::vector<float> out(size_t(heads * t * d)), lse(size_t(heads * t)),
+        dqkv(qkv.size(), 7.0f);
+    const float *q = qkv.data();
+    kern::attention(kHost, q, q + h * d, q + 2 * h * d, out.data(), lse.data(), heads, h, rows,
+                    rows, t, t, d, d, causal, scale);
+    kern::attentionGrad(kHost, q, q + h * d, q + 2 * h * d, out.data(), lse.data(), dout.data(),
+                        dqkv.data(), dqkv.data() + h * d, dqkv.data() + 2 * h * d, heads, h, rows,
+                        rows, t, t, d, d, causal, scale);
+    DevVec<float> dQkv(qkv), dDout(dout), dOut(out.size()), dLse(lse.size()),
+        dDqkv(std::vector<float>(qkv.size(), 7.0f));
+    const float *g = dQkv.get();
+    cuda::attention(c(), g, g + h * d, g + 2 * h * d, dOut.get(), dLse.get(), heads, h, rows,
+                    rows, t, t, d, d, causal, scale);
+    cuda::attentionGrad(c(), g, g + h * d, g + 2 * h * d, dOut.get(), dLse.get(), dDout.get(),
+                        dDqkv.get(), dDqkv.get() + h * d, dDqkv.get() + 2 * h * d, heads, h, rows,
+                        rows, t, t, d, d, causal, scale);
+    expectClose(dOut.host(), out, 1e-5f, 1e-6f, "packed attention");
+    expectClose(dLse.host(), lse, 1e-5f, 1e-6f, "packed attention lse");
+    expectClose(dDqkv.host(), dqkv, 1e-4f, 1e-6f, "packed attentionGrad dqkv");
+  }
 }
 
 TEST_F(Kernels, FillAndCopyMatchTheCpu) {

@@ -1547,11 +1547,11 @@ TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
       std::vector<float> out(ro.size()), lse(size_t(heads * tq)), dq(q.size()), dk(k.size(),
                                                                                     7.0f),
           dvv(v.size(), 7.0f);
-      kern::attention(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), heads, 1, tq,
-                      tk, d, dv, causal, scale);
+      kern::attention(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(), heads, 1, d,
+                      dv, tq, tk, d, dv, causal, scale);
       kern::attentionGrad(kHost, q.data(), k.data(), v.data(), out.data(), lse.data(),
-                          dout.data(), dq.data(), dk.data(), dvv.data(), heads, 1, tq, tk, d, dv,
-                          causal, scale);
+                          dout.data(), dq.data(), dk.data(), dvv.data(), heads, 1, d, dv, tq, tk, d,
+                          dv, causal, scale);
       for (size_t i = 0; i < out.size(); ++i)
         ASSERT_NEAR(out[i], ro[i], 1e-5) << "out " << i << (causal ? " causal" : "") << " tq "
                                          << tq << " d " << d;
@@ -1576,15 +1576,44 @@ TEST(Attention, MatchesTheReferenceAndItsGradientAtAnyThreadCount) {
       std::vector<float> gout(out.size(), 7.0f), glse(lse.size()), gdq(dq.size(), 7.0f),
           gdk(dk.size(), 7.0f), gdv(dvv.size(), 7.0f);
       kern::attention(kHost, gq.data(), gk.data(), gv.data(), gout.data(), glse.data(), heads, g,
-                      tq, tk, d, dv, causal, scale);
+                      g * d, g * dv, tq, tk, d, dv, causal, scale);
       kern::attentionGrad(kHost, gq.data(), gk.data(), gv.data(), gout.data(), glse.data(),
-                          gdout.data(), gdq.data(), gdk.data(), gdv.data(), heads, g, tq, tk, d,
-                          dv, causal, scale);
+                          gdout.data(), gdq.data(), gdk.data(), gdv.data(), heads, g, g * d,
+                          g * dv, tq, tk, d, dv, causal, scale);
       EXPECT_EQ(gout, interleaveHeads(out, heads, tq, dv, g)) << "group 3 out";
       EXPECT_EQ(glse, lse) << "group 3 lse";
       EXPECT_EQ(gdq, interleaveHeads(dq, heads, tq, d, g)) << "group 3 dq";
       EXPECT_EQ(gdk, interleaveHeads(dk, heads, tk, d, g)) << "group 3 dk";
       EXPECT_EQ(gdv, interleaveHeads(dvv, heads, tk, dv, g)) << "group 3 dv";
+      if (tq != tk || d != dv)
+        continue;
+      // q, k, v packed ([heads / 3, t, 3, 3, d]: one projection's slices,
+      // rows 9 d apart), dq, dk, dv written into the slices of one such
+      // buffer: the same bits.
+      const int64_t tt = tq, rows = 3 * g * d;
+      std::vector<float> qkv(size_t(heads * tt * 3 * d)), dqkv(qkv.size(), 7.0f);
+      for (int64_t b = 0; b < heads / g; ++b)
+        for (int64_t i = 0; i < tt; ++i)
+          for (int64_t part = 0; part < 3; ++part)
+            std::copy_n((part == 0 ? gq : part == 1 ? gk : gv).begin() + (b * tt + i) * g * d,
+                        g * d, qkv.begin() + (b * tt + i) * rows + part * g * d);
+      std::vector<float> pout(out.size(), 7.0f), plse(lse.size());
+      kern::attention(kHost, qkv.data(), qkv.data() + g * d, qkv.data() + 2 * g * d,
+                      pout.data(), plse.data(), heads, g, rows, rows, tt, tt, d, d, causal, scale);
+      kern::attentionGrad(kHost, qkv.data(), qkv.data() + g * d, qkv.data() + 2 * g * d,
+                          pout.data(), plse.data(), gdout.data(), dqkv.data(),
+                          dqkv.data() + g * d, dqkv.data() + 2 * g * d, heads, g, rows, rows, tt,
+                          tt, d, d, causal, scale);
+      EXPECT_EQ(pout, gout) << "packed out";
+      EXPECT_EQ(plse, lse) << "packed lse";
+      for (int64_t b = 0; b < heads / g; ++b)
+        for (int64_t i = 0; i < tt; ++i)
+          for (int64_t part = 0; part < 3; ++part) {
+            const auto &want = part == 0 ? gdq : part == 1 ? gdk : gdv;
+            const auto at = dqkv.begin() + (b * tt + i) * rows + part * g * d;
+            ASSERT_TRUE(std::equal(at, at + g * d, want.begin() + (b * tt + i) * g * d))
+                << "packed gradient " << part << " row " << i << " of head group " << b;
+          }
     }
   }
 }

@@ -72,3 +72,27 @@ func.func @tokens_first_keys(%q: tensor<?x6x2x4xf32>, %k: tensor<?x7x2x4xf32>) {
   %o, %l = dtc.attention %q, %k, %k {causal, scale = 0.5 : f64, tokens_first} : tensor<?x6x2x4xf32>, tensor<?x7x2x4xf32>, tensor<?x7x2x4xf32> -> tensor<?x6x2x4xf32>, tensor<?x2x6xf32>
   return
 }
+
+// -----
+
+func.func @packed_not_three(%qkv: tensor<?x6x2x2x4xf32>) {
+  // expected-error @+1 {{qkv must be [..., T, 3, H, D] (q, k and v packed), got 'tensor<?x6x2x2x4xf32>'}}
+  %o, %l = dtc.attention_qkvpacked %qkv {scale = 0.5 : f64} : tensor<?x6x2x2x4xf32> -> tensor<?x6x2x4xf32>, tensor<?x2x6xf32>
+  return
+}
+
+// -----
+
+func.func @packed_result(%qkv: tensor<?x6x3x2x4xf32>) {
+  // expected-error @+1 {{result and lse must be 'tensor<?x6x2x4xf32>' and 'tensor<?x2x6xf32>', got 'tensor<?x6x2x4xf32>' and 'tensor<?x6x2xf32>'}}
+  %o, %l = dtc.attention_qkvpacked %qkv {scale = 0.5 : f64} : tensor<?x6x3x2x4xf32> -> tensor<?x6x2x4xf32>, tensor<?x6x2xf32>
+  return
+}
+
+// -----
+
+func.func @packed_grad_scale(%qkv: tensor<?x6x3x2x4xf32>, %o: tensor<?x6x2x4xf32>, %l: tensor<?x2x6xf32>) {
+  // expected-error @+1 {{scale must be finite and > 0, got 0}}
+  %d = dtc.attention_qkvpacked_grad %qkv, %o, %l, %o {scale = 0.0 : f64} : tensor<?x6x3x2x4xf32>, tensor<?x6x2x4xf32>, tensor<?x2x6xf32>
+  return
+}

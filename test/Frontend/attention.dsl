@@ -19,9 +19,9 @@ loss = cross_entropy(out, y)
 # CHECK: dtc.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 5.000000e-01 : f64} : tensor<?x3x8x4xf32>, tensor<?x3x8x4xf32>, tensor<?x3x8x4xf32> -> tensor<?x3x8x4xf32>, tensor<?x3x8xf32>
 # CHECK: dtc.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64}
 # CPP-LABEL: trainStep
-# CPP: dtc::kern::attention(c, {{.*}}, B*3, 1, 8, 8, 4, 4, true, 0.5f);
-# CPP: dtc::kern::attention(c, {{.*}}, B*3, 1, 8, 8, 4, 4, false, 0.125f);
-# CPP: dtc::kern::attentionGrad(c, {{.*}}, B*3, 1, 8, 8, 4, 4, false, 0.125f);
-# CPP: dtc::kern::attentionGrad(c, {{.*}}, B*3, 1, 8, 8, 4, 4, true, 0.5f);
+# CPP: dtc::kern::attention(c, {{.*}}, B*3, 1, 4, 4, 8, 8, 4, 4, true, 0.5f);
+# CPP: dtc::kern::attention(c, {{.*}}, B*3, 1, 4, 4, 8, 8, 4, 4, false, 0.125f);
+# CPP: dtc::kern::attentionGrad(c, {{.*}}, B*3, 1, 4, 4, 8, 8, 4, 4, false, 0.125f);
+# CPP: dtc::kern::attentionGrad(c, {{.*}}, B*3, 1, 4, 4, 8, 8, 4, 4, true, 0.5f);
 # CUDA: dtc::cuda::attention(c,
 # CUDA: dtc::cuda::attentionGrad(c,

@@ -105,12 +105,13 @@ void accuracy(const rt::DeviceContext &c, const float *logits,
 // scores never stored; the gradient a warp per query row (dq) and one per
 // key row (dk, dv), without atomics.
 void attention(const rt::DeviceContext &c, const float *q, const float *k, const float *v,
-               float *out, float *lse, int64_t heads, int64_t group, int64_t tq, int64_t tk,
-               int64_t d, int64_t dv, bool causal, float scale);
+               float *out, float *lse, int64_t heads, int64_t group, int64_t qkRows,
+               int64_t vRows, int64_t tq, int64_t tk, int64_t d, int64_t dv, bool causal,
+               float scale);
 void attentionGrad(const rt::DeviceContext &c, const float *q, const float *k, const float *v,
                    const float *out, const float *lse, const float *dout, float *dq, float *dk,
-                   float *dvOut, int64_t heads, int64_t group, int64_t tq, int64_t tk,
-                   int64_t d, int64_t dv, bool causal, float scale);
+                   float *dvOut, int64_t heads, int64_t group, int64_t qkRows, int64_t vRows,
+                   int64_t tq, int64_t tk, int64_t d, int64_t dv, bool causal, float scale);
 void arange(const rt::DeviceContext &c, int32_t *x, int64_t n);
 // Gradient clipping (kernels.h): one block per call, the sum in double.
 void sumSquares(const rt::DeviceContext &c, const float *x, int64_t n, float *acc);

@@ -198,14 +198,20 @@ void layerNormGrad(const rt::HostContext &c, const float *x, const float *dy, co
 // the probabilities from lse and writes dq, dk, dv; the same bits at any
 // --threads. With group > 1 the heads of q, k, v, out and their gradients
 // are interleaved row by row, [heads / group, t, group, d] (torch's [B, T,
-// H, D] before transpose(1, 2)); lse stays [heads, tq].
+// H, D] before transpose(1, 2)); lse stays [heads, tq]. The rows of q and k
+// (and dq, dk) are qkRows floats apart, those of v (and dv) vRows: group d
+// and group dv, or 3 group d where q, k and v are the slices of one packed
+// [B, T, 3, H, D] tensor (flash_attn_qkvpacked_func's layout), their
+// gradients written into the slices of dqkv likewise. out and dout rows
+// are group dv apart.
 void attention(const rt::HostContext &c, const float *q, const float *k, const float *v,
-               float *out, float *lse, int64_t heads, int64_t group, int64_t tq, int64_t tk,
-               int64_t d, int64_t dv, bool causal, float scale);
+               float *out, float *lse, int64_t heads, int64_t group, int64_t qkRows,
+               int64_t vRows, int64_t tq, int64_t tk, int64_t d, int64_t dv, bool causal,
+               float scale);
 void attentionGrad(const rt::HostContext &c, const float *q, const float *k, const float *v,
                    const float *out, const float *lse, const float *dout, float *dq, float *dk,
-                   float *dvOut, int64_t heads, int64_t group, int64_t tq, int64_t tk,
-                   int64_t d, int64_t dv, bool causal, float scale);
+                   float *dvOut, int64_t heads, int64_t group, int64_t qkRows, int64_t vRows,
+                   int64_t tq, int64_t tk, int64_t d, int64_t dv, bool causal, float scale);
 
 // Convolution and pooling of NCHW tensors, as torch.nn's Conv2d, MaxPool2d
 // and AvgPool2d; N samples, `window` a rt::Window2d's 15 values. cols is
