@@ -255,6 +255,21 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
                              << ", not on '" << op->getName() << "'";
     return success();
   };
+  // An array of i64 with one entry (`entries`) per result of op; null
+  // after the error.
+  auto perResult = [&](bool placeOk, StringRef place,
+                       StringRef entries) -> DenseI64ArrayAttr {
+    auto array = dyn_cast<DenseI64ArrayAttr>(value);
+    if (failed(expect(bool(array), placeOk, "an array of i64", place)))
+      return {};
+    if (array.size() != (int64_t)op->getNumResults()) {
+      op->emitError() << "'" << name << "' has " << array.size() << " "
+                      << entries << " for " << op->getNumResults()
+                      << " results";
+      return {};
+    }
+    return array;
+  };
   bool onModule = isa<ModuleOp>(op), onFunc = isa<func::FuncOp>(op);
   if (name == getRecipeAttrHelper().getName())
     return expect(isa<RecipeAttr>(value), onModule, "#dtc.recipe",
@@ -314,15 +329,10 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<UnitAttr>(value), onFunc, "a unit attribute",
                   "a step function");
   if (name == getInPlaceAttrHelper().getName()) {
-    auto inputs = dyn_cast<DenseI64ArrayAttr>(value);
     auto fused = dyn_cast<FusedOp>(op);
-    if (failed(expect(bool(inputs), bool(fused), "an array of i64",
-                      "a dtc.fused")))
+    DenseI64ArrayAttr inputs = perResult(bool(fused), "a dtc.fused", "entries");
+    if (!inputs)
       return failure();
-    if (inputs.size() != (int64_t)op->getNumResults())
-      return op->emitError()
-             << "'" << name << "' has " << inputs.size() << " entries for "
-             << op->getNumResults() << " results";
     llvm::SmallDenseSet<int64_t> seen;
     for (auto [j, i] : llvm::enumerate(inputs.asArrayRef())) {
       if (i == -1)
@@ -339,14 +349,10 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == getOffsetsAttrHelper().getName()) {
-    auto offsets = dyn_cast<DenseI64ArrayAttr>(value);
-    if (failed(expect(bool(offsets), op->getNumResults() > 0, "an array of i64",
-                      "an op with results")))
+    DenseI64ArrayAttr offsets =
+        perResult(op->getNumResults() > 0, "an op with results", "offsets");
+    if (!offsets)
       return failure();
-    if (offsets.size() != (int64_t)op->getNumResults())
-      return op->emitError()
-             << "'" << name << "' has " << offsets.size() << " offsets for "
-             << op->getNumResults() << " results";
     for (int64_t o : offsets.asArrayRef())
       if (o < -1)
         return op->emitError() << "'" << name

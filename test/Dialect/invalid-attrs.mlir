@@ -148,6 +148,19 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// One entry per result.
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dtc.in_place' has 2 entries for 1 results}}
+  %0 = dtc.fused(%x) {dtc.in_place = array<i64: 0, -1>} : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%i: tensor<4xf32>):
+    %r = dtc.neg %i : tensor<4xf32>
+    dtc.yield %r : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 // A result over an input of another type (a broadcast bias).
 func.func @f(%x: tensor<2x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
   // expected-error @+1 {{'dtc.in_place': result #0 overwrites an input of its own type, each at most once (its index), or none (-1); got 1}}
