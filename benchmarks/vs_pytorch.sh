@@ -14,7 +14,8 @@
 # measured now (the better of OpenBLAS's and oneDNN's, each the best of 3
 # runs; per rank: its share of the cores), plus at 2 ranks the all-reduce
 # of the gradients at the MPI_Allreduce time measured now.
-# The GPT: tokens/s of GPT_STEPS (300) steps against benchmarks/torch_gpt.py.
+# The GPT: tokens/s of GPT_STEPS (300) steps against benchmarks/torch_gpt.py,
+# and each round's speed-up (dtc's run over the PyTorch run right after it).
 # usage: benchmarks/vs_pytorch.sh [rounds=5] [models="mlp deep_mlp cnn gpt"]
 # (DTC_FLAGS: more dtc options, e.g. DTC_FLAGS=--layout=nchw)
 set -euo pipefail
@@ -85,6 +86,9 @@ gpt() {
       floor = n * 12 * 64 / step                 # tokens/s over all ranks
       printf "gpt      %d rank(s): dtc %6.0f tokens/s  PyTorch DDP %6.0f tokens/s  dtc %.2fx faster; floor %6.0f tokens/s, dtc at %.2fx of it\n",
              n, d, p, d / p, floor, floor / d }'
+    # Each round's pair (dtc, then PyTorch right after it), in run order:
+    # the spread of the speed-up the medians above summarize.
+    paste "$work/d" "$work/p" | awk '{ r = r sprintf(" %.2f", $1 / $2) } END { print "           pairs, dtc/PyTorch in run order:" r }'
   done
 }
 
