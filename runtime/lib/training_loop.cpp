@@ -152,11 +152,18 @@ bool TrainingLoop::runEpoch(int64_t epoch, int64_t startPosition) {
         config_.checkpoints && config_.checkpointEvery > 0 && step % config_.checkpointEvery == 0;
     const bool evaluationDue = config_.evalEvery > 0 && step % config_.evalEvery == 0 &&
                                (validate_ || evaluate_);
-    if (!last && !stop_) { // overlaps this step on a device
+    // The next step's batch, staged while this step runs on a device; after
+    // an evaluation due here, which stages its own batches into the same
+    // batch slots (staged before it, the next step would train on one of
+    // them).
+    auto stageNext = [&] {
       int64_t next;
       const int64_t *nextIdx = sampler_.batch(b + 1, &next);
       staged = exec_.stage(trainSet, nextIdx, std::min(B, next), draw);
-    }
+    };
+    const bool more = !last && !stop_;
+    if (more && !evaluationDue)
+      stageNext();
     // Outputs are read at step boundaries, before a step could overflow the
     // slots (every rank reads after the same steps).
     if (int64_t(pending_.size()) + micro_ > slots_ || checkpointDue || evaluationDue)
@@ -164,6 +171,8 @@ bool TrainingLoop::runEpoch(int64_t epoch, int64_t startPosition) {
     if (evaluationDue) { // its outputs use the slots the steps' did
       const std::vector<double> results = evaluate(validate_ ? s_.data.validation : s_.data.test);
       emit(&TrainingSink::onStepEvaluation, step, validate_, results);
+      if (more)
+        stageNext();
     }
     if (!pending_.empty() || !config_.checkpoints)
       continue;

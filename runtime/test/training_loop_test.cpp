@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -118,14 +119,16 @@ private:
   std::vector<float> outs_;
 };
 
-// SoftmaxReg on 64 training and 16 test samples, batch 16: 4 steps per epoch.
+// SoftmaxReg on 64 training and 16 test samples (or testSize), batch 16: 4
+// steps per epoch.
 struct Fixture {
-  explicit Fixture(int64_t epochs = 2, int64_t slots = 1, double validation = 0)
+  explicit Fixture(int64_t epochs = 2, int64_t slots = 1, double validation = 0,
+                   int64_t testSize = 16)
       : spec(SoftmaxReg::spec()) {
     Options o = defaultOptions(spec);
     o.data.validation = validation;
     o.data.trainSize = validation > 0 ? 80 : 64;
-    o.data.testSize = 16;
+    o.data.testSize = testSize;
     o.batch = 16;
     o.epochs = epochs;
     comm = createLocalCommunicator();
@@ -469,4 +472,100 @@ TEST(TrainingLoop, AValidationSetJudgesEachEpochAndTheTestSetComesAfterTraining)
   EXPECT_EQ(joined(f.recorder.events), joined(want.lines));
   for (const EpochSummary &e : f.recorder.epochs)
     EXPECT_TRUE(e.validation);
+}
+
+namespace {
+
+// A device executor's batch slots without a device: two slots used in turn,
+// a handle valid until the second stage after it (executor.h), and each
+// step records the data set and samples of the slot it is given.
+class TwoSlotRecorder final : public Executor {
+public:
+  struct Batch {
+    const Dataset *ds = nullptr;
+    std::vector<int64_t> idx;
+    bool operator==(const Batch &o) const { return ds == o.ds && idx == o.idx; }
+  };
+  std::vector<Batch> trained; // in step order
+  int64_t evaluated = 0;
+
+  TwoSlotRecorder(int64_t slots, int32_t numOutputs)
+      : slots_(slots), outs_(size_t(slots * numOutputs), 0.5f) {}
+  std::string describe() const override { return "two slots"; }
+  int64_t outputSlots() const override { return slots_; }
+  int stage(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t) override {
+    const int handle = next_;
+    next_ ^= 1;
+    slot_[handle] = Batch{&ds, std::vector<int64_t>(idx, idx + n)};
+    return handle;
+  }
+  void train(int b, int64_t, float) override { trained.push_back(slot_[b]); }
+  void accumulate(int b, int64_t, float) override { trained.push_back(slot_[b]); }
+  void eval(int, int64_t) override { ++evaluated; }
+  void grad(int, float *) override {}
+  void readOutputs(int64_t count, float *out) override {
+    std::copy(outs_.begin(), outs_.begin() + count * 2, out);
+  }
+  void setParam(int64_t, float) override {}
+  void persistentToHost() override {}
+  void shareBuffers() override {}
+  void setTracer(Tracer *) override {}
+
+private:
+  int64_t slots_;
+  std::vector<float> outs_;
+  Batch slot_[2];
+  int next_ = 0;
+};
+
+} // namespace
+
+// --eval-every stages the evaluation's batches into the batch slots the
+// training steps use: every step after it still trains on its own batch of
+// the training set, the batches of the run without evaluation (a device
+// executor's two slots, with outputs read every step and every 3 steps).
+TEST(TrainingLoop, AnEvaluationBetweenStepsLeavesTheNextStepItsBatch) {
+  for (int64_t slots : {1, 3}) {
+    std::vector<TwoSlotRecorder::Batch> plain;
+    for (int64_t evalEvery : {0, 1, 2, 3}) {
+      SCOPED_TRACE(fmt::format("slots {}, --eval-every {}", slots, evalEvery));
+      Fixture f(/*epochs=*/2, 1, 0, /*testSize=*/40); // 3 batches: both slots
+      TwoSlotRecorder rec(slots, f.spec.numOutputs);
+      f.config.evalEvery = evalEvery;
+      TrainingLoop loop(*f.session, rec, f.config, {&f.recorder});
+      loop.run(RunStart());
+      ASSERT_EQ(rec.trained.size(), 8u);
+      for (const TwoSlotRecorder::Batch &b : rec.trained)
+        EXPECT_EQ(b.ds, &f.session->data.train);
+      if (evalEvery == 0)
+        plain = rec.trained;
+      else
+        EXPECT_TRUE(rec.trained == plain);
+      // 3 batches of the 40 test samples per evaluation: every evalEvery
+      // steps and at the 2 epochs' ends.
+      EXPECT_EQ(rec.evaluated, 3 * ((evalEvery ? 8 / evalEvery : 0) + 2));
+    }
+  }
+}
+
+// On the CPU executor (one batch buffer): the losses of every step and the
+// parameters after training are the same with an evaluation after every
+// step as without.
+TEST(TrainingLoop, EvaluatingBetweenStepsChangesNoLossAndNoParameter) {
+  Fixture plain(/*epochs=*/2);
+  plain.run();
+  for (double validation : {0.0, 0.2}) {
+    SCOPED_TRACE(fmt::format("validation {}", validation));
+    Fixture a(/*epochs=*/2, 1, validation, 40), b(/*epochs=*/2, 1, validation, 40);
+    b.config.evalEvery = 1;
+    a.run();
+    b.run();
+    EXPECT_EQ(a.recorder.local, b.recorder.local);
+    ASSERT_EQ(a.session->persistent.size(), b.session->persistent.size());
+    EXPECT_EQ(std::memcmp(a.session->persistent.data(), b.session->persistent.data(),
+                          a.session->persistent.size()),
+              0);
+    if (validation == 0)
+      EXPECT_EQ(a.recorder.local, plain.recorder.local);
+  }
 }
