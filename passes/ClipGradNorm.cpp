@@ -9,6 +9,9 @@
 #include "passes/Steps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
 
 namespace dtc {
 #define GEN_PASS_DEF_CLIPGRADNORM
@@ -37,7 +40,19 @@ struct ClipGradNormPass : public dtc::impl::ClipGradNormBase<ClipGradNormPass> {
       step.emitError("dtc-clip-grad-norm runs before dtc-group-updates");
       return signalPassFailure();
     }
-    // The updates go last, in their order: every gradient exists there.
+    // The updates go last, in the parameters' order (torch's
+    // model.parameters()): every gradient exists there, and the norm's sum
+    // runs in one order whatever the buckets and the overlap schedule made
+    // of the updates' (a float sum depends on its order; dtc --no-overlap
+    // must train the same parameters).
+    llvm::DenseMap<StringAttr, unsigned> order;
+    for (ParamOp p : module.getOps<ParamOp>())
+      order.try_emplace(p.getSymNameAttr(), unsigned(order.size()));
+    std::stable_sort(updates.begin(), updates.end(),
+                     [&](ApplyGradientOp a, ApplyGradientOp b) {
+                       return order.lookup(a.getParamAttr().getAttr()) <
+                              order.lookup(b.getParamAttr().getAttr());
+                     });
     Operation *ret = step.front().getTerminator();
     for (ApplyGradientOp u : updates)
       u->moveBefore(ret);

@@ -4,23 +4,26 @@
 // (after its bucket's all-reduce wait) goes into one dtc.sum_squares; the
 // dtc.clip_coef made from it becomes each update's scale (`* %c`: the
 // update multiplies the gradient as it reads it), and the updates move
-// after the last wait, in their order. dtc-group-updates keeps the scale on
-// the group. Without the attribute nothing changes.
+// after the last wait, in the order of the parameters' declarations (torch's
+// model.parameters()), whatever order the buckets left them in: the norm's
+// float sum must not depend on the bucket caps or the overlap schedule.
+// dtc-group-updates keeps the scale on the group. Without the attribute
+// nothing changes.
 
 // CHECK-LABEL: func.func @train_step
 // CHECK: %[[W0:.*]]:2 = dtc.all_reduce_wait %{{.*}}, (%{{.*}}, %{{.*}}) {bucket = 0 : i64}
 // CHECK-NOT: dtc.apply_gradient
 // CHECK: %[[W1:.*]] = dtc.all_reduce_wait %{{.*}}, (%{{.*}}) {bucket = 1 : i64}
-// CHECK-NEXT: %[[SQ:.*]] = dtc.sum_squares %[[W0]]#0, %[[W0]]#1, %[[W1]] : tensor<3x8xf32>, tensor<8xf32>, tensor<8x4xf32> -> tensor<f32>
+// CHECK-NEXT: %[[SQ:.*]] = dtc.sum_squares %[[W1]], %[[W0]]#1, %[[W0]]#0 : tensor<8x4xf32>, tensor<8xf32>, tensor<3x8xf32> -> tensor<f32>
 // CHECK-NEXT: %[[C:.*]] = dtc.clip_coef %[[SQ]] : tensor<f32> -> tensor<f32>
 // CHECK-NOT: dtc.mul
-// CHECK-NEXT: dtc.apply_gradient @w2, %[[W0]]#0 * %[[C]] : tensor<3x8xf32>{{$}}
+// CHECK-NEXT: dtc.apply_gradient @w1, %[[W1]] * %[[C]] : tensor<8x4xf32>{{$}}
 // CHECK-NEXT: dtc.apply_gradient @b1, %[[W0]]#1 * %[[C]]
-// CHECK-NEXT: dtc.apply_gradient @w1, %[[W1]] * %[[C]]
+// CHECK-NEXT: dtc.apply_gradient @w2, %[[W0]]#0 * %[[C]]
 // CHECK-NEXT: return
 // GROUP-LABEL: func.func @train_step
 // GROUP: %[[C:.*]] = dtc.clip_coef
-// GROUP-NEXT: dtc.update_group [@w2, @b1, @w1](%{{.*}}, %{{.*}}, %{{.*}}) * %[[C]] : tensor<3x8xf32>, tensor<8xf32>, tensor<8x4xf32>{{$}}
+// GROUP-NEXT: dtc.update_group [@w1, @b1, @w2](%{{.*}}, %{{.*}}, %{{.*}}) * %[[C]] : tensor<8x4xf32>, tensor<8xf32>, tensor<3x8xf32>{{$}}
 // GROUP-NEXT: return
 module attributes {dtc.clip_grad_norm = 1.0 : f64, dtc.optimizer = #dtc.optimizer<adamw, lr = 0.01, weight_decay = 0.01>} {
   dtc.param @w1 : tensor<8x4xf32>
