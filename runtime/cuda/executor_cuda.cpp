@@ -294,8 +294,14 @@ public:
     cudaCheck(cudaMemcpy(host, persistent_ + at, size_t(bytes), cudaMemcpyDeviceToHost),
               "copying the buffers to the host");
     s_.comm.broadcast(host, bytes, 0);
-    cudaCheck(cudaMemcpy(persistent_ + at, host, size_t(bytes), cudaMemcpyHostToDevice),
+    // On the compute stream, which does not synchronize with the legacy
+    // stream of a plain cudaMemcpy: the next step reads the buffers there.
+    // The host waits for the copy, as the source is pageable memory.
+    cudaCheck(cudaMemcpyAsync(persistent_ + at, host, size_t(bytes), cudaMemcpyHostToDevice,
+                              compute_),
               "copying the buffers to the device");
+    cudaCheck(cudaEventRecord(sync_, compute_), "cudaEventRecord");
+    hostWait(sync_, "copying the buffers to the device");
   }
 
   void setTracer(Tracer *t) override { args_.trace = t; }
