@@ -28,8 +28,7 @@ namespace dtc::cuda {
 namespace {
 
 constexpr int32_t kMaxRank = 6;
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096; // grid-stride loops beyond this
+// kThreads, kMaxBlocks and gridFor: dtc/cuda.h (the generated kernels' too).
 
 // Ends the process without running destructors (NCCL's threads may be
 // waiting for this rank; the launcher ends the others).
@@ -54,11 +53,6 @@ void checkLaunch(const char *kernel) {
   std::fprintf(stderr, "train: error: CUDA error when launching %s: %s\n", kernel,
                cudaGetErrorString(e));
   die();
-}
-
-unsigned gridFor(int64_t n, int threads = kThreads) {
-  const int64_t blocks = (n + threads - 1) / threads;
-  return unsigned(std::max<int64_t>(1, std::min(blocks, kMaxBlocks)));
 }
 
 __device__ inline int64_t globalThread() {

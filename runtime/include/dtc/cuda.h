@@ -52,6 +52,17 @@ inline const bool kCudaEnabled = (enableCuda(), true);
 
 namespace dtc::cuda {
 
+// The launch shape of the grid-stride kernels, libdtcrt_cuda's and those
+// dtc generates (Emit.cpp prints gridFor(n) and kThreads): 256 threads a
+// block, at most 4096 blocks (the loops stride over the rest).
+inline constexpr int kThreads = 256;
+inline constexpr int64_t kMaxBlocks = 4096;
+// Blocks for a grid-stride loop over n items, `threads` a block: at least 1.
+constexpr unsigned gridFor(int64_t n, int threads = kThreads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return unsigned(blocks < 1 ? 1 : blocks > kMaxBlocks ? kMaxBlocks : blocks);
+}
+
 // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major (as kernels.h).
 void gemm(const rt::DeviceContext &c, bool transA, bool transB, int64_t M,
           int64_t N, int64_t K, float alpha, const float *A, const float *B,
