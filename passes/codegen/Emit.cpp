@@ -560,8 +560,9 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
     os << "); });\n";
     return success();
   }
-  os << "  " << kname << "<<<dtcBlocks(" << e(op.getCount())
-     << "), 256, 0, c.stream>>>(B";
+  // The launch shape is the runtime's (dtc/cuda.h), as its own kernels'.
+  os << "  " << kname << "<<<dtc::cuda::gridFor(" << e(op.getCount())
+     << "), dtc::cuda::kThreads, 0, c.stream>>>(B";
   for (auto &a : args)
     os << ", " << a;
   os << ");\n";
@@ -848,11 +849,6 @@ LogicalResult print(ModuleOp module, Target programTarget,
     os << "#include \"dtc/vector_math.h\"\n";
   os << "#include <cmath>\n#include <cstdint>\n#include <cstring>\n\n"
      << "namespace {\n\n";
-  if (cuda)
-    os << "// Blocks for a grid-stride loop over n elements.\n"
-       << "inline unsigned dtcBlocks(int64_t n) {\n"
-       << "  int64_t b = (n + 255) / 256;\n"
-       << "  return unsigned(b < 1 ? 1 : b > 4096 ? 4096 : b);\n}\n\n";
   // The steps go to a buffer first: their text (with the bucket plan in it)
   // is the program's fingerprint, which ranks compare before training. A
   // CUDA program holds the CPU steps too: train picks the device at run time.

@@ -250,6 +250,7 @@ public:
     run(s_.spec.gradStepCuda, batch, 0, 1.0f, grads_);
     cudaCheck(cudaEventRecord(sync_, compute_), "cudaEventRecord");
     hostWait(sync_, "the gradient step");
+    checkRanges();
     cudaCheck(cudaMemcpy(grads, grads_, bytes, cudaMemcpyDeviceToHost), "copying gradients");
     queued_ = 0;
   }
@@ -263,8 +264,16 @@ public:
                 "copying the outputs");
     cudaCheck(cudaEventRecord(sync_, compute_), "cudaEventRecord");
     hostWait(sync_, "the steps");
+    checkRanges();
     std::memcpy(out, hostOutputs_, bytes);
     queued_ = 0;
+  }
+
+  // A label or id outside its range that a kernel of the steps met: the
+  // CPU kernel's error (kernels.cu records it where the CPU stops).
+  void checkRanges() {
+    if (std::string fault = takeRangeFault(compute_); !fault.empty())
+      throw Error(fault);
   }
 
   void setParam(int64_t offset, float value) override {
@@ -394,8 +403,11 @@ private:
   [[noreturn]] void deviceFailed(cudaError_t e, const char *what) {
     cudaGetLastError();
     throw Error(fmt::format("CUDA error in {} on cuda:{}: {} (a kernel failed; this is a bug "
-                            "in dtc or its runtime)",
-                            what, device_, cudaMessage(e)));
+                            "in dtc or its runtime{})",
+                            what, device_, cudaMessage(e),
+                            isKernelFault(e) ? "; rerun with CUDA_LAUNCH_BLOCKING=1 to name the "
+                                               "kernel that faulted"
+                                             : ""));
   }
 
   Session &s_;

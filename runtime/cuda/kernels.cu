@@ -15,6 +15,7 @@
 #include "dtc/cuda.h"
 
 #include "cuda_util.h"
+#include "error.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -23,13 +24,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
 
 namespace dtc::cuda {
 namespace {
 
 constexpr int32_t kMaxRank = 6;
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096; // grid-stride loops beyond this
+// kThreads, kMaxBlocks and gridFor: dtc/cuda.h (the generated kernels' too).
 
 // Ends the process without running destructors (NCCL's threads may be
 // waiting for this rank; the launcher ends the others).
@@ -44,21 +48,31 @@ constexpr int64_t kMaxBlocks = 4096; // grid-stride loops beyond this
   die();
 }
 
+// CUDA_LAUNCH_BLOCKING=1 (CUDA's own switch: every launch completes before
+// it returns), read once.
+bool launchBlocking() {
+  static const bool blocking = [] {
+    const char *v = std::getenv("CUDA_LAUNCH_BLOCKING");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return blocking;
+}
+
 // A launch fails for a bad configuration (a runtime bug) or a context broken
-// by an earlier kernel; kernel faults otherwise show at the next wait.
+// by a kernel that faulted: that error is sticky and shows at whatever call
+// comes next, a later launch included, so without CUDA_LAUNCH_BLOCKING=1 the
+// kernel named is only the first launch after the fault. With it, the check
+// also waits for the kernel, so that its own fault is named.
 void checkLaunch(const char *kernel) {
-  const cudaError_t e = cudaGetLastError();
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess && launchBlocking())
+    e = cudaDeviceSynchronize();
   if (e == cudaSuccess)
     return;
   std::fflush(stdout);
-  std::fprintf(stderr, "train: error: CUDA error when launching %s: %s\n", kernel,
-               cudaGetErrorString(e));
+  std::fprintf(stderr, "train: error: %s\n",
+               rt::launchFailure(kernel, e, launchBlocking()).c_str());
   die();
-}
-
-unsigned gridFor(int64_t n, int threads = kThreads) {
-  const int64_t blocks = (n + threads - 1) / threads;
-  return unsigned(std::max<int64_t>(1, std::min(blocks, kMaxBlocks)));
 }
 
 __device__ inline int64_t globalThread() {
@@ -392,8 +406,63 @@ template <int TX, int TY> AxisLaunch axisLaunch(int64_t outer, int64_t inner) {
 
 constexpr int kLossThreads = 1024; // one block: 32 warps, a warp per row
 
-__device__ inline int32_t clampLabel(int32_t label, int64_t C) {
-  return label < 0 ? 0 : label >= C ? int32_t(C - 1) : label;
+//===--- labels and ids outside their range -----------------------------------===//
+//
+// The data sets are checked when loaded (file and offset); the kernels are
+// the last guard, as kernels.cpp's. Where the CPU kernel stops, the CUDA
+// kernel reads a clamped index (never out of bounds) and records the fault;
+// the executor reads it back with the outputs (takeRangeFault) and stops
+// with the CPU kernel's message. Of several faults the one kept is the
+// smallest key (site, row, value), so every run reports the same: a site is
+// a (kind, limit) pair, numbered by the host in the order of first use (the
+// first kernel of a step first, as the CPU stops at it), the row saturates
+// at 2^24 - 1.
+enum class RangeKind : int32_t { Label, Embedding, EmbeddingGrad };
+struct RangeSite {
+  RangeKind kind;
+  int64_t limit;
+};
+constexpr uint32_t kMaxRangeSites = 255; // site 255: any later one
+constexpr unsigned long long kNoRangeFault = ~0ull;
+__device__ unsigned long long gRangeFault = kNoRangeFault;
+constexpr uint32_t kNoSite = 0xffffffffu; // checkedId: do not record
+
+std::mutex gRangeSitesMutex;
+std::vector<RangeSite> gRangeSites;
+
+uint32_t rangeSite(RangeKind kind, int64_t limit) {
+  std::lock_guard<std::mutex> lock(gRangeSitesMutex);
+  for (size_t i = 0; i < gRangeSites.size(); ++i)
+    if (gRangeSites[i].kind == kind && gRangeSites[i].limit == limit)
+      return uint32_t(i);
+  if (gRangeSites.size() >= kMaxRangeSites)
+    return kMaxRangeSites;
+  gRangeSites.push_back({kind, limit});
+  return uint32_t(gRangeSites.size() - 1);
+}
+
+__device__ void recordRangeFault(uint32_t site, int64_t row, int32_t value) {
+  if (site == kNoSite)
+    return;
+  const unsigned long long r = row < 0xffffff ? (unsigned long long)row : 0xffffffull;
+  atomicMin(&gRangeFault, (static_cast<unsigned long long>(site) << 56) | (r << 32) |
+                              static_cast<uint32_t>(value));
+}
+
+// labels[b] as an index into a row of C: clamped into it, a fault recorded.
+__device__ inline int32_t checkedLabel(int32_t label, int64_t b, int64_t C, uint32_t site) {
+  if (label >= 0 && label < C)
+    return label;
+  recordRangeFault(site, b, label);
+  return label < 0 ? 0 : int32_t(C - 1);
+}
+
+// ids[r] as a row of a table of num rows: likewise.
+__device__ inline int64_t checkedId(int32_t id, int64_t r, int64_t num, uint32_t site) {
+  if (id >= 0 && id < num)
+    return id;
+  recordRangeFault(site, r, id);
+  return id < 0 ? 0 : num - 1;
 }
 
 // Sums one double per warp (lane 0's) over the block; thread 0 gets it.
@@ -428,14 +497,40 @@ __device__ int64_t blockCountedRows(const int32_t *labels, int64_t B, int64_t ig
   return v;
 }
 
-__global__ void __launch_bounds__(kLossThreads)
-crossEntropyKernel(const float *logits, const int32_t *labels, int64_t B,
-                                   int64_t C, int64_t ignore, float *out) {
+// The mean cross-entropy over the grid: pass 1 gives each block a run of
+// consecutive rows (a warp per row, lane 0 adding the warp's rows in
+// order, in double) and writes the block's sum to gPartials; pass 2 (one
+// block) adds them in a fixed order and divides by the rows counted. The
+// grid depends on B alone, so every run adds the same terms in the same
+// order: the result repeats bit for bit. gPartials is shared by the
+// two-pass reductions of one stream (those of a device run one at a time,
+// each pass 2 before the next pass 1).
+constexpr int kPartialThreads = 256;
+__device__ double gPartials[kMaxBlocks];
+
+// The blocks of pass 1 over `units` items, `perBlock` per block at least.
+unsigned partialBlocks(int64_t units, int64_t perBlock) {
+  return unsigned(std::max<int64_t>(1, std::min<int64_t>((units + perBlock - 1) / perBlock,
+                                                         kMaxBlocks)));
+}
+
+// Rows [begin, end) of block blockIdx.x when B rows are split into
+// gridDim.x runs.
+__device__ inline void blockRows(int64_t B, int64_t &begin, int64_t &end) {
+  const int64_t per = (B + gridDim.x - 1) / gridDim.x;
+  begin = per * blockIdx.x;
+  end = begin + per < B ? begin + per : B;
+}
+
+__global__ void __launch_bounds__(kPartialThreads)
+crossEntropyPartialKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
+                          int64_t ignore, uint32_t site) {
   __shared__ double sm[32];
-  const int64_t counted = blockCountedRows(labels, B, ignore, sm);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  int64_t begin, end;
+  blockRows(B, begin, end);
   double acc = 0; // lane 0: this warp's rows
-  for (int64_t b = warp; b < B; b += warps) {
+  for (int64_t b = begin + warp; b < end; b += warps) {
     if (labels[b] == ignore)
       continue;
     const float *row = logits + b * C;
@@ -448,16 +543,35 @@ crossEntropyKernel(const float *logits, const int32_t *labels, int64_t B,
       s += expf(row[c] - m);
     s = warpSum(s);
     if (lane == 0)
-      acc += (double(m) + log(double(s))) - double(row[clampLabel(labels[b], C)]);
+      acc += (double(m) + log(double(s))) - double(row[checkedLabel(labels[b], b, C, site)]);
   }
   const double total = blockSumOfWarps(acc, sm);
+  if (threadIdx.x == 0)
+    gPartials[blockIdx.x] = total;
+}
+
+// The sum of gPartials[0, n) in a fixed order (every thread a strided run,
+// then the block's tree); thread 0 gets it.
+__device__ double sumOfPartials(int64_t n, double *sm) {
+  double v = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    v += gPartials[i];
+  return blockSumOfWarps(warpSum(v), sm);
+}
+
+__global__ void __launch_bounds__(kPartialThreads)
+crossEntropyFinishKernel(int64_t partials, const int32_t *labels, int64_t B, int64_t ignore,
+                         float *out) {
+  __shared__ double sm[32];
+  const int64_t counted = blockCountedRows(labels, B, ignore, sm);
+  const double total = sumOfPartials(partials, sm);
   if (threadIdx.x == 0) // every row ignored: NaN, as torch
     *out = B > 0 ? float(total / double(counted)) : 0.0f;
 }
 
 __global__ void crossEntropyGradKernel(const float *logits, const int32_t *labels, int64_t B,
                                        int64_t C, int64_t ignore, const float *dloss,
-                                       float *dlogits) {
+                                       float *dlogits, uint32_t site) {
   __shared__ double sm[32];
   // Every block counts the rows itself (B labels: cheap beside B * C logits).
   const int64_t counted = blockCountedRows(labels, B, ignore, sm);
@@ -482,7 +596,7 @@ __global__ void crossEntropyGradKernel(const float *logits, const int32_t *label
       s += expf(row[c] - m);
     s = warpSum(s);
     const float k = float(double(scale) / double(s));
-    const int32_t label = clampLabel(labels[b], C);
+    const int32_t label = checkedLabel(labels[b], b, C, site);
     for (int64_t c = lane; c < C; c += 32) {
       const float g = __fmul_rn(k, expf(row[c] - m));
       drow[c] = c == label ? g - scale : g;
@@ -513,7 +627,7 @@ __global__ void mseGradKernel(const float *p, const float *t, int64_t n, const f
 
 __global__ void __launch_bounds__(kLossThreads)
 accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
-                               int64_t ignore, float *out) {
+                               int64_t ignore, float *out, uint32_t site) {
   __shared__ double sm[32];
   const int64_t counted = blockCountedRows(labels, B, ignore, sm);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -521,6 +635,8 @@ accuracyKernel(const float *logits, const int32_t *labels, int64_t B, int64_t C,
   for (int64_t b = warp; b < B; b += warps) {
     if (labels[b] == ignore)
       continue;
+    if (lane == 0)
+      checkedLabel(labels[b], b, C, site); // a label outside never matches
     const float *row = logits + b * C;
     float bv = 0;
     int64_t bi = -1; // the first maximum (strict >, as kernels.cpp)
@@ -665,14 +781,25 @@ __global__ void attentionGradKVKernel(const float *q, const float *k, const floa
 
 //===--- embeddings -----------------------------------------------------------===//
 
-__global__ void __launch_bounds__(kLossThreads)
-sumSquaresKernel(const float *x, int64_t n, float *acc) {
+// acc[0] += the sum of x's squares, in double over the grid: pass 1 a
+// grid-stride run per thread and the block's sum into gPartials, pass 2
+// (one block) their sum in a fixed order (the grid depends on n alone: the
+// same result on every run).
+__global__ void __launch_bounds__(kPartialThreads)
+sumSquaresPartialKernel(const float *x, int64_t n) {
   __shared__ double sm[32];
   double s = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
     s += double(x[i]) * double(x[i]);
-  s = warpSum(s);
-  const double total = blockSumOfWarps(s, sm);
+  const double total = blockSumOfWarps(warpSum(s), sm);
+  if (threadIdx.x == 0)
+    gPartials[blockIdx.x] = total;
+}
+
+__global__ void __launch_bounds__(kPartialThreads)
+sumSquaresFinishKernel(int64_t partials, float *acc) {
+  __shared__ double sm[32];
+  const double total = sumOfPartials(partials, sm);
   if (threadIdx.x == 0)
     acc[0] = float(double(acc[0]) + total);
 }
@@ -686,27 +813,53 @@ __global__ void arangeKernel(int32_t *x, int64_t n) {
     x[i] = int32_t(i);
 }
 
-// Ids outside the table are clamped (the data sets are checked when loaded).
+// An id outside the table reads a row clamped into it (a fault recorded).
 __global__ void embeddingKernel(const float *weight, const int32_t *ids, int64_t rows,
-                                int64_t num, int64_t dim, float *out) {
+                                int64_t num, int64_t dim, float *out, uint32_t site) {
   for (int64_t i = globalThread(); i < rows * dim; i += gridThreads()) {
     const int64_t r = i / dim, d = i - r * dim;
-    const int64_t id = ids[r] < 0 ? 0 : ids[r] >= num ? num - 1 : ids[r];
-    out[i] = weight[id * dim + d];
+    out[i] = weight[checkedId(ids[r], r, num, d == 0 ? site : kNoSite) * dim + d];
   }
 }
 
-// One thread per column adds every row in row order: deterministic, as the
-// CPU kernel (no atomics), coalesced across the columns of a row.
-constexpr int kEmbeddingGradThreads = 128;
-__global__ void embeddingGradKernel(const int32_t *ids, const float *dy, int64_t rows,
-                                    int64_t num, int64_t dim, float *dweight) {
-  const int64_t d = globalThread();
-  if (d >= dim)
-    return;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t id = ids[r] < 0 ? 0 : ids[r] >= num ? num - 1 : ids[r];
-    dweight[id * dim + d] += dy[r * dim + d];
+// dweight (zeroed) += dy's rows at their ids. Each element (id, d) adds
+// the rows of its id in row order, as the CPU kernel: the same floats, no
+// atomics. The work is split over (column, group of ids): the ids fall
+// into `groups` groups (id % groups), a warp per group and 32 columns, so
+// that every output element has one owner; the block stages the ids in
+// shared memory tile by tile and each warp scans every row of the tile,
+// adding those of its group. Grid: x over column chunks (grid-stride past
+// kMaxBlocks), y over groups of 8.
+constexpr int kEmbeddingGradWarps = 8;
+constexpr int kEmbeddingGradTile = 32 * kEmbeddingGradWarps;
+__global__ void __launch_bounds__(32 * kEmbeddingGradWarps)
+embeddingGradKernel(const int32_t *ids, const float *dy, int64_t rows, int64_t num,
+                    int64_t dim, int64_t groups, float *dweight, uint32_t site) {
+  __shared__ int32_t tileId[kEmbeddingGradTile];
+  __shared__ int32_t tileGroup[kEmbeddingGradTile];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t group = int64_t(blockIdx.y) * kEmbeddingGradWarps + warp;
+  for (int64_t col0 = int64_t(blockIdx.x) * 32; col0 < dim; col0 += int64_t(gridDim.x) * 32) {
+    const int64_t d = col0 + lane;
+    for (int64_t r0 = 0; r0 < rows; r0 += kEmbeddingGradTile) {
+      const int64_t r = r0 + threadIdx.x;
+      if (r < rows) {
+        // Out of the table: recorded (by one block), and in no group.
+        const int32_t id = ids[r];
+        const bool in = id >= 0 && id < num;
+        if (!in && blockIdx.x == 0 && blockIdx.y == 0 && col0 == 0)
+          recordRangeFault(site, r, id);
+        tileId[threadIdx.x] = id;
+        tileGroup[threadIdx.x] = in ? int32_t(id % groups) : -1;
+      }
+      __syncthreads();
+      const int64_t n = rows - r0 < kEmbeddingGradTile ? rows - r0 : kEmbeddingGradTile;
+      if (group < groups && d < dim)
+        for (int64_t t = 0; t < n; ++t)
+          if (tileGroup[t] == group)
+            dweight[int64_t(tileId[t]) * dim + d] += dy[(r0 + t) * dim + d];
+      __syncthreads(); // the tile is reused
+    }
   }
 }
 
@@ -791,6 +944,79 @@ void launchUpdates(const rt::DeviceContext &c, const rt::UpdateItem *items, int3
 } // namespace
 
 void launched(const char *kernel) { checkLaunch(kernel); }
+
+} // namespace dtc::cuda
+
+namespace dtc::rt {
+
+bool isKernelFault(cudaError_t e) {
+  switch (e) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorLaunchFailure:
+  case cudaErrorAssert:
+  case cudaErrorHardwareStackError:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorInvalidPc:
+  case cudaErrorLaunchTimeout:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::string launchFailure(const char *kernel, cudaError_t e, bool blocking) {
+  const std::string what = cudaMessage(e);
+  if (!isKernelFault(e))
+    return std::string("CUDA error when launching ") + kernel + ": " + what;
+  if (blocking)
+    return std::string("CUDA error: kernel ") + kernel + " faulted: " + what +
+           " (CUDA_LAUNCH_BLOCKING=1: the kernel named is the one that faulted)";
+  return std::string("CUDA error: a kernel faulted: ") + what + "; it showed when " + kernel +
+         " was launched, but the fault may be an earlier kernel's (CUDA reports a fault at "
+         "the next call); rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel that faulted";
+}
+
+std::string takeRangeFault(cudaStream_t stream) {
+  unsigned long long key = cuda::kNoRangeFault;
+  cudaCheck(cudaMemcpyFromSymbolAsync(&key, cuda::gRangeFault, sizeof key, 0,
+                                      cudaMemcpyDeviceToHost, stream),
+            "reading the kernels' range check");
+  cudaCheck(cudaStreamSynchronize(stream), "reading the kernels' range check");
+  if (key == cuda::kNoRangeFault)
+    return "";
+  const unsigned long long none = cuda::kNoRangeFault;
+  cudaCheck(cudaMemcpyToSymbolAsync(cuda::gRangeFault, &none, sizeof none, 0,
+                                    cudaMemcpyHostToDevice, stream),
+            "resetting the kernels' range check");
+  cudaCheck(cudaStreamSynchronize(stream), "resetting the kernels' range check");
+  const uint32_t site = uint32_t(key >> 56);
+  const int64_t row = int64_t((key >> 32) & 0xffffff);
+  const int32_t value = int32_t(uint32_t(key));
+  cuda::RangeSite where{cuda::RangeKind::Label, -1};
+  {
+    std::lock_guard<std::mutex> lock(cuda::gRangeSitesMutex);
+    if (site < cuda::gRangeSites.size())
+      where = cuda::gRangeSites[site];
+  }
+  if (where.limit < 0)
+    return "a kernel met a class label or an id outside its range: " + std::to_string(value) +
+           " in row " + std::to_string(row);
+  switch (where.kind) {
+  case cuda::RangeKind::Label:
+    return labelOutsideMessage(value, row, where.limit);
+  case cuda::RangeKind::Embedding:
+    return idOutsideMessage("embedding", value, row, where.limit);
+  case cuda::RangeKind::EmbeddingGrad:
+    return idOutsideMessage("embedding_grad", value, row, where.limit);
+  }
+  return "";
+}
+
+} // namespace dtc::rt
+
+namespace dtc::cuda {
 
 //===--- the API --------------------------------------------------------------===//
 
@@ -963,8 +1189,17 @@ void crossEntropy(const rt::DeviceContext &c, const float *logits, const int32_t
                   int64_t B, int64_t C, int64_t ignore, float *out) {
   if (C <= 0)
     B = 0; // no rows to read: writes 0
-  crossEntropyKernel<<<1, kLossThreads, 0, c.stream>>>(logits, labels, B, C, ignore, out);
-  checkLaunch("crossEntropy");
+  const uint32_t site = rangeSite(RangeKind::Label, C);
+  // Pass 1: a warp per row, 8 rows a block at least.
+  const unsigned blocks = partialBlocks(B, kPartialThreads / 32);
+  if (B > 0) {
+    crossEntropyPartialKernel<<<blocks, kPartialThreads, 0, c.stream>>>(logits, labels, B, C,
+                                                                         ignore, site);
+    checkLaunch("crossEntropy");
+  }
+  crossEntropyFinishKernel<<<1, kPartialThreads, 0, c.stream>>>(B > 0 ? blocks : 0, labels, B,
+                                                                ignore, out);
+  checkLaunch("crossEntropy (sum)");
 }
 
 void crossEntropyGrad(const rt::DeviceContext &c, const float *logits, const int32_t *labels,
@@ -977,7 +1212,8 @@ void crossEntropyGrad(const rt::DeviceContext &c, const float *logits, const int
       unsigned(std::max<int64_t>(1, std::min<int64_t>((B + rowsPerBlock - 1) / rowsPerBlock,
                                                       kMaxBlocks)));
   crossEntropyGradKernel<<<blocks, kThreads, 0, c.stream>>>(logits, labels, B, C, ignore, dloss,
-                                                            dlogits);
+                                                            dlogits,
+                                                            rangeSite(RangeKind::Label, C));
   checkLaunch("crossEntropyGrad");
 }
 
@@ -998,7 +1234,8 @@ void accuracy(const rt::DeviceContext &c, const float *logits, const int32_t *la
               int64_t C, int64_t ignore, float *out) {
   if (C <= 0)
     B = 0;
-  accuracyKernel<<<1, kLossThreads, 0, c.stream>>>(logits, labels, B, C, ignore, out);
+  accuracyKernel<<<1, kLossThreads, 0, c.stream>>>(logits, labels, B, C, ignore, out,
+                                                   rangeSite(RangeKind::Label, C));
   checkLaunch("accuracy");
 }
 
@@ -1023,19 +1260,30 @@ void attentionGrad(const rt::DeviceContext &c, const float *q, const float *k, c
     return;
   const AttentionShape a{heads, group, qkRows, vRows, tq, tk, d, dv, causal, scale};
   const int64_t perBlock = kThreads / 32;
-  attentionGradQKernel<<<unsigned((heads * tq + perBlock - 1) / perBlock), kThreads, 0,
-                         c.stream>>>(q, k, v, out, lse, dout, dq, a);
-  checkLaunch("attentionGrad (dq)");
-  attentionGradKVKernel<<<unsigned((heads * tk + perBlock - 1) / perBlock), kThreads, 0,
-                          c.stream>>>(q, k, v, out, lse, dout, dk, dvOut, a);
-  checkLaunch("attentionGrad (dk, dv)");
+  // A sequence of length 0 has no rows to write on its side (no launch: a
+  // grid of 0 blocks is an error); the other side's rows get 0 (no keys,
+  // or no queries).
+  if (tq > 0) {
+    attentionGradQKernel<<<unsigned((heads * tq + perBlock - 1) / perBlock), kThreads, 0,
+                           c.stream>>>(q, k, v, out, lse, dout, dq, a);
+    checkLaunch("attentionGrad (dq)");
+  }
+  if (tk > 0) {
+    attentionGradKVKernel<<<unsigned((heads * tk + perBlock - 1) / perBlock), kThreads, 0,
+                            c.stream>>>(q, k, v, out, lse, dout, dk, dvOut, a);
+    checkLaunch("attentionGrad (dk, dv)");
+  }
 }
 
 void sumSquares(const rt::DeviceContext &c, const float *x, int64_t n, float *acc) {
   if (n <= 0)
     return;
-  sumSquaresKernel<<<1, kLossThreads, 0, c.stream>>>(x, n, acc);
+  // Pass 1: 4 floats a thread at least, up to kMaxBlocks blocks.
+  const unsigned blocks = partialBlocks(n, 4 * kPartialThreads);
+  sumSquaresPartialKernel<<<blocks, kPartialThreads, 0, c.stream>>>(x, n);
   checkLaunch("sumSquares");
+  sumSquaresFinishKernel<<<1, kPartialThreads, 0, c.stream>>>(blocks, acc);
+  checkLaunch("sumSquares (sum)");
 }
 
 void clipCoef(const rt::DeviceContext &c, const float *sumSquares, const rt::Hyper &h,
@@ -1055,8 +1303,8 @@ void embedding(const rt::DeviceContext &c, const float *weight, const int32_t *i
                int64_t num, int64_t dim, float *out) {
   if (rows <= 0 || dim <= 0)
     return;
-  embeddingKernel<<<gridFor(rows * dim), kThreads, 0, c.stream>>>(weight, ids, rows, num, dim,
-                                                                  out);
+  embeddingKernel<<<gridFor(rows * dim), kThreads, 0, c.stream>>>(
+      weight, ids, rows, num, dim, out, rangeSite(RangeKind::Embedding, num));
   checkLaunch("embedding");
 }
 
@@ -1068,8 +1316,16 @@ void embeddingGrad(const rt::DeviceContext &c, const int32_t *ids, const float *
   checkLaunch("embeddingGrad (zeroing)");
   if (rows <= 0)
     return;
-  embeddingGradKernel<<<gridFor(dim, kEmbeddingGradThreads), kEmbeddingGradThreads, 0,
-                        c.stream>>>(ids, dy, rows, num, dim, dweight);
+  // Groups of ids: enough for about 64K threads over the columns, at most
+  // one per id, a multiple of the 8 warps of a block where there are more.
+  const int64_t columnChunks = std::min<int64_t>((dim + 31) / 32, kMaxBlocks);
+  int64_t groups = std::min<int64_t>(num, std::max<int64_t>(1, 2048 / columnChunks));
+  if (groups > kEmbeddingGradWarps)
+    groups = groups / kEmbeddingGradWarps * kEmbeddingGradWarps;
+  const dim3 grid(unsigned(columnChunks),
+                  unsigned((groups + kEmbeddingGradWarps - 1) / kEmbeddingGradWarps));
+  embeddingGradKernel<<<grid, 32 * kEmbeddingGradWarps, 0, c.stream>>>(
+      ids, dy, rows, num, dim, groups, dweight, rangeSite(RangeKind::EmbeddingGrad, num));
   checkLaunch("embeddingGrad");
 }
 

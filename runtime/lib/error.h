@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -15,5 +16,12 @@ namespace dtc::rt {
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// A kernel's last guard against a class label or an embedding id outside
+// its range (the data sets are checked when loaded, naming file and offset):
+// the message, the same from the CPU kernels (which print it and exit) and
+// from the CUDA executor (which throws it when it reads the outputs).
+std::string labelOutsideMessage(int64_t label, int64_t row, int64_t classes);
+std::string idOutsideMessage(const char *kernel, int64_t id, int64_t row, int64_t rows);
 
 } // namespace dtc::rt

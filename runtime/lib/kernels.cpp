@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "dtc/kernels.h"
 
+#include "error.h"
+
 #include "gemm/engine.h"
 #include "parallel.h"
 #include "simd.h"
@@ -21,6 +23,23 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+
+#include <fmt/format.h>
+
+namespace dtc::rt {
+
+std::string labelOutsideMessage(int64_t label, int64_t row, int64_t classes) {
+  return fmt::format("label {} in row {} is outside the class range [0, {})", label, row,
+                     classes);
+}
+
+std::string idOutsideMessage(const char *kernel, int64_t id, int64_t row, int64_t rows) {
+  return fmt::format("{}: id {} in row {} is outside the table's {} rows [0, {}) (an id "
+                     "outside the table; the data is checked when loaded)",
+                     kernel, id, row, rows, rows);
+}
+
+} // namespace dtc::rt
 
 namespace dtc::kern {
 
@@ -47,14 +66,25 @@ constexpr int32_t kMaxRank = 6;
 
 // Class labels come from the data set, which was checked when it was loaded;
 // one outside [0, C) that is not the ignore index is still a user error.
+// The message is rt::labelOutsideMessage, as the CUDA executor's.
 void checkLabels(const int32_t *labels, int64_t B, int64_t C, int64_t ignore) {
   for (int64_t b = 0; b < B; ++b)
     if ((labels[b] < 0 || labels[b] >= C) && labels[b] != ignore) {
       std::fflush(stdout);
-      std::fprintf(stderr,
-                   "train: error: label %d in row %lld is outside the class "
-                   "range [0, %lld)\n",
-                   labels[b], static_cast<long long>(b), static_cast<long long>(C));
+      std::fprintf(stderr, "train: error: %s\n",
+                   rt::labelOutsideMessage(labels[b], b, C).c_str());
+      std::exit(1);
+    }
+}
+
+// The same for the ids of an embedding's table of `num` rows (the first
+// outside it, rt::idOutsideMessage).
+void checkIds(const char *kernel, const int32_t *ids, int64_t rows, int64_t num) {
+  for (int64_t r = 0; r < rows; ++r)
+    if (ids[r] < 0 || ids[r] >= num) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "train: error: %s\n",
+                   rt::idOutsideMessage(kernel, ids[r], r, num).c_str());
       std::exit(1);
     }
 }
@@ -592,15 +622,12 @@ void arange(const rt::HostContext &, int32_t *x, int64_t n) {
 
 void embedding(const rt::HostContext &, const float *weight, const int32_t *ids, int64_t rows,
                int64_t num, int64_t dim, float *out) {
+  checkIds("embedding", ids, rows, num);
   rt::parallelFor(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, dim)),
               [&](int64_t begin, int64_t end) {
-                for (int64_t r = begin; r < end; ++r) {
-                  const int64_t id = ids[r];
-                  if (id < 0 || id >= num)
-                    fatal("embedding: an id outside the table (the data is checked when "
-                          "loaded)");
-                  std::memcpy(out + r * dim, weight + id * dim, size_t(dim) * sizeof(float));
-                }
+                for (int64_t r = begin; r < end; ++r)
+                  std::memcpy(out + r * dim, weight + int64_t(ids[r]) * dim,
+                              size_t(dim) * sizeof(float));
               });
 }
 
@@ -608,9 +635,7 @@ void embeddingGrad(const rt::HostContext &, const int32_t *ids, const float *dy,
                    int64_t num, int64_t dim, float *dweight) {
   // Each thread owns a range of columns and adds the rows in their order:
   // the sums are the same at any --threads.
-  for (int64_t r = 0; r < rows; ++r)
-    if (ids[r] < 0 || ids[r] >= num)
-      fatal("embedding_grad: an id outside the table (the data is checked when loaded)");
+  checkIds("embedding_grad", ids, rows, num);
   std::memset(dweight, 0, size_t(num * dim) * sizeof(float));
   rt::parallelFor(dim, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = 0; r < rows; ++r) {

@@ -8,7 +8,9 @@
 #include "dtc/cuda.h"
 #include "dtc/kernels.h"
 
+#include "cuda_util.h"
 #include "device_comm.h"
+#include "error.h"
 #include "options.h"
 
 #include <cublas_v2.h>
@@ -535,6 +537,157 @@ TEST_F(Kernels, AccuracyTakesTheFirstMaximumAndOutOfRangeLabelsDoNotCrash) {
   const auto out = dOut.host();
   EXPECT_FLOAT_EQ(out[0], 2.0f / 3.0f);
   EXPECT_TRUE(std::isfinite(out[1]));
+  // Read clamped, but recorded: the executor stops with the CPU's error.
+  EXPECT_EQ(rt::takeRangeFault(c().stream), rt::labelOutsideMessage(99, 2, 4));
+  EXPECT_EQ(rt::takeRangeFault(c().stream), "");
+}
+
+TEST_F(Kernels, OutOfRangeLabelsAndIdsStopWithTheCpuMessage) {
+  ASSERT_EQ(rt::takeRangeFault(c().stream), ""); // nothing left by another test
+  const int64_t B = 40, C = 5, num = 7, dim = 3;
+  const auto logits = randomVec(size_t(B * C), 41);
+  std::vector<int32_t> labels(size_t(B), 1);
+  labels[30] = 5;
+  labels[12] = -2; // the first outside: the CPU names it
+  labels[3] = -100; // ignored
+  DevVec<float> dLogits(logits), dOut(1), dGrad(logits.size()),
+      dDloss(std::vector<float>{1.0f});
+  DevVec<int32_t> dLabels(labels);
+  cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), B, C, -100, dOut.get());
+  dOut.host();
+  EXPECT_EQ(rt::takeRangeFault(c().stream), rt::labelOutsideMessage(-2, 12, C));
+  cuda::crossEntropyGrad(c(), dLogits.get(), dLabels.get(), B, C, -100, dDloss.get(),
+                         dGrad.get());
+  dGrad.host();
+  EXPECT_EQ(rt::takeRangeFault(c().stream), rt::labelOutsideMessage(-2, 12, C));
+
+  std::vector<int32_t> ids(static_cast<size_t>(B));
+  for (int64_t r = 0; r < B; ++r)
+    ids[size_t(r)] = int32_t(r % num);
+  ids[25] = int32_t(num);
+  ids[17] = int32_t(num) + 100;
+  const auto w = randomVec(size_t(num * dim), 42), dy = randomVec(size_t(B * dim), 43);
+  DevVec<float> dW(w), dDy(dy), dEmb(size_t(B * dim)), dDw(size_t(num * dim));
+  DevVec<int32_t> dIds(ids);
+  cuda::embedding(c(), dW.get(), dIds.get(), B, num, dim, dEmb.get());
+  dEmb.host();
+  EXPECT_EQ(rt::takeRangeFault(c().stream), rt::idOutsideMessage("embedding", num + 100, 17, num));
+  cuda::embeddingGrad(c(), dIds.get(), dDy.get(), B, num, dim, dDw.get());
+  dDw.host();
+  EXPECT_EQ(rt::takeRangeFault(c().stream), rt::idOutsideMessage("embedding_grad", num + 100, 17, num));
+  // Both in one step: one of the two (the smaller site: the (kind, limit)
+  // first used in the process, which in a training step is its first kernel).
+  cuda::embedding(c(), dW.get(), dIds.get(), B, num, dim, dEmb.get());
+  cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), B, C, -100, dOut.get());
+  dOut.host();
+  const std::string first = rt::takeRangeFault(c().stream);
+  EXPECT_TRUE(first == rt::idOutsideMessage("embedding", num + 100, 17, num) ||
+              first == rt::labelOutsideMessage(-2, 12, C))
+      << first;
+  EXPECT_EQ(rt::takeRangeFault(c().stream), "");
+}
+
+TEST_F(Kernels, GridWideCrossEntropyMatchesTheCpuAndRepeatsBitForBit) {
+  struct Size {
+    int64_t B, C;
+  };
+  // The GPT's rows (B * T = 768, 256 classes), one row per warp and far more
+  // rows than blocks.
+  for (Size s : {Size{768, 256}, Size{9, 3}, Size{200003, 7}}) {
+    const auto logits = randomVec(size_t(s.B * s.C), 51, -4, 4);
+    std::vector<int32_t> labels(size_t(s.B));
+    for (int64_t b = 0; b < s.B; ++b)
+      labels[size_t(b)] = b % 11 == 4 ? -100 : int32_t((b * 5 + 1) % s.C);
+    float cpu = NAN;
+    kern::crossEntropy(kHost, logits.data(), labels.data(), s.B, s.C, -100, &cpu);
+    DevVec<float> dLogits(logits), dOut(2);
+    DevVec<int32_t> dLabels(labels);
+    cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), s.B, s.C, -100, dOut.get());
+    cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), s.B, s.C, -100, dOut.get() + 1);
+    const auto out = dOut.host();
+    EXPECT_NEAR(out[0], cpu, 1e-5 * std::fabs(cpu)) << s.B << " x " << s.C;
+    EXPECT_EQ(out[0], out[1]) << "the same sums in the same order";
+  }
+  // Every row ignored: NaN, as the CPU; no rows: 0.
+  const std::vector<int32_t> ignored(5, -100);
+  DevVec<float> dLogits(randomVec(15, 52)), dOut(2);
+  DevVec<int32_t> dLabels(ignored);
+  cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), 5, 3, -100, dOut.get());
+  cuda::crossEntropy(c(), dLogits.get(), dLabels.get(), 0, 3, -100, dOut.get() + 1);
+  const auto out = dOut.host();
+  EXPECT_TRUE(std::isnan(out[0]));
+  EXPECT_EQ(out[1], 0.0f);
+}
+
+TEST_F(Kernels, GridWideSumSquaresMatchesTheCpuAndRepeatsBitForBit) {
+  for (int64_t n : {int64_t(1), int64_t(1000), int64_t(300007), int64_t(5000011)}) {
+    const auto x = randomVec(size_t(n), 53);
+    float cpu = 0.5f;
+    kern::sumSquares(kHost, x.data(), n, &cpu);
+    DevVec<float> dX(x), dAcc(std::vector<float>{0.5f, 0.5f});
+    cuda::sumSquares(c(), dX.get(), n, dAcc.get());
+    cuda::sumSquares(c(), dX.get(), n, dAcc.get() + 1);
+    const auto acc = dAcc.host();
+    EXPECT_NEAR(acc[0], cpu, 1e-6 * std::fabs(cpu)) << n;
+    EXPECT_EQ(acc[0], acc[1]) << n;
+  }
+  // Accumulates into acc, as the CPU (one call per gradient bucket).
+  const auto a = randomVec(100, 54), b = randomVec(70000, 55);
+  float cpu = 0;
+  kern::sumSquares(kHost, a.data(), 100, &cpu);
+  kern::sumSquares(kHost, b.data(), 70000, &cpu);
+  DevVec<float> dA(a), dB(b), dAcc(std::vector<float>{0.0f});
+  cuda::sumSquares(c(), dA.get(), 100, dAcc.get());
+  cuda::sumSquares(c(), dB.get(), 70000, dAcc.get());
+  EXPECT_NEAR(dAcc.host()[0], cpu, 1e-6 * std::fabs(cpu));
+}
+
+TEST_F(Kernels, GridWideEmbeddingGradIsTheCpusBitForBit) {
+  struct Size {
+    int64_t num, dim, rows;
+  };
+  // The GPT's token table (256 x 128, B * T = 768 ids), few ids (fewer
+  // groups than a block's warps), many tiles of ids, and more columns than
+  // the old grid of one thread per column reached (524,288).
+  for (Size s : {Size{256, 128, 768}, Size{3, 33, 1000}, Size{64, 128, 64}, Size{1000, 8, 5000},
+                 Size{2, 600000, 5}}) {
+    const auto dy = randomVec(size_t(s.rows * s.dim), 56);
+    std::vector<int32_t> ids(size_t(s.rows));
+    for (int64_t r = 0; r < s.rows; ++r)
+      ids[size_t(r)] = int32_t((r * r * 7 + r + 3) % s.num);
+    std::vector<float> dw(size_t(s.num * s.dim));
+    kern::embeddingGrad(kHost, ids.data(), dy.data(), s.rows, s.num, s.dim, dw.data());
+    DevVec<float> dDy(dy), dDw(std::vector<float>(dw.size(), 3.0f));
+    DevVec<int32_t> dIds(ids);
+    cuda::embeddingGrad(c(), dIds.get(), dDy.get(), s.rows, s.num, s.dim, dDw.get());
+    expectClose(dDw.host(), dw, 0, 0, "embeddingGrad (the same order of sums)");
+  }
+  EXPECT_EQ(rt::takeRangeFault(c().stream), "");
+}
+
+TEST_F(Kernels, AttentionGradWithASequenceOfLengthZero) {
+  // No queries: dk and dv are 0 (the CPU's), dq has no rows; no keys: dq is
+  // 0. Neither launches a grid of 0 blocks (a launch error).
+  const int64_t heads = 3, d = 8, t = 5;
+  const float scale = 0.3f;
+  const auto q = randomVec(size_t(heads * t * d), 61), k = randomVec(size_t(heads * t * d), 62),
+             v = randomVec(size_t(heads * t * d), 63), out = randomVec(size_t(heads * t * d), 64),
+             dout = randomVec(size_t(heads * t * d), 65), lse = randomVec(size_t(heads * t), 66);
+  DevVec<float> dQ(q), dK(k), dV(v), dOut(out), dDout(dout), dLse(lse);
+  {
+    DevVec<float> dDq(1), dDk(k.size()), dDv(v.size());
+    cuda::attentionGrad(c(), dQ.get(), dK.get(), dV.get(), dOut.get(), dLse.get(), dDout.get(),
+                        dDq.get(), dDk.get(), dDv.get(), heads, 1, d, d, 0, t, d, d, false, scale);
+    expectClose(dDk.host(), std::vector<float>(k.size(), 0.0f), 0, 0, "dk without queries");
+    expectClose(dDv.host(), std::vector<float>(v.size(), 0.0f), 0, 0, "dv without queries");
+  }
+  {
+    DevVec<float> dDq(q.size()), dDk(1), dDv(1);
+    cuda::attentionGrad(c(), dQ.get(), dK.get(), dV.get(), dOut.get(), dLse.get(), dDout.get(),
+                        dDq.get(), dDk.get(), dDv.get(), heads, 1, d, d, t, 0, d, d, false, scale);
+    expectClose(dDq.host(), std::vector<float>(q.size(), 0.0f), 0, 0, "dq without keys");
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 TEST_F(Kernels, FillAndCopy) {
@@ -847,6 +1000,32 @@ TEST_F(DeviceComms, NcclWithOneRank) {
   comm->broadcast(big.data(), int64_t(big.size()), 0);
   EXPECT_EQ(big.back(), 'x');
   comm->barrier();
+}
+
+//===--- launches (no GPU needed) ---------------------------------------------===//
+
+// The launch shape generated kernels and the runtime's share (dtc/cuda.h).
+static_assert(cuda::kThreads == 256 && cuda::kMaxBlocks == 4096);
+static_assert(cuda::gridFor(0) == 1 && cuda::gridFor(256) == 1 && cuda::gridFor(257) == 2);
+static_assert(cuda::gridFor(int64_t(1) << 40) == 4096 && cuda::gridFor(100, 32) == 4);
+
+TEST(Launch, AFaultSaysItMayBeAnEarlierKernelsAndHowToRerun) {
+  const std::string fault = rt::launchFailure("layerNorm", cudaErrorIllegalAddress, false);
+  EXPECT_NE(fault.find("a kernel faulted"), std::string::npos) << fault;
+  EXPECT_NE(fault.find("layerNorm"), std::string::npos) << fault;
+  EXPECT_NE(fault.find("may be an earlier kernel's"), std::string::npos) << fault;
+  EXPECT_NE(fault.find("rerun with CUDA_LAUNCH_BLOCKING=1"), std::string::npos) << fault;
+  EXPECT_NE(fault.find(cudaGetErrorString(cudaErrorIllegalAddress)), std::string::npos) << fault;
+  // Under CUDA_LAUNCH_BLOCKING=1 the check waits for the kernel: its own.
+  const std::string own = rt::launchFailure("layerNorm", cudaErrorIllegalAddress, true);
+  EXPECT_NE(own.find("kernel layerNorm faulted"), std::string::npos) << own;
+  EXPECT_EQ(own.find("may be an earlier"), std::string::npos) << own;
+  // A launch's own error (a bad configuration) names the launch alone.
+  const std::string config = rt::launchFailure("softmax", cudaErrorInvalidConfiguration, false);
+  EXPECT_EQ(config.rfind("CUDA error when launching softmax: ", 0), 0u) << config;
+  EXPECT_EQ(config.find("CUDA_LAUNCH_BLOCKING"), std::string::npos) << config;
+  EXPECT_TRUE(rt::isKernelFault(cudaErrorLaunchFailure));
+  EXPECT_FALSE(rt::isKernelFault(cudaErrorInvalidValue));
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 //===- kernels_test.cpp - dtc/kernels.h against naive references ---------===//
 #include "dtc/kernels.h"
+#include "error.h"
 #include "parallel.h"
 #include "simd.h"
 
@@ -9,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -302,6 +304,17 @@ TEST(Kernels, CrossEntropyValueAndGrad) {
   expectNear(grad, num, 1e-3f);
 }
 
+// A death test's regular expression matching `text` literally.
+std::string literally(const std::string &text) {
+  std::string r;
+  for (char ch : text) {
+    if (std::strchr("\\^$.|?*+()[]{}", ch))
+      r += '\\';
+    r += ch;
+  }
+  return r;
+}
+
 TEST(Kernels, CrossEntropyLabelOutOfRangeIsFatal) {
   std::vector<float> logits(6, 0.0f);
   std::vector<int32_t> labels = {1, 3};
@@ -312,6 +325,15 @@ TEST(Kernels, CrossEntropyLabelOutOfRangeIsFatal) {
   float dl = 1;
   EXPECT_EXIT(kern::crossEntropyGrad(kHost, logits.data(), labels.data(), 2, 3, -100, &dl, logits.data()),
               ::testing::ExitedWithCode(1), "label -1 in row 0");
+  // The whole line, whose text the CUDA executor throws for the same label
+  // (rt::labelOutsideMessage; runtime.cuda.Kernels.OutOfRange*).
+  EXPECT_EQ(rt::labelOutsideMessage(-1, 0, 3),
+            "label -1 in row 0 is outside the class range [0, 3)");
+  labels = {0, 2, 7, 9};
+  logits.assign(12, 0.0f);
+  EXPECT_EXIT(kern::accuracy(kHost, logits.data(), labels.data(), 4, 3, -100, &out),
+              ::testing::ExitedWithCode(1),
+              "^train: error: " + literally(rt::labelOutsideMessage(7, 2, 3)) + "\n$");
 }
 
 TEST(Kernels, MseValueAndGrad) {
@@ -1466,9 +1488,23 @@ TEST(Kernels, EmbeddingGathersRowsAndItsGradientSumsThemByIdAtAnyThreadCount) {
       EXPECT_EQ(dw, first) << "--threads " << threads;
   }
   std::vector<int32_t> bad = {0, int32_t(num)};
-  std::vector<float> out(size_t(2 * dim));
+  std::vector<float> out(size_t(3 * dim));
   EXPECT_EXIT(kern::embedding(kHost, w.data(), bad.data(), 2, num, dim, out.data()),
               ::testing::ExitedWithCode(1), "an id outside the table");
+  // The first id outside, named with its row: the CUDA executor's message
+  // for the same ids (rt::idOutsideMessage; runtime.cuda.Kernels.OutOfRange*).
+  bad = {0, -3, int32_t(num) + 4};
+  EXPECT_EQ(rt::idOutsideMessage("embedding", -3, 1, num),
+            "embedding: id -3 in row 1 is outside the table's 11 rows [0, 11) (an id outside "
+            "the table; the data is checked when loaded)");
+  EXPECT_EXIT(kern::embedding(kHost, w.data(), bad.data(), 3, num, dim, out.data()),
+              ::testing::ExitedWithCode(1),
+              "^train: error: " + literally(rt::idOutsideMessage("embedding", -3, 1, num)) + "\n$");
+  std::vector<float> dyBad(size_t(3 * dim)), dwBad(size_t(num * dim));
+  EXPECT_EXIT(kern::embeddingGrad(kHost, bad.data(), dyBad.data(), 3, num, dim, dwBad.data()),
+              ::testing::ExitedWithCode(1),
+              "^train: error: " +
+                  literally(rt::idOutsideMessage("embedding_grad", -3, 1, num)) + "\n$");
 }
 
 // [heads, t, cols] as [heads / group, t, group, cols] (group 3: the heads

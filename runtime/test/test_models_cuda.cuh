@@ -45,8 +45,9 @@ struct LinearCuda {
     float *o = out(a);
     cuda::gemm(c, false, true, a.batch, C, F, 1.0f, a.x, W(a), 0.0f, o);
     const int64_t n = a.batch * C;
-    biasAddKernel<<<unsigned(std::min<int64_t>((n + 255) / 256 + 1, 1024)), 256, 0, c.stream>>>(
-        o, b(a), a.batch, C);
+    // The launch shape generated code takes (dtc/cuda.h).
+    biasAddKernel<<<cuda::gridFor(n), cuda::kThreads, 0, c.stream>>>(o, b(a), a.batch, C);
+    cuda::launched("biasAdd");
     if (Regression) {
       cuda::mse(c, o, a.yValue, n, a.outputs);
     } else {

@@ -44,7 +44,7 @@ train {
 # CHECK-LABEL: static void trainStepCuda(const dtc::rt::StepArgs &a) {
 # CHECK: const dtc::rt::DeviceContext &c = *a.device;
 # CHECK: dtc::cuda::gemm(c, false, true, B, 1024, 784, 1.0f, const_cast<float *>(a.x), {{v[0-9]+}}, 0.0f, {{v[0-9]+}});
-# CHECK: [[K:fusedKernel[0-9]+]]<<<dtcBlocks(B*1024), 256, 0, c.stream>>>(B,
+# CHECK: [[K:fusedKernel[0-9]+]]<<<dtc::cuda::gridFor(B*1024), dtc::cuda::kThreads, 0, c.stream>>>(B,
 # A failed launch is reported under the kernel's own name:
 # CHECK-NEXT: dtc::cuda::launched("[[K]]");
 # CHECK: dtc::cuda::fill(c, [[SEED:v[0-9]+]], 1, a.gradSeed);

@@ -52,6 +52,17 @@ inline const bool kCudaEnabled = (enableCuda(), true);
 
 namespace dtc::cuda {
 
+// The launch shape of the grid-stride kernels, libdtcrt_cuda's and those
+// dtc generates (Emit.cpp prints gridFor(n) and kThreads): 256 threads a
+// block, at most 4096 blocks (the loops stride over the rest).
+inline constexpr int kThreads = 256;
+inline constexpr int64_t kMaxBlocks = 4096;
+// Blocks for a grid-stride loop over n items, `threads` a block: at least 1.
+constexpr unsigned gridFor(int64_t n, int threads = kThreads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return unsigned(blocks < 1 ? 1 : blocks > kMaxBlocks ? kMaxBlocks : blocks);
+}
+
 // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major (as kernels.h).
 void gemm(const rt::DeviceContext &c, bool transA, bool transB, int64_t M,
           int64_t N, int64_t K, float alpha, const float *A, const float *B,
@@ -87,9 +98,12 @@ void logSoftmaxGrad(const rt::DeviceContext &c, const float *y,
                     const float *dy, float *dx, int64_t outer, int64_t n,
                     int64_t inner);
 // Losses and metrics write their scalar result to device memory `out`; the
-// gradients read `dloss` (one float) from device memory. A class label
-// outside [0, C) is clamped (the data sets are checked when loaded); rows
-// whose label is `ignore` do not count (kernels.h).
+// gradients read `dloss` (one float) from device memory. Rows whose label
+// is `ignore` do not count (kernels.h). A class label outside [0, C) (the
+// data sets are checked when loaded) is read clamped and recorded: the
+// executor stops with the CPU kernel's error when it reads the outputs.
+// crossEntropy: a warp per row over the grid, the blocks' sums (double)
+// added by a second pass in a fixed order (the same result on every run).
 void crossEntropy(const rt::DeviceContext &c, const float *logits,
                   const int32_t *labels, int64_t B, int64_t C, int64_t ignore, float *out);
 void crossEntropyGrad(const rt::DeviceContext &c, const float *logits,
@@ -113,12 +127,15 @@ void attentionGrad(const rt::DeviceContext &c, const float *q, const float *k, c
                    float *dvOut, int64_t heads, int64_t group, int64_t qkRows, int64_t vRows,
                    int64_t tq, int64_t tk, int64_t d, int64_t dv, bool causal, float scale);
 void arange(const rt::DeviceContext &c, int32_t *x, int64_t n);
-// Gradient clipping (kernels.h): one block per call, the sum in double.
+// Gradient clipping (kernels.h): the sum in double over the grid, the
+// blocks' sums added by a second pass in a fixed order.
 void sumSquares(const rt::DeviceContext &c, const float *x, int64_t n, float *acc);
 void clipCoef(const rt::DeviceContext &c, const float *sumSquares, const rt::Hyper &h,
               float *coef);
-// Embeddings (kernels.h); ids outside [0, num) are clamped. The gradient:
-// one thread per column, rows in order (deterministic, no atomics).
+// Embeddings (kernels.h); an id outside [0, num) is read clamped and
+// recorded, as a label (above). The gradient: each element of the table
+// adds its id's rows in row order, as the CPU kernel (the same floats, no
+// atomics), the elements spread over the grid by column and group of ids.
 void embedding(const rt::DeviceContext &c, const float *weight, const int32_t *ids,
                int64_t rows, int64_t num, int64_t dim, float *out);
 void embeddingGrad(const rt::DeviceContext &c, const int32_t *ids, const float *dy,
