@@ -12,17 +12,19 @@ apart (else the comparison could not fail).
   1 rank:  --eval-every (test set; with --validation: the validation set),
            --eval off, --trace (all steps, and stopping after 5),
            --metrics, --checkpoint with --checkpoint-every and with
-           --checkpoint-keep, --progress on, --data-cache off,
-           --log-interval, --quiet, --eval-every with --accumulate 2
-           (against --accumulate 2), all of them at once, the same at
-           --threads 2 against a plain run at --threads 2, and the program
-           compiled with a bucket per parameter and without overlap (the
-           all-reduces' schedule, a no-op at 1 rank, orders no sum)
+           --checkpoint-keep, --resume auto without a checkpoint yet,
+           --progress on, --data-cache off, --log-interval, --quiet,
+           --eval-every in a program compiled with accumulate = 2 (against
+           its plain run), all of them at once, the same at --threads 2
+           against a plain run at --threads 2, and the program compiled with
+           a bucket per parameter and without overlap (the all-reduces'
+           schedule, a no-op at 1 rank, orders no sum)
   2 ranks: --overlap on / off, --eval-every (test, validation), --metrics,
-           --checkpoint, --comm-timeout, and the programs compiled with other bucket caps
-           (--bucket-mb 0 --first-bucket-mb 0: one bucket per parameter;
-           --bucket-mb 100: one bucket; --no-overlap): at 2 ranks a sum of
-           two terms does not depend on the buckets that carry it
+           --checkpoint, --comm-timeout, --trace, and the programs compiled
+           with other bucket caps (--bucket-mb 0 --first-bucket-mb 0: a
+           bucket per parameter; --bucket-mb 100: one bucket; --no-overlap):
+           at 2 ranks a sum of two terms does not depend on the buckets that
+           carry it
 
 Models: the seed MLP and the CNN (batch norm, dropout) on Fashion-MNIST, and
 the GPT (examples/gpt.dsl: attention, layer norm, embeddings, AdamW with
@@ -178,6 +180,8 @@ def main():
         case("--checkpoint --checkpoint-every 7", ["--checkpoint", "@ck.st", "--checkpoint-every", "7"])
         case("--checkpoint --checkpoint-every 5 --checkpoint-keep 3",
              ["--checkpoint", "@ck.st", "--checkpoint-every", "5", "--checkpoint-keep", "3"])
+        case("--checkpoint --resume auto (no checkpoint yet: a fresh start)",
+             ["--checkpoint", "@ck.st", "--resume", "auto"])
         case("--progress on", ["--progress", "on"])
         case("--data-cache off", ["--data-cache", "off"])
         case("--log-interval 7", ["--log-interval", "7"])
@@ -208,6 +212,7 @@ def main():
         case("--metrics", ["--metrics", "@m.csv"])
         case("--checkpoint --checkpoint-every 7", ["--checkpoint", "@ck.st", "--checkpoint-every", "7"])
         case("--comm-timeout 300", ["--comm-timeout", "300"])
+        case("--trace (every rank records)", ["--trace", "@t.json", "--trace-steps", str(STEPS)])
         for label, flags in [("dtc --bucket-mb 0 --first-bucket-mb 0 (a bucket per parameter)",
                               ["--bucket-mb", "0", "--first-bucket-mb", "0"]),
                              ("dtc --bucket-mb 100 --first-bucket-mb 100 (one bucket)",
