@@ -118,14 +118,27 @@ Dataset readNpy(const std::string &path, int64_t features) {
   Features::Vector &x = ds.x.build();
   x.resize(size_t(n * per));
   const char *src = file.data() + data;
+  // Finite values only, as in CSV input: a NaN or an infinity (or a float64
+  // past the float range) would come out as an ordinary-looking prediction.
+  auto notFinite = [&](int64_t i, const std::string &value, const char *what) {
+    return Error(fmt::format("input file '{}' sample {} feature {} (element {}, counted from "
+                             "0): '{}' is {}",
+                             path, i / per, i % per, i, value, what));
+  };
   for (int64_t i = 0; i < n * per; ++i) {
     if (elem == 4) {
       float v;
       std::memcpy(&v, src + 4 * i, 4);
+      if (!std::isfinite(v))
+        throw notFinite(i, fmt::format("{}", v), "not a finite number");
       x[size_t(i)] = v;
     } else if (elem == 8) {
       double v;
       std::memcpy(&v, src + 8 * i, 8);
+      if (!std::isfinite(v))
+        throw notFinite(i, fmt::format("{}", v), "not a finite number");
+      if (!std::isfinite(float(v)))
+        throw notFinite(i, fmt::format("{}", v), "outside the float range");
       x[size_t(i)] = float(v);
     } else {
       x[size_t(i)] = float((unsigned char)src[i]) * (1.0f / 255.0f);
