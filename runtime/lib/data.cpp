@@ -412,7 +412,14 @@ Dataset readText(const std::string &path, int64_t window, std::vector<std::strin
     if (files->empty())
       throw Error(fmt::format("the text directory '{}' has no text files", path));
   } else {
+    // The rule of a directory's files: one with a NUL byte is binary. Given
+    // alone it leaves nothing to train on.
     *bytes = readWholeFile(path, "text file");
+    if (const size_t nul = bytes->find('\0'); nul != std::string::npos)
+      throw Error(fmt::format("text file '{}' is binary (a NUL byte at byte {}): text data are "
+                              "the bytes of text files, and a directory's binary files are "
+                              "skipped",
+                              path, nul));
     files->push_back({path, 0});
   }
   const int64_t n = int64_t(bytes->size());

@@ -590,6 +590,19 @@ TEST(Text, TooShortEmptyAndMissing) {
   expectError([&] { readText(dir.file("nope"), 3, nullptr); }, {"cannot open", "nope"});
 }
 
+// A binary file (a NUL byte) is what a directory skips with a note; given
+// alone it was read as text without one: refused, naming the file.
+TEST(Text, ABinaryFileAloneIsRefusedAsInADirectory) {
+  TempDir dir;
+  dtc::test::writeFile(dir.file("t.dat"), std::string("abcdefgh\0ijkl", 13));
+  expectError([&] { readText(dir.file("t.dat"), 3, nullptr); },
+              {"text file '" + dir.file("t.dat") + "' is binary (a NUL byte at byte 8)",
+               "a directory's binary files are skipped"});
+  ASSERT_EQ(::mkdir(dir.file("d").c_str(), 0755), 0);
+  dtc::test::writeFile(dir.file("d/t.dat"), std::string("abcdefgh\0ijkl", 13));
+  expectError([&] { readText(dir.file("d"), 3, nullptr); }, {"has no text files"});
+}
+
 TEST(Text, ConsecutiveWindowsAndTheirNextTokens) {
   TempDir dir;
   dtc::test::writeFile(dir.file("t"), "0123456789");
