@@ -244,7 +244,15 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                  "The text --sample continues (its bytes are the first tokens; the last T of "
                  "them when longer than the model's context)")
       ->type_name("TEXT")
-      ->check(nonEmpty());
+      ->check(CLI::Validator(
+          [](std::string &text) -> std::string {
+            // Generation continues the prompt's last token: it needs one.
+            return text.empty() ? std::string("the prompt is empty; give the text to continue "
+                                              "(at least one byte), or leave --prompt out to "
+                                              "start from a newline")
+                                : "";
+          },
+          ""));
   app.add_option("--temperature", out.temperature,
                  "--sample: divide the logits by T before the softmax (0: always the most "
                  "likely token)")

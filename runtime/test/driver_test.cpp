@@ -330,6 +330,9 @@ TEST(Options, EveryNumberIsRangeCheckedAndFinite) {
       {{"--max-steps", "0"}, "--max-steps: expected a number of steps from 1"},
       {{"--log-interval", "10000000"}, "--log-interval: expected a number of steps"},
       {{"--save", ""}, "--save: expected a path, got an empty string"},
+      {{"--sample", "5", "--prompt", ""},
+       "--prompt: the prompt is empty; give the text to continue (at least one byte), or leave "
+       "--prompt out to start from a newline"},
       {{"--save="}, "--save: expected a value after '=', got nothing"},
       {{"--data="}, "--data: expected a value after '='"},
   };
