@@ -156,7 +156,8 @@ Dataset readNpy(const std::string &path, int64_t features) {
   return ds;
 }
 
-// An IDX file of unsigned bytes (its magic 00 00 08 rank), or gzipped.
+// An IDX file (its magic 00 00 type rank), or gzipped: readIdx refuses
+// the element types other than unsigned bytes (08) by name.
 bool isIdx(const std::string &path) {
   if (endsWith(path, ".gz"))
     return true;
@@ -166,7 +167,8 @@ bool isIdx(const std::string &path) {
   unsigned char head[4] = {1, 1, 1, 1};
   const bool read4 = ::read(fd, head, 4) == 4;
   ::close(fd);
-  return read4 && head[0] == 0 && head[1] == 0 && head[2] == 8;
+  const bool idxType = head[2] == 0x08 || head[2] == 0x09 || (head[2] >= 0x0B && head[2] <= 0x0E);
+  return read4 && head[0] == 0 && head[1] == 0 && idxType && head[3] >= 1 && head[3] <= 4;
 }
 
 } // namespace
