@@ -130,11 +130,21 @@ bool OptimizerAttr::isFoldableMomentum() const {
 }
 
 LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                   LrScheduleKind, int64_t warmup,
+                                   LrScheduleKind kind, int64_t warmup,
                                    int64_t decaySteps, F64 minLr,
                                    int64_t stepSize, F64 gamma) {
   if (warmup < 0 || decaySteps < 0)
     return emitError() << "warmup and decay_steps must be >= 0";
+  // The decay ends at step decay_steps (0: the run's last step), not
+  // before the warmup does (train --decay-steps refuses the same).
+  if ((kind == LrScheduleKind::Cosine || kind == LrScheduleKind::Linear) &&
+      decaySteps > 0 && decaySteps < warmup)
+    return emitError() << "decay_steps " << decaySteps
+                       << " is shorter than warmup " << warmup
+                       << ": the decay would be over before the warmup ends, "
+                          "the rate dropping to min_lr at once after it; give "
+                          "decay_steps of at least "
+                       << warmup << ", or 0 for the run's last step";
   if (!(double(minLr) >= 0))
     return emitError() << "min_lr must be >= 0, got " << double(minLr);
   if (stepSize < 1)

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <libdeflate.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -199,6 +200,44 @@ Safetensors readSafetensors(const std::string &path) {
   return st;
 }
 
+// The data section's layout, as the reference loader (the safetensors
+// crate, Python's safetensors) checks it: in the order of their offsets the
+// tensors follow each other without overlap or gap, and the last ends where
+// the data section does. Checked after the names and shapes (a missing or
+// extra tensor is named as such), before anything is copied.
+void checkLayout(const std::string &path, const Safetensors &st) {
+  auto corrupt = [&](const std::string &why) {
+    return Error(fmt::format("checkpoint '{}' is not a valid safetensors file: {}", path, why));
+  };
+  std::vector<size_t> order(st.tensors.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Tensor &x = st.tensors[a].second, &y = st.tensors[b].second;
+    return x.begin != y.begin ? x.begin < y.begin : x.bytes < y.bytes;
+  });
+  uint64_t at = 0;
+  const std::string *previous = nullptr;
+  for (size_t i : order) {
+    const auto &[name, t] = st.tensors[i];
+    if (t.begin < at)
+      throw corrupt(fmt::format("tensors '{}' (data_offsets [{}, {}]) and '{}' (data_offsets "
+                                "[{}, {}]) overlap in the data section",
+                                *previous, st.find(*previous)->begin, at, name, t.begin,
+                                t.begin + t.bytes));
+    if (t.begin > at)
+      throw corrupt(fmt::format("bytes [{}, {}) of the data section, before tensor '{}', belong "
+                                "to no tensor",
+                                at, t.begin, name));
+    at = t.begin + t.bytes;
+    previous = &name;
+  }
+  if (at != st.dataSize)
+    throw corrupt(fmt::format("the data section has {} bytes, but its tensors end at byte {}{}",
+                              st.dataSize, at,
+                              previous ? fmt::format(" (tensor '{}')", *previous) : ""));
+}
+
 // Checks that t is of dtype `dtype` (F32 unless said) and the given shape
 // with matching data; the message names the tensor and says what differs.
 void checkTensor(const std::string &path, const std::string &name, const Tensor &t,
@@ -367,6 +406,7 @@ void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persis
   const bool trainingState = kind != st.metadata.end() && kind->second == kTrainingStateKind;
   // Validate everything first, then copy: all or nothing.
   checkParameters(path, st, spec, trainingState);
+  checkLayout(path, st);
   copyModelTensors(st, spec, persistent);
 }
 
@@ -463,6 +503,7 @@ LoadedTrainingState loadTrainingState(const std::string &path, const ModelSpec &
         "options or another dtc; recompile it as before, or start from its parameters with "
         "--init",
         where, program, spec.fingerprint));
+  checkLayout(path, st);
   // The data section (the tensors back to back) against its CRC-32.
   const uint32_t crc = crc32Of(crc32Of(0, nullptr, 0), st.data, st.dataSize);
   const uint64_t stored = metaHex(st.metadata, "dtc.crc32", where.c_str());

@@ -140,6 +140,25 @@ uint32_t readBigEndian32(GzReader &r, const char *what) {
   return uint32_t(b[0]) << 24 | uint32_t(b[1]) << 16 | uint32_t(b[2]) << 8 | b[3];
 }
 
+// The element types of IDX files (the third byte of the magic).
+const char *idxTypeName(unsigned type) {
+  switch (type) {
+  case 0x08:
+    return "unsigned byte";
+  case 0x09:
+    return "signed byte";
+  case 0x0B:
+    return "int16";
+  case 0x0C:
+    return "int32";
+  case 0x0D:
+    return "float32";
+  case 0x0E:
+    return "float64";
+  }
+  return nullptr;
+}
+
 // Reads an IDX header; returns the dimensions. Only unsigned-byte data.
 std::vector<int64_t> readIdxHeader(GzReader &r, const std::string &path) {
   uint32_t magic = readBigEndian32(r, "the header");
@@ -148,9 +167,10 @@ std::vector<int64_t> readIdxHeader(GzReader &r, const std::string &path) {
     throw Error(fmt::format("dataset file '{}' is not an IDX file (bad magic 0x{:08x})",
                             path, magic));
   if (type != 0x08)
-    throw Error(fmt::format("dataset file '{}': unsupported IDX element type 0x{:02x} "
+    throw Error(fmt::format("dataset file '{}': unsupported IDX element type 0x{:02x}{} "
                             "(only unsigned bytes, 0x08)",
-                            path, type));
+                            path, type,
+                            idxTypeName(type) ? fmt::format(", {}", idxTypeName(type)) : ""));
   std::vector<int64_t> dims(rank);
   for (auto &d : dims)
     d = readBigEndian32(r, "the header");
@@ -291,6 +311,24 @@ Dataset readCsv(const std::string &path, LabelKind kind, int64_t labelWidth,
     std::string_view line(buf, size_t(len));
     if (lineNo == 1 && line.substr(0, 3) == "\xEF\xBB\xBF")
       line.remove_prefix(3); // a UTF-8 byte order mark
+    // A binary file is named as one, not by the numbers it lacks.
+    if (lineNo == 1 && line.size() >= 4 && line[0] == 0 && line[1] == 0 &&
+        idxTypeName((unsigned char)line[2]) && line[3] >= 1 && line[3] <= 4) {
+      const unsigned type = (unsigned char)line[2];
+      std::free(buf);
+      std::fclose(in);
+      throw Error(fmt::format("dataset file '{}' is an IDX file ({} elements, type 0x{:02x}), "
+                              "not CSV{}",
+                              path, idxTypeName(type), type,
+                              type == 0x08 ? "; --data takes the directory of the IDX files"
+                                           : "; IDX data are read as unsigned bytes (0x08) only"));
+    }
+    if (const size_t nul = line.find('\0'); nul != std::string_view::npos) {
+      std::free(buf);
+      throw fail(lineNo, fmt::format("a NUL byte (at byte {} of the line): a binary file, not "
+                                     "CSV",
+                                     nul));
+    }
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r'))
       line.remove_suffix(1);
     if (trim(line).empty())
@@ -412,7 +450,14 @@ Dataset readText(const std::string &path, int64_t window, std::vector<std::strin
     if (files->empty())
       throw Error(fmt::format("the text directory '{}' has no text files", path));
   } else {
+    // The rule of a directory's files: one with a NUL byte is binary. Given
+    // alone it leaves nothing to train on.
     *bytes = readWholeFile(path, "text file");
+    if (const size_t nul = bytes->find('\0'); nul != std::string::npos)
+      throw Error(fmt::format("text file '{}' is binary (a NUL byte at byte {}): text data are "
+                              "the bytes of text files, and a directory's binary files are "
+                              "skipped",
+                              path, nul));
     files->push_back({path, 0});
   }
   const int64_t n = int64_t(bytes->size());

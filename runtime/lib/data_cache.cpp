@@ -23,6 +23,7 @@ namespace dtc::rt {
 namespace {
 
 constexpr size_t kPage = 4096;
+constexpr const char *kMagic = "dtc decoded data cache ";
 
 size_t roundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
@@ -86,6 +87,11 @@ std::optional<Dataset> load(const std::string &path, const std::string &expected
     return std::nullopt;
   }
   const char *p = static_cast<const char *>(map->addr);
+  // Any version of the format begins so (the file is at least a page).
+  if (std::memcmp(p, kMagic, std::strlen(kMagic)) != 0) {
+    *why = "it is not a cache file";
+    return std::nullopt;
+  }
   if (map->bytes < expected.size() + 1 || std::memcmp(p, expected.data(), expected.size()) != 0)
     return std::nullopt; // another version of the sources (or of dtc): stale
   // The last line: samples N features F crc32 X.
@@ -205,8 +211,7 @@ Dataset readIdxCached(const std::string &imagesPath, const std::string &labelsPa
   if (!images || !labels)
     return readIdx(imagesPath, labelsPath);
 
-  const std::string expected = fmt::format("dtc decoded data cache 1\nreader idx u8/255 f32 i32 "
-                                           "{}\n{}{}",
+  const std::string expected = fmt::format("{}1\nreader idx u8/255 f32 i32 {}\n{}{}", kMagic,
                                            byteOrder(), *images, *labels);
   const std::string path =
       fmt::format("{}/idx-{:016x}.dtcdata", cacheDir, [&] {

@@ -406,16 +406,26 @@ int sample(const ModelSpec &spec, const Options &opts, CommBase &comm) {
   like.text.window = spec.inputNumel;
   Session session(spec, opts, std::move(data), comm, /*hostSteps=*/true, nullptr);
   std::unique_ptr<Executor> exec = makeCpuExecutor(session);
-  const std::string text = runSample(session, *exec);
+  // The text goes out as it is made: N may be more than memory holds.
   if (opts.outputPath.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    if (std::ferror(stdout))
-      throw Error("--sample: could not write to standard output");
+    runSample(session, *exec, [](std::string_view bytes) {
+      std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+      std::fflush(stdout);
+      if (std::ferror(stdout))
+        throw Error("--sample: could not write to standard output");
+    });
     return 0;
   }
   AtomicFile out(opts.outputPath, "the sample");
-  out.write(text);
+  std::string pending;
+  runSample(session, *exec, [&](std::string_view bytes) {
+    pending.append(bytes);
+    if (pending.size() >= (size_t(1) << 16)) {
+      out.write(pending);
+      pending.clear();
+    }
+  });
+  out.write(pending);
   out.commit();
   if (!opts.quiet)
     fmt::print("wrote {} tokens after the prompt to {}\n", opts.sampleTokens, opts.outputPath);

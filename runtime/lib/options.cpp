@@ -244,7 +244,15 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
                  "The text --sample continues (its bytes are the first tokens; the last T of "
                  "them when longer than the model's context)")
       ->type_name("TEXT")
-      ->check(nonEmpty());
+      ->check(CLI::Validator(
+          [](std::string &text) -> std::string {
+            // Generation continues the prompt's last token: it needs one.
+            return text.empty() ? std::string("the prompt is empty; give the text to continue "
+                                              "(at least one byte), or leave --prompt out to "
+                                              "start from a newline")
+                                : "";
+          },
+          ""));
   app.add_option("--temperature", out.temperature,
                  "--sample: divide the logits by T before the softmax (0: always the most "
                  "likely token)")
@@ -543,6 +551,27 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
     out.data.cacheDir.clear();
   out.shuffle = shuffle == "on";
   out.schedule.kind = *scheduleKindNamed(schedule);
+  // cosine, linear: the decay ends at step decaySteps (0: the run's last
+  // step), so it cannot end before the warmup does. A decay of 0 is
+  // resolved to the run's steps, which the warmup may outlast: the rate
+  // then only warms up, never dropping below it.
+  const LrSchedule &sched = out.schedule;
+  if ((sched.kind == LrSchedule::Kind::Cosine || sched.kind == LrSchedule::Kind::Linear) &&
+      sched.decaySteps > 0 && sched.decaySteps < sched.warmup) {
+    auto given = [&](const char *option, const char *key, int64_t v) {
+      return app.count(option) ? fmt::format("{} {}", option, v)
+                               : fmt::format("{} {} (the recipe's {})", option, v, key);
+    };
+    std::cerr << fmt::format(
+        "train: error: {} is shorter than {}: the {} decay would be over before the warmup "
+        "ends, the rate dropping from --lr to --min-lr at once after it; give --decay-steps of "
+        "at least {} (the step at which the rate reaches --min-lr), or 0 for the run's last "
+        "step\n",
+        given("--decay-steps", "decay_steps", sched.decaySteps),
+        given("--warmup-steps", "warmup", sched.warmup), scheduleKindName(sched.kind),
+        sched.warmup);
+    return 2;
+  }
   out.threadsGiven = app.count("--threads") > 0;
   out.comm = comm == "local" ? CommKind::Local
              : comm == "mpi"  ? CommKind::Mpi

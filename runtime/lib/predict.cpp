@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -92,9 +93,12 @@ Dataset readNpy(const std::string &path, int64_t features) {
     if (p >= shape.size())
       break;
     char *end = nullptr;
+    errno = 0;
     const long long d = std::strtoll(shape.c_str() + p, &end, 10);
     if (end == shape.c_str() + p || d < 0)
       throw bad("a malformed shape");
+    if (errno == ERANGE)
+      throw bad(fmt::format("an implausible shape ({}): a dimension past 2^63", shape));
     dims.push_back(d);
     p = size_t(end - shape.c_str());
   }
@@ -103,12 +107,17 @@ Dataset readNpy(const std::string &path, int64_t features) {
   int64_t per = 1;
   for (size_t i = 1; i < dims.size(); ++i)
     if (__builtin_mul_overflow(per, dims[i], &per))
-      throw bad("an implausible shape");
+      throw bad(fmt::format("an implausible shape ({}): its size overflows 64 bits", shape));
   if (per != features)
     throw Error(fmt::format("input file '{}' has {} features per sample but the model takes {}",
                             path, per, features));
+  // The byte count overflow-checked: a shape of 2^62 samples must not wrap
+  // to a size the file seems to hold.
   const int64_t n = dims[0];
-  if (int64_t(file.size() - data) < n * per * elem)
+  int64_t values = 0, bytes = 0;
+  if (__builtin_mul_overflow(n, per, &values) || __builtin_mul_overflow(values, elem, &bytes))
+    throw bad(fmt::format("an implausible shape ({}): its size overflows 64 bits", shape));
+  if (uint64_t(file.size() - data) < uint64_t(bytes))
     throw Error(fmt::format("input file '{}' is truncated (while reading its {} samples)", path,
                             n));
   Dataset ds;
@@ -116,16 +125,29 @@ Dataset readNpy(const std::string &path, int64_t features) {
   ds.size = n;
   ds.features = features;
   Features::Vector &x = ds.x.build();
-  x.resize(size_t(n * per));
+  x.resize(size_t(values));
   const char *src = file.data() + data;
-  for (int64_t i = 0; i < n * per; ++i) {
+  // Finite values only, as in CSV input: a NaN or an infinity (or a float64
+  // past the float range) would come out as an ordinary-looking prediction.
+  auto notFinite = [&](int64_t i, const std::string &value, const char *what) {
+    return Error(fmt::format("input file '{}' sample {} feature {} (element {}, counted from "
+                             "0): '{}' is {}",
+                             path, i / per, i % per, i, value, what));
+  };
+  for (int64_t i = 0; i < values; ++i) {
     if (elem == 4) {
       float v;
       std::memcpy(&v, src + 4 * i, 4);
+      if (!std::isfinite(v))
+        throw notFinite(i, fmt::format("{}", v), "not a finite number");
       x[size_t(i)] = v;
     } else if (elem == 8) {
       double v;
       std::memcpy(&v, src + 8 * i, 8);
+      if (!std::isfinite(v))
+        throw notFinite(i, fmt::format("{}", v), "not a finite number");
+      if (!std::isfinite(float(v)))
+        throw notFinite(i, fmt::format("{}", v), "outside the float range");
       x[size_t(i)] = float(v);
     } else {
       x[size_t(i)] = float((unsigned char)src[i]) * (1.0f / 255.0f);
@@ -134,7 +156,8 @@ Dataset readNpy(const std::string &path, int64_t features) {
   return ds;
 }
 
-// An IDX file of unsigned bytes (its magic 00 00 08 rank), or gzipped.
+// An IDX file (its magic 00 00 type rank), or gzipped: readIdx refuses
+// the element types other than unsigned bytes (08) by name.
 bool isIdx(const std::string &path) {
   if (endsWith(path, ".gz"))
     return true;
@@ -144,7 +167,8 @@ bool isIdx(const std::string &path) {
   unsigned char head[4] = {1, 1, 1, 1};
   const bool read4 = ::read(fd, head, 4) == 4;
   ::close(fd);
-  return read4 && head[0] == 0 && head[1] == 0 && head[2] == 8;
+  const bool idxType = head[2] == 0x08 || head[2] == 0x09 || (head[2] >= 0x0B && head[2] <= 0x0E);
+  return read4 && head[0] == 0 && head[1] == 0 && idxType && head[3] >= 1 && head[3] <= 4;
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string_view>
 #include <vector>
 
 namespace dtc::rt {
@@ -44,13 +45,15 @@ void checkSampleModel(const ModelSpec &spec, const std::string &prompt) {
   }
 }
 
-std::string runSample(Session &s, Executor &exec) {
+void runSample(Session &s, Executor &exec, const std::function<void(std::string_view)> &write) {
   const ModelSpec &spec = s.spec;
   const Options &o = s.opts;
   checkSampleModel(spec, o.prompt);
   const int64_t T = spec.inputNumel, V = spec.numClasses, vocab = vocabulary(spec);
+  // The context: the text's last T tokens at least (memory bounded whatever
+  // N is); the text itself goes out as it is made.
   std::string text = o.prompt;
-  text.reserve(text.size() + size_t(o.sampleTokens));
+  write(text);
 
   // One window and its labels (never read but by the loss nobody reports).
   auto window = std::make_shared<std::string>(static_cast<size_t>(T + 1), '\0');
@@ -115,9 +118,12 @@ std::string runSample(Session &s, Executor &exec) {
         }
       }
     }
-    text += static_cast<char>(static_cast<unsigned char>(next));
+    const char token = static_cast<char>(static_cast<unsigned char>(next));
+    if (int64_t(text.size()) >= 2 * T)
+      text.erase(0, text.size() - size_t(T - 1));
+    text += token;
+    write(std::string_view(&token, 1));
   }
-  return text;
 }
 
 } // namespace dtc::rt

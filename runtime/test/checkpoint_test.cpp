@@ -164,6 +164,47 @@ TEST_F(Checkpoint, RejectsMismatchedTensors) {
   EXPECT_NE(loadError().find("malformed entry for tensor 'fc.bias'"), std::string::npos);
 }
 
+// The data section's layout, as the reference loader (the safetensors
+// crate) checks it: tensors in any order of offsets, but without overlap or
+// gap, the last ending with the file. Overlapping tensors were accepted.
+TEST_F(Checkpoint, RejectsOverlapsGapsAndTrailingBytesInTheData) {
+  // Another order of the data is a valid file.
+  editHeader([](nlohmann::json &h) {
+    h["fc.bias"]["data_offsets"] = {52, 64};
+    h["scale"]["data_offsets"] = {48, 52};
+  });
+  std::vector<float> loaded(64, -1.0f);
+  EXPECT_NO_THROW(loadCheckpoint(path, spec, bytes(loaded)));
+  SetUp();
+  editHeader([](nlohmann::json &h) { h["fc.bias"]["data_offsets"] = {44, 56}; });
+  std::string e = loadError();
+  EXPECT_NE(e.find("checkpoint '" + path + "' is not a valid safetensors file: tensors "
+                   "'fc.weight' (data_offsets [0, 48]) and 'fc.bias' (data_offsets [44, 56]) "
+                   "overlap in the data section"),
+            std::string::npos)
+      << e;
+  SetUp();
+  editHeader([](nlohmann::json &h) { h["scale"]["data_offsets"] = {0, 4}; });
+  e = loadError();
+  EXPECT_NE(e.find("tensors 'scale' (data_offsets [0, 4]) and 'fc.weight' (data_offsets "
+                   "[0, 48]) overlap"),
+            std::string::npos)
+      << e;
+  SetUp();
+  writeFile(path, readFile(path) + std::string(4, '\0'));
+  e = loadError();
+  EXPECT_NE(e.find("not a valid safetensors file: the data section has 68 bytes, but its "
+                   "tensors end at byte 64 (tensor 'scale')"),
+            std::string::npos)
+      << e;
+  editHeader([](nlohmann::json &h) { h["scale"]["data_offsets"] = {64, 68}; });
+  e = loadError();
+  EXPECT_NE(e.find("bytes [60, 64) of the data section, before tensor 'scale', belong to no "
+                   "tensor"),
+            std::string::npos)
+      << e;
+}
+
 TEST_F(Checkpoint, MissingFilesAndUnwritableTargets) {
   path = dir.file("absent.safetensors");
   EXPECT_NE(loadError().find("cannot open checkpoint '" + path + "': No such file"),
@@ -437,6 +478,23 @@ TEST_F(TrainingStateFile, RefusesWhatDoesNotFitThisProgram) {
   other = spec;
   other.numParams = 2; // no "scale" in this program
   EXPECT_NE(loadError(other).find("tensor 'scale', which is not a parameter"), std::string::npos);
+}
+
+TEST_F(TrainingStateFile, RefusesOverlappingTensors) {
+  const nlohmann::json weight = [&] {
+    const std::string file = readFile(path);
+    uint64_t n;
+    std::memcpy(&n, file.data(), 8);
+    return nlohmann::json::parse(file.substr(8, n))["fc.weight"]["data_offsets"];
+  }();
+  // The moment over the parameter's own bytes: the same size, the CRC of the
+  // data unchanged.
+  editHeader([&](nlohmann::json &h) { h["optimizer/fc.weight/exp_avg"]["data_offsets"] = weight; });
+  const std::string e = loadError(spec);
+  EXPECT_NE(e.find("is not a valid safetensors file: tensors "), std::string::npos) << e;
+  EXPECT_NE(e.find("'optimizer/fc.weight/exp_avg' (data_offsets [0, 48])"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("overlap in the data section"), std::string::npos) << e;
 }
 
 TEST_F(TrainingStateFile, RefusesDamagedAndIncompleteFiles) {

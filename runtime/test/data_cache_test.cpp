@@ -140,6 +140,14 @@ TEST(DataCache, ADamagedFileIsDetectedAndReplaced) {
          const std::string text = dtc::test::readFile(p);
          patch(p, off_t(text.find("samples 4")), "samples 5");
        }},
+      // Garbage of a cache file's size was rewritten without a note.
+      {"garbage in its place", "it is not a cache file",
+       [](const std::string &p) {
+         const std::string text = dtc::test::readFile(p);
+         dtc::test::writeFile(p, std::string(text.size(), '\x5a'));
+       }},
+      {"a short file in its place", "it is not a cache file",
+       [](const std::string &p) { dtc::test::writeFile(p, "garbage"); }},
   };
   for (const Damage &d : damages) {
     SCOPED_TRACE(d.what);

@@ -169,6 +169,33 @@ TEST(Csv, Errors) {
               {"cannot open dataset file '" + dir.file("none.csv") + "'"});
 }
 
+// Binary files given as CSV are named as such, not by the numbers their
+// bytes lack ("2 features per sample" before): an IDX file by its element
+// type, anything else by its NUL byte.
+TEST(Csv, BinaryAndIdxFilesAreNamedAsSuch) {
+  TempDir dir;
+  const std::string f = dir.file("d.csv");
+  const std::string floats("\0\0\x0d\x03\0\0\0\x02\0\0\0\x02\0\0\0\x02", 16);
+  dtc::test::writeFile(f, floats + std::string(32, '\x3f'));
+  expectError([&] { readCsv(f, LabelKind::Class, 1, 4); },
+              {"dataset file '" + f + "' is an IDX file (float32 elements, type 0x0d), not CSV",
+               "IDX data are read as unsigned bytes (0x08) only"});
+  std::string bytes = floats + std::string(8, '\x01');
+  bytes[2] = '\x08';
+  dtc::test::writeFile(f, bytes);
+  expectError([&] { readCsv(f, LabelKind::Class, 1, 4); },
+              {"is an IDX file (unsigned byte elements, type 0x08), not CSV",
+               "--data takes the directory of the IDX files"});
+  dtc::test::writeFile(f, std::string("1,2,3\n4,5\0,6\n", 13));
+  expectError([&] { readCsv(f, LabelKind::Class, 1, 2); },
+              {f, "line 2: a NUL byte (at byte 3 of the line): a binary file, not CSV"});
+  // IDX files of other element types, as --predict inputs: named by type.
+  const std::string idx = dir.file("x.idx");
+  dtc::test::writeFile(idx, floats + std::string(32, '\x3f'));
+  expectError([&] { readIdx(idx, ""); },
+              {idx, "unsupported IDX element type 0x0d, float32 (only unsigned bytes, 0x08)"});
+}
+
 TEST(Csv, HeadersQuotesAndTheCellsNoHeaderMayHide) {
   TempDir dir;
   const std::string f = dir.file("d.csv");
@@ -588,6 +615,19 @@ TEST(Text, TooShortEmptyAndMissing) {
   ASSERT_EQ(::mkdir(dir.file("empty").c_str(), 0755), 0);
   expectError([&] { readText(dir.file("empty"), 3, nullptr); }, {"has no text files"});
   expectError([&] { readText(dir.file("nope"), 3, nullptr); }, {"cannot open", "nope"});
+}
+
+// A binary file (a NUL byte) is what a directory skips with a note; given
+// alone it was read as text without one: refused, naming the file.
+TEST(Text, ABinaryFileAloneIsRefusedAsInADirectory) {
+  TempDir dir;
+  dtc::test::writeFile(dir.file("t.dat"), std::string("abcdefgh\0ijkl", 13));
+  expectError([&] { readText(dir.file("t.dat"), 3, nullptr); },
+              {"text file '" + dir.file("t.dat") + "' is binary (a NUL byte at byte 8)",
+               "a directory's binary files are skipped"});
+  ASSERT_EQ(::mkdir(dir.file("d").c_str(), 0755), 0);
+  dtc::test::writeFile(dir.file("d/t.dat"), std::string("abcdefgh\0ijkl", 13));
+  expectError([&] { readText(dir.file("d"), 3, nullptr); }, {"has no text files"});
 }
 
 TEST(Text, ConsecutiveWindowsAndTheirNextTokens) {

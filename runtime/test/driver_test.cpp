@@ -330,6 +330,9 @@ TEST(Options, EveryNumberIsRangeCheckedAndFinite) {
       {{"--max-steps", "0"}, "--max-steps: expected a number of steps from 1"},
       {{"--log-interval", "10000000"}, "--log-interval: expected a number of steps"},
       {{"--save", ""}, "--save: expected a path, got an empty string"},
+      {{"--sample", "5", "--prompt", ""},
+       "--prompt: the prompt is empty; give the text to continue (at least one byte), or leave "
+       "--prompt out to start from a newline"},
       {{"--save="}, "--save: expected a value after '=', got nothing"},
       {{"--data="}, "--data: expected a value after '='"},
   };
@@ -354,6 +357,47 @@ TEST(Options, EveryNumberIsRangeCheckedAndFinite) {
       << synthetic.err;
   EXPECT_NO_THROW(checkStepMemory(spec, 32, true));
   EXPECT_THROW(checkStepMemory(spec, int64_t(1) << 62, false), Error) << "overflow, any device";
+}
+
+// A cosine or linear decay that would end before the warmup does (the rate
+// falling to --min-lr right after it) was accepted: refused naming both
+// values and where they came from. A decay of the warmup's length, or 0
+// (the run's last step, even one the warmup outlasts), is not refused.
+TEST(Options, ADecayShorterThanTheWarmupIsRefused) {
+  ModelSpec spec = SoftmaxReg::spec();
+  const std::vector<std::string> run = {"--data", "synthetic:40,8", "--batch", "8",
+                                        "--progress", "off", "--eval", "off"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), run.begin(), run.end());
+    return runTrain(spec, args);
+  };
+  for (const char *kind : {"cosine", "linear"}) {
+    TrainRun r = with({"--lr-schedule", kind, "--warmup-steps", "100", "--decay-steps", "50"});
+    EXPECT_EQ(r.rc, 2) << kind;
+    EXPECT_NE(r.err.find(std::string("train: error: --decay-steps 50 is shorter than "
+                                     "--warmup-steps 100: the ") +
+                         kind + " decay would be over before the warmup ends"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("give --decay-steps of at least 100"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  for (const char *decay : {"100", "0"}) {
+    TrainRun r = with({"--lr-schedule", "cosine", "--warmup-steps", "100", "--decay-steps", decay});
+    EXPECT_EQ(r.rc, 0) << decay << ": " << r.err;
+  }
+  // The step schedule has no decay to end.
+  EXPECT_EQ(with({"--lr-schedule", "step", "--warmup-steps", "100", "--decay-steps", "50"}).rc, 0);
+  // Values from the recipe are named as such.
+  spec.recipe.schedule.kind = 1;
+  spec.recipe.schedule.warmup = 10;
+  spec.recipe.schedule.decaySteps = 20;
+  TrainRun r = with({"--warmup-steps", "30"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("train: error: --decay-steps 20 (the recipe's decay_steps) is shorter "
+                       "than --warmup-steps 30: the cosine decay"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(Driver, HelpAndVersion) {

@@ -140,6 +140,11 @@ module attributes {dtc.schedule = #dtc.schedule<kind = step, gamma = 2.0>} {}
 
 // -----
 
+// expected-error @+1 {{decay_steps 10 is shorter than warmup 20: the decay would be over before the warmup ends}}
+module attributes {dtc.schedule = #dtc.schedule<kind = linear, warmup = 20, decay_steps = 10>} {}
+
+// -----
+
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'dtc.in_place' belongs on a dtc.fused, not on 'dtc.relu'}}
   %0 = dtc.relu %x {dtc.in_place = array<i64: 0>} : tensor<4xf32>
