@@ -229,7 +229,7 @@ LogicalResult kernelBody(dtcrt::ElementwiseOp op, const Loads &loads,
 class Printer {
 public:
   Printer(ModuleOp module, Target target, llvm::raw_ostream &os)
-      : module(module), target(target), os(os),
+      : module(module), target(target), os(os), out(&os),
         dtc(module->getContext()->getLoadedDialect<DtcDialect>()) {}
 
   LogicalResult printStep(func::FuncOp f, StringRef name);
@@ -248,36 +248,126 @@ private:
     return target == Target::Cpu ? "dtc::kern" : "dtc::cuda";
   }
 
+  /// The values a part of a step uses: their own (a buffer, an array) and
+  /// those their expressions name (an offset's base), in definition order.
+  void uses(Value v, SmallVectorImpl<Value> &named);
+
   ModuleOp module;
   Target target;
-  llvm::raw_ostream &os;
+  llvm::raw_ostream &os;  // the program
+  llvm::raw_ostream *out; // the op being printed: its part of the step
   DtcDialect *dtc;
   DenseMap<Value, std::string> exprs;
+  /// A named value's declaration (a buffer's pointer, an array) and the part
+  /// of the step that printed it: a later part declares it again.
+  DenseMap<Value, std::pair<std::string, unsigned>> decls;
   unsigned counter = 0;
   llvm::StringMap<std::string> kernelNames; // kernel text -> its name
   unsigned kernelCount = 0;
 };
 
+// A step prints as one function, or, past kCallsPerPart calls, as a
+// function that calls its parts in order, each a function of at least
+// that many calls (cut after a call where no all-reduce is pending, its
+// request a local of the part that started it, and no trace span is open).
+// The same calls in the same order; the
+// host compiler's time grows with a function's size faster than linearly
+// (GCC's points-to analysis: a 2,000-op elementwise chain in one function
+// did not compile in 300 s), and with the number of parts linearly. A part
+// declares again the buffers and arrays of earlier parts it uses (their
+// offsets are the plan's: the same pointers).
+constexpr unsigned kCallsPerPart = 64;
+
+void Printer::uses(Value v, SmallVectorImpl<Value> &named) {
+  if (llvm::is_contained(named, v))
+    return;
+  Operation *def = v.getDefiningOp();
+  if (auto o = dyn_cast_or_null<dtcrt::OffsetOp>(def))
+    return uses(o.getBase(), named);
+  if (auto u = dyn_cast_or_null<dtcrt::UpdateItemsOp>(def))
+    for (Value x : u->getOperands())
+      uses(x, named);
+  if (decls.count(v))
+    named.push_back(v);
+}
+
 LogicalResult Printer::printStep(func::FuncOp f, StringRef name) {
   exprs.clear();
+  decls.clear();
   ArenaAttr arena = dtc->getArenaAttrHelper().getAttr(f);
   if (!arena || !f->hasAttr("dtcrt.step_type") || f.getNumArguments())
     return f.emitError("the printers need steps lowered to runtime calls "
                        "(run dtc-lower-to-runtime)");
   // The fixed region first, so that its buffers (gradients, buckets) stay put
   // whatever the batch size; the per-sample region after it.
-  os << "static void " << name << "(const dtc::rt::StepArgs &a) {\n"
-     << "  const int64_t B = a.batch;\n"
-     << "  char *const P = a.persistent;\n"
-     << "  char *const F = a.arena;\n"
-     << "  char *const S = a.arena + " << arena.getFixed() << ";\n"
-     << (target == Target::Cpu
-             ? "  const dtc::rt::HostContext c{};\n"
-             : "  const dtc::rt::DeviceContext &c = *a.device;\n")
-     << "  (void)B; (void)P; (void)F; (void)S; (void)c;\n";
-  for (Operation &op : f.front())
-    if (failed(printOp(&op)))
+  std::string prologue;
+  llvm::raw_string_ostream(prologue)
+      << "  const int64_t B = a.batch;\n"
+      << "  char *const P = a.persistent;\n"
+      << "  char *const F = a.arena;\n"
+      << "  char *const S = a.arena + " << arena.getFixed() << ";\n"
+      << (target == Target::Cpu
+              ? "  const dtc::rt::HostContext c{};\n"
+              : "  const dtc::rt::DeviceContext &c = *a.device;\n")
+      << "  (void)B; (void)P; (void)F; (void)S; (void)c;\n";
+  SmallVector<std::string> parts(1);
+  unsigned calls = 0, pending = 0, traced = 0;
+  for (Operation &op : f.front()) {
+    unsigned part = parts.size() - 1;
+    // The earlier parts' buffers and arrays this op reads, declared again.
+    SmallVector<Value> named;
+    for (Value v : op.getOperands())
+      uses(v, named);
+    std::string text;
+    llvm::raw_string_ostream opText(text);
+    for (Value v : named) {
+      auto &[decl, in] = decls[v];
+      if (in != part) {
+        opText << decl;
+        in = part;
+      }
+    }
+    size_t start = text.size();
+    out = &opText;
+    LogicalResult printed = printOp(&op);
+    out = &os;
+    if (failed(printed))
       return failure();
+    if (isa<dtcrt::BufferOp, dtcrt::ArrayOp, dtcrt::UpdateItemsOp>(op) &&
+        exprs.count(op.getResult(0)) && text.size() > start)
+      decls[op.getResult(0)] = {text.substr(start), part};
+    parts.back() += text;
+    if (isa<dtcrt::AllreduceStartOp>(op))
+      ++pending;
+    else if (isa<dtcrt::AllreduceWaitOp>(op) && pending)
+      --pending;
+    else if (isa<dtcrt::TraceBeginOp>(op))
+      ++traced;
+    else if (isa<dtcrt::TraceEndOp>(op) && traced)
+      --traced;
+    if (op.hasTrait<dtcrt::OpTrait::KernelCall>() ||
+        isa<dtcrt::ElementwiseOp, dtcrt::AllreduceStartOp>(op))
+      ++calls;
+    if (calls >= kCallsPerPart && pending == 0 && traced == 0 &&
+        !isa<func::ReturnOp>(op)) {
+      parts.emplace_back();
+      calls = 0;
+    }
+  }
+  if (parts.size() > 1 && parts.back().empty())
+    parts.pop_back();
+  if (parts.size() == 1) {
+    os << "static void " << name << "(const dtc::rt::StepArgs &a) {\n"
+       << prologue << parts[0] << "}\n\n";
+    return success();
+  }
+  for (auto [i, text] : llvm::enumerate(parts))
+    os << "__attribute__((noinline)) static void " << name << "Part" << i
+       << "(const dtc::rt::StepArgs &a) {\n"
+       << prologue << text << "}\n\n";
+  os << "static void " << name << "(const dtc::rt::StepArgs &a) {\n";
+  for (size_t i = 0; i < parts.size(); ++i)
+    os << "  " << name << "Part" << i << "(a);\n";
   os << "}\n\n";
   return success();
 }
@@ -289,10 +379,10 @@ LogicalResult Printer::printOp(Operation *op) {
       return op->emitError("the CUDA kernels have no fused max-pool and "
                            "batch-norm gradient; plan without "
                            "dtc-fuse-max-pool-grad (fuse-max-pool-grad=false)");
-    os << "  " << ns() << "::" << dtcrt::calleeOf(op) << "(c";
+    *out << "  " << ns() << "::" << dtcrt::calleeOf(op) << "(c";
     for (Value v : op->getOperands())
-      os << ", " << e(v);
-    os << ");\n";
+      *out << ", " << e(v);
+    *out << ");\n";
     return success();
   }
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
@@ -304,14 +394,14 @@ LogicalResult Printer::printOp(Operation *op) {
         const char *type = element.isInteger(64)   ? "int64_t"
                            : element.isInteger(32) ? "int32_t"
                                                    : "float";
-        os << "  " << type << " *" << n << " = reinterpret_cast<" << type
-           << " *>("
-           << (b.getSpace() == dtcrt::Space::Persistent
-                   ? "P + " + std::to_string(off)
-               : b.getSpace() == dtcrt::Space::Fixed
-                   ? "F + " + std::to_string(off)
-                   : "S + " + std::to_string(off) + " * B")
-           << ");\n";
+        *out << "  " << type << " *" << n << " = reinterpret_cast<" << type
+             << " *>("
+             << (b.getSpace() == dtcrt::Space::Persistent
+                     ? "P + " + std::to_string(off)
+                 : b.getSpace() == dtcrt::Space::Fixed
+                     ? "F + " + std::to_string(off)
+                     : "S + " + std::to_string(off) + " * B")
+             << ");\n";
         return success();
       })
       .Case([&](dtcrt::StepArgOp s) {
@@ -396,49 +486,49 @@ LogicalResult Printer::printOp(Operation *op) {
             cast<dtcrt::ArrayType>(a.getType()).getElement().isInteger(64);
         std::string n = fresh(i64 ? "s" : "p");
         exprs[a] = n;
-        os << "  const " << (i64 ? "int64_t " : "int32_t ") << n << "[] = {";
+        *out << "  const " << (i64 ? "int64_t " : "int32_t ") << n << "[] = {";
         for (auto [i, v] : llvm::enumerate(a.getValues()))
-          os << (i ? ", " : "") << (i64 ? dim(v) : std::to_string(v));
-        os << "};\n";
+          *out << (i ? ", " : "") << (i64 ? dim(v) : std::to_string(v));
+        *out << "};\n";
         return success();
       })
       .Case([&](dtcrt::UpdateItemsOp u) {
         std::string n = fresh("u");
         exprs[u] = n;
         int64_t per = u.getStatesPerItem();
-        os << "  const dtc::rt::UpdateItem " << n << "[] = {\n";
+        *out << "  const dtc::rt::UpdateItem " << n << "[] = {\n";
         for (size_t i = 0; i < u.getWeights().size(); ++i) {
           auto state = [&](int64_t s) {
             return s < per ? e(u.getStates()[i * per + s])
                            : std::string("nullptr");
           };
-          os << "      {" << e(u.getWeights()[i]) << ", " << e(u.getGrads()[i])
-             << ", " << state(0) << ", " << state(1) << ", "
-             << e(u.getSizes()[i]) << "},\n";
+          *out << "      {" << e(u.getWeights()[i]) << ", "
+               << e(u.getGrads()[i]) << ", " << state(0) << ", " << state(1)
+               << ", " << e(u.getSizes()[i]) << "},\n";
         }
-        os << "  };\n";
+        *out << "  };\n";
         return success();
       })
       .Case([&](dtcrt::ElementwiseOp k) { return printElementwise(k); })
       .Case([&](dtcrt::AllreduceStartOp s) {
         std::string r = fresh("r");
         exprs[s.getRequest()] = r;
-        os << "  const dtc::rt::Request " << r << " = a.comm->allreduceStart("
-           << s.getBucket() << ", " << e(s.getBuf()) << ", " << e(s.getCount())
-           << ");\n";
+        *out << "  const dtc::rt::Request " << r << " = a.comm->allreduceStart("
+             << s.getBucket() << ", " << e(s.getBuf()) << ", "
+             << e(s.getCount()) << ");\n";
         return success();
       })
       .Case([&](dtcrt::AllreduceWaitOp w) {
-        os << "  a.comm->wait(" << e(w.getRequest()) << ");\n";
+        *out << "  a.comm->wait(" << e(w.getRequest()) << ");\n";
         return success();
       })
       .Case([&](dtcrt::TraceBeginOp t) {
-        os << "  if (a.trace) dtc::rt::traceBegin(a.trace, "
-           << cppStringLiteral(t.getName()) << ");\n";
+        *out << "  if (a.trace) dtc::rt::traceBegin(a.trace, "
+             << cppStringLiteral(t.getName()) << ");\n";
         return success();
       })
       .Case([&](dtcrt::TraceEndOp) {
-        os << "  if (a.trace) dtc::rt::traceEnd(a.trace);\n";
+        *out << "  if (a.trace) dtc::rt::traceEnd(a.trace);\n";
         return success();
       })
       .Case([&](func::ReturnOp) { return success(); })
@@ -553,21 +643,21 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
                (cpu ? "static void " : "__global__ void ") + kname + text;
   }
   if (target == Target::Cpu) {
-    os << "  dtc::kern::forRanges(c, " << units << ", " << unitElements
-       << ", [&](int64_t lo, int64_t hi) { " << kname << "(B, lo, hi";
+    *out << "  dtc::kern::forRanges(c, " << units << ", " << unitElements
+         << ", [&](int64_t lo, int64_t hi) { " << kname << "(B, lo, hi";
     for (auto &a : args)
-      os << ", " << a;
-    os << "); });\n";
+      *out << ", " << a;
+    *out << "); });\n";
     return success();
   }
   // The launch shape is the runtime's (dtc/cuda.h), as its own kernels'.
-  os << "  " << kname << "<<<dtc::cuda::gridFor(" << e(op.getCount())
-     << "), dtc::cuda::kThreads, 0, c.stream>>>(B";
+  *out << "  " << kname << "<<<dtc::cuda::gridFor(" << e(op.getCount())
+       << "), dtc::cuda::kThreads, 0, c.stream>>>(B";
   for (auto &a : args)
-    os << ", " << a;
-  os << ");\n";
+    *out << ", " << a;
+  *out << ");\n";
   if (target == Target::Cuda)
-    os << "  dtc::cuda::launched(\"" << kname << "\");\n";
+    *out << "  dtc::cuda::launched(\"" << kname << "\");\n";
   return success();
 }
 
