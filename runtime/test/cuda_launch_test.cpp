@@ -7,9 +7,12 @@
 //   Train.*  with a GPU: CUDA runs against CPU runs of the same program.
 //   Nccl.*   NCCL: one rank; two ranks (mpirun, torchrun's variables) and a
 //            stopped rank with two GPUs.
+// Without the GPUs a test needs it skips (fails under DTC_REQUIRE_GPU,
+// cuda_test_util.h).
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint.h"
+#include "cuda_test_util.h"
 #include "job.h"
 #include "test_models.h"
 #include "test_util.h"
@@ -28,30 +31,12 @@ using dtc::test::TempDir;
 
 namespace {
 
-const std::string kTrain = DTCRT_TEST_TRAIN_CUDA;
-
-int deviceCount(std::string *why = nullptr) {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    if (why)
-      *why = cudaGetErrorString(e);
-    return 0;
-  }
-  if (why && n == 0)
-    *why = "0 devices";
-  return n;
-}
-
-#define NEED_GPUS(n)                                                           \
-  do {                                                                         \
-    std::string why;                                                           \
-    const int have = deviceCount(&why);                                        \
-    if (have < (n))                                                            \
-      GTEST_SKIP() << "needs " << (n) << " CUDA device(s), found " << have     \
-                   << (why.empty() ? "" : " (" + why + ")");                   \
-  } while (0)
+// The program: the one built beside this test, or DTCRT_TEST_TRAIN_CUDA's
+// (the GPU bundle carries both, relinked, to another machine).
+const std::string kTrain = [] {
+  const char *p = std::getenv("DTCRT_TEST_TRAIN_CUDA");
+  return std::string(p && *p ? p : DTCRT_TEST_TRAIN_CUDA);
+}();
 
 std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string> &b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -109,7 +94,7 @@ TEST(Link, DeviceAutoRunsOnTheGpuOrSaysWhyNot) {
   EXPECT_JOB_OK(job);
   const std::string h = header(job.out);
   std::string why;
-  if (deviceCount(&why) > 0) {
+  if (dtc::test::cudaDeviceCount(&why) > 0) {
     EXPECT_NE(h.find(" backend local device cuda:0 ("), std::string::npos) << job.out;
   } else {
     // Registered by including dtc/cuda.h (no explicit enableCuda call), and
@@ -126,7 +111,7 @@ TEST(Link, DeviceCudaWithoutAGpuIsAClearError) {
   Job job = train({"--device", "cuda", "--max-steps", "3", "--data", "synthetic:64,16"});
   EXPECT_FALSE(job.timedOut);
   std::string why;
-  if (deviceCount(&why) > 0) {
+  if (dtc::test::cudaDeviceCount(&why) > 0) {
     EXPECT_EQ(job.rc, 0) << job.out;
     return;
   }
@@ -140,7 +125,7 @@ TEST(Link, DeviceCudaWithoutAGpuIsAClearError) {
 // The same training on the CPU and on the GPU: losses agree to float
 // rounding (the sums run in other orders), over 3 epochs of 16 steps.
 TEST(Train, CudaMatchesTheCpu) {
-  NEED_GPUS(1);
+  DTC_NEED_GPUS(1);
   for (const char *model : {"softmax", "linreg"}) {
     const std::vector<std::string> args = {"--epochs", "3", "--data", "synthetic:500,200",
                                            "--batch", "32", "--progress", "off"};
@@ -156,7 +141,7 @@ TEST(Train, CudaMatchesTheCpu) {
 }
 
 TEST(Train, SplitBucketsAndAWideModel) {
-  NEED_GPUS(1);
+  DTC_NEED_GPUS(1);
   const std::vector<std::string> args = {"--epochs", "1", "--data", "synthetic:300,100",
                                          "--batch", "64", "--progress", "off", "--lr", "0.01"};
   Job cpu = train(args + std::vector<std::string>{"--device", "cpu"}, {"DTCRT_TEST_MODEL=wide"});
@@ -167,7 +152,7 @@ TEST(Train, SplitBucketsAndAWideModel) {
 }
 
 TEST(Train, GradcheckOnTheGpu) {
-  NEED_GPUS(1);
+  DTC_NEED_GPUS(1);
   for (const char *model : {"softmax", "linreg"}) {
     Job job = train({"--device", "cuda", "--gradcheck"},
                     {std::string("DTCRT_TEST_MODEL=") + model});
@@ -180,7 +165,7 @@ TEST(Train, GradcheckOnTheGpu) {
 // with a logging interval that does not divide the epoch, and --epochs 0
 // evaluates the same on both.
 TEST(Train, SaveMetricsAndEvaluation) {
-  NEED_GPUS(1);
+  DTC_NEED_GPUS(1);
   TempDir dir;
   const std::string saved = dir.file("gpu.safetensors"), csv = dir.file("gpu.csv");
   Job gpu = train({"--device", "cuda", "--epochs", "2", "--data", "synthetic:100,40", "--batch",
@@ -208,7 +193,7 @@ TEST(Train, SaveMetricsAndEvaluation) {
 //===--- NCCL -------------------------------------------------------------------===//
 
 TEST(Nccl, OneRankForcedThroughNcclMatchesLocal) {
-  NEED_GPUS(1);
+  DTC_NEED_GPUS(1);
   const std::vector<std::string> args = {"--device", "cuda", "--epochs", "2", "--data",
                                          "synthetic:500,200", "--progress", "off"};
   Job local = train(args);
@@ -232,7 +217,7 @@ std::vector<std::string> mpirun(int ranks) {
 // 2 ranks x batch 8 (NCCL, bootstrapped through MPI) train what 1 rank x
 // batch 16 trains, uneven last steps included (N = 101).
 TEST(Nccl, TwoRanksUnderMpirunTrainLikeOneRank) {
-  NEED_GPUS(2);
+  DTC_NEED_GPUS(2);
   const std::vector<std::string> common = {"--device", "cuda", "--epochs", "3", "--data",
                                            "synthetic:101,50", "--shuffle", "off",
                                            "--progress", "off"};
@@ -248,7 +233,7 @@ TEST(Nccl, TwoRanksUnderMpirunTrainLikeOneRank) {
 }
 
 TEST(Nccl, AStoppedRankTimesOutAndEndsTheJob) {
-  NEED_GPUS(2);
+  DTC_NEED_GPUS(2);
   Job job = runJob(mpirun(2) + std::vector<std::string>{"env", "DTCRT_TEST_SIGNAL=STOP",
                                                         "DTCRT_TEST_SIGNAL_RANK=1",
                                                         "DTCRT_TEST_SIGNAL_STEP=3", kTrain,
@@ -268,7 +253,7 @@ TEST(Nccl, AStoppedRankTimesOutAndEndsTheJob) {
 // torchrun's variables without MPI: the NCCL id goes through the TCP
 // rendezvous on MASTER_ADDR:MASTER_PORT.
 TEST(Nccl, TwoRanksFromTorchrunVariables) {
-  NEED_GPUS(2);
+  DTC_NEED_GPUS(2);
   const std::vector<std::string> common = {"--device", "cuda", "--epochs", "2", "--data",
                                            "synthetic:128,50", "--shuffle", "off",
                                            "--progress", "off"};

@@ -2,12 +2,14 @@
 //
 // Each dtc::cuda kernel against its CPU twin in dtc/kernels.h on random
 // inputs, and the device communicators (local, NCCL with one rank). They
-// need a GPU: without one every test is skipped with the reason.
+// need a GPU: without one every test is skipped with the reason (a failure
+// under DTC_REQUIRE_GPU=1, cuda_test_util.h).
 //
 //===----------------------------------------------------------------------===//
 #include "dtc/cuda.h"
 #include "dtc/kernels.h"
 
+#include "cuda_test_util.h"
 #include "cuda_util.h"
 #include "device_comm.h"
 #include "error.h"
@@ -27,23 +29,6 @@
 using namespace dtc;
 
 namespace {
-
-std::string noDeviceReason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
-  }
-  return n > 0 ? "" : "no CUDA device (cudaGetDeviceCount: 0 devices)";
-}
-
-#define SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                         \
-    const std::string why = noDeviceReason();                                  \
-    if (!why.empty())                                                          \
-      GTEST_SKIP() << why;                                                     \
-  } while (0)
 
 const rt::HostContext kHost{}; // the CPU kernels' context
 
@@ -107,7 +92,7 @@ private:
 class Kernels : public ::testing::Test {
 protected:
   void SetUp() override {
-    SKIP_WITHOUT_GPU();
+    DTC_NEED_GPUS(1);
     ASSERT_EQ(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking), cudaSuccess);
     ASSERT_EQ(cublasCreate(&ctx_.blas), CUBLAS_STATUS_SUCCESS);
     ASSERT_EQ(cublasSetStream(ctx_.blas, ctx_.stream), CUBLAS_STATUS_SUCCESS);
@@ -931,7 +916,7 @@ TEST_F(Kernels, SgdApplyMomentumMatchesTheCpu) {
 class DeviceComms : public ::testing::Test {
 protected:
   void SetUp() override {
-    SKIP_WITHOUT_GPU();
+    DTC_NEED_GPUS(1);
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
   }
   void TearDown() override {
