@@ -8,14 +8,15 @@
 #include <libdeflate.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <memory>
+#include <new>
 #include <optional>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,48 +56,105 @@ const char *byteOrder() {
   return first ? "little-endian" : "big-endian";
 }
 
-struct Mapping {
-  void *addr = MAP_FAILED;
-  size_t bytes = 0;
-  ~Mapping() {
-    if (addr != MAP_FAILED)
-      ::munmap(addr, bytes);
+// Memory for the cached floats and labels: 64-byte aligned, huge pages for
+// a large set (allocateLarge), never zeroed (read() fills it).
+std::shared_ptr<char> allocatePayload(size_t bytes) {
+  constexpr size_t kLarge = size_t(4) << 20;
+  void *p = bytes >= kLarge ? allocateLarge(bytes) : std::aligned_alloc(64, roundUp(bytes + 1, 64));
+  if (!p)
+    throw std::bad_alloc();
+  return std::shared_ptr<char>(static_cast<char *>(p), [](char *q) { freeLarge(q); });
+}
+
+// Why a cache file or directory (st) is not trusted: owned by another user,
+// or writable by others, who could then have written what it holds (a
+// header and CRC-32 anyone can compute); "" when only this user can have.
+std::string distrust(const struct stat &st) {
+  if (st.st_uid != ::geteuid())
+    return fmt::format("owned by another user (uid {}; this process runs as uid {})",
+                       static_cast<unsigned long>(st.st_uid),
+                       static_cast<unsigned long>(::geteuid()));
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return fmt::format("writable by other users (mode {:04o})",
+                       static_cast<unsigned>(st.st_mode & 07777));
+  return "";
+}
+
+// Why the cache directory is not trusted ("" when it is, or is not there).
+std::string distrustDirectory(const std::string &dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return "";
+  return distrust(st);
+}
+
+// Reads n bytes at offset into p, computing their CRC-32; false (errno set,
+// 0 for a file that ends early) when they cannot all be read. A file
+// truncated under a reader is a short read here, where a mapping of it
+// would take SIGBUS.
+bool readAll(int fd, char *p, size_t n, off_t offset, uint32_t *crc) {
+  constexpr size_t kChunk = size_t(2) << 20;
+  while (n > 0) {
+    const ssize_t r = ::pread(fd, p, std::min(n, kChunk), offset);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      if (r == 0)
+        errno = 0;
+      return false;
+    }
+    *crc = crc32(*crc, p, size_t(r));
+    p += r;
+    n -= size_t(r);
+    offset += r;
   }
-};
+  return true;
+}
 
 // The data set in the cache file at path if it matches `expected` (the
 // header up to its last line) and its checks hold; nullopt otherwise, with
-// *why set when a file was there but was not usable.
+// *why set when a file was there but was not usable. The file is read whole
+// into memory (not mapped: a file truncated while mapped kills its reader
+// with SIGBUS).
 std::optional<Dataset> load(const std::string &path, const std::string &expected,
                             const std::string &source, std::string *why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0)
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno != ENOENT)
+      *why = fmt::format("it cannot be opened ({})", std::strerror(errno));
     return std::nullopt; // not there yet
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || size_t(st.st_size) < kPage) {
-    ::close(fd);
     *why = "it is not a cache file";
     return std::nullopt;
   }
-  auto map = std::make_shared<Mapping>();
-  map->bytes = size_t(st.st_size);
-  map->addr = ::mmap(nullptr, map->bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
-  ::close(fd);
-  if (map->addr == MAP_FAILED) {
-    *why = fmt::format("it cannot be mapped ({})", std::strerror(errno));
+  if (std::string distrusted = distrust(st); !distrusted.empty()) {
+    *why = "it is not trusted: it is " + distrusted;
     return std::nullopt;
   }
-  const char *p = static_cast<const char *>(map->addr);
+  const size_t fileBytes = size_t(st.st_size);
+  // The header: what the sources say, then samples N features F crc32 X.
+  std::string head(std::min(fileBytes, expected.size() + 128), '\0');
+  uint32_t ignored = 0;
+  if (!readAll(fd, head.data(), head.size(), 0, &ignored)) {
+    *why = errno ? fmt::format("it cannot be read ({})", std::strerror(errno))
+                 : std::string("it was truncated while being read");
+    return std::nullopt;
+  }
   // Any version of the format begins so (the file is at least a page).
-  if (std::memcmp(p, kMagic, std::strlen(kMagic)) != 0) {
+  if (head.compare(0, std::strlen(kMagic), kMagic) != 0) {
     *why = "it is not a cache file";
     return std::nullopt;
   }
-  if (map->bytes < expected.size() + 1 || std::memcmp(p, expected.data(), expected.size()) != 0)
+  if (head.size() < expected.size() + 1 || head.compare(0, expected.size(), expected) != 0)
     return std::nullopt; // another version of the sources (or of dtc): stale
-  // The last line: samples N features F crc32 X.
-  const char *line = p + expected.size();
-  const size_t room = std::min<size_t>(map->bytes - expected.size(), 128);
+  const char *line = head.data() + expected.size();
+  const size_t room = head.size() - expected.size();
   const void *nl = std::memchr(line, '\n', room);
   long long n = -1, f = -1;
   unsigned crc = 0;
@@ -114,12 +172,18 @@ std::optional<Dataset> load(const std::string &path, const std::string &expected
   if (__builtin_mul_overflow(static_cast<unsigned long long>(n),
                              static_cast<unsigned long long>(f), &values) ||
       __builtin_mul_overflow(values + static_cast<unsigned long long>(n), 4ULL, &bytes) ||
-      header + bytes != map->bytes) {
+      header + bytes != fileBytes) {
     *why = "it has the wrong size (truncated?)";
     return std::nullopt;
   }
-  const char *payload = p + header;
-  if (crc32(0, payload, size_t(bytes)) != crc) {
+  std::shared_ptr<char> payload = allocatePayload(size_t(bytes));
+  uint32_t got = 0;
+  if (!readAll(fd, payload.get(), size_t(bytes), off_t(header), &got)) {
+    *why = errno ? fmt::format("it cannot be read ({})", std::strerror(errno))
+                 : std::string("it was truncated while being read");
+    return std::nullopt;
+  }
+  if (got != crc) {
     *why = "its contents fail their CRC-32";
     return std::nullopt;
   }
@@ -129,10 +193,10 @@ std::optional<Dataset> load(const std::string &path, const std::string &expected
   ds.labelWidth = 1;
   ds.size = n;
   ds.features = f;
-  const float *x = reinterpret_cast<const float *>(payload);
-  const int32_t *y = reinterpret_cast<const int32_t *>(payload + values * 4);
+  const float *x = reinterpret_cast<const float *>(payload.get());
+  const int32_t *y = reinterpret_cast<const int32_t *>(payload.get() + values * 4);
   ds.yClass.assign(y, y + n);
-  ds.x.mapView(std::shared_ptr<const void>(map, map->addr), x, size_t(values));
+  ds.x.mapView(std::shared_ptr<const void>(payload, payload.get()), x, size_t(values));
   return ds;
 }
 
@@ -143,6 +207,11 @@ void store(const std::string &path, const std::string &expected, const Dataset &
                         ds.yClass.size() * sizeof(int32_t)));
   std::string header = expected + last;
   header.resize(roundUp(header.size(), kPage), '\0');
+  // Not a file (a symlink, a FIFO) where the cache file goes in this user's
+  // own directory: removed, never written through.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    ::unlink(path.c_str());
   AtomicFile out(path, "the data cache", AtomicFile::Sync::Unsynced);
   out.write(header);
   out.write(ds.x.data(), ds.x.size() * sizeof(float));
@@ -218,6 +287,19 @@ Dataset readIdxCached(const std::string &imagesPath, const std::string &labelsPa
         const std::string key = realImages + '\0' + realLabels;
         return fnv1a(key.data(), key.size());
       }());
+  // A directory others may write is not used at all: what is in it could be
+  // anyone's (the header and CRC-32 are public), and what is written there
+  // could be replaced.
+  auto untrusted = [&](const std::string &distrusted) {
+    result = CacheOutcome::NotStored;
+    message = fmt::format("the data cache '{}' is not used: its directory '{}' is {}; the "
+                          "data are decoded from the sources (--data-cache DIR chooses a "
+                          "directory only you can write)",
+                          path, cacheDir, distrusted);
+    return readIdx(imagesPath, labelsPath);
+  };
+  if (std::string distrusted = distrustDirectory(cacheDir); !distrusted.empty())
+    return untrusted(distrusted);
   std::string why;
   if (std::optional<Dataset> hit = load(path, expected, imagesPath, &why)) {
     result = CacheOutcome::Hit;
@@ -231,6 +313,8 @@ Dataset readIdxCached(const std::string &imagesPath, const std::string &labelsPa
                           cacheDir, std::strerror(err));
     return readIdx(imagesPath, labelsPath);
   }
+  if (std::string distrusted = distrustDirectory(cacheDir); !distrusted.empty())
+    return untrusted(distrusted); // made by another user meanwhile
   CacheLock lock(path + ".lock");
   // Another process may have written it while this one waited.
   std::string whyNow;

@@ -3,10 +3,9 @@
 // Decoding Fashion-MNIST (47 MB of pixels inflated from gzip, then scaled to
 // floats in 220 MB of fresh memory the kernel must zero) took 0.13 s of a
 // 0.17 s start, on every rank, every run. The cache keeps the decoded floats
-// and labels in one file per data set, which later runs map read-only: no
-// inflate, no conversion, no zeroed memory, and the ranks of a node share the
-// same page-cache pages instead of holding a copy each. (Hugging Face
-// `datasets` memory-maps its Arrow cache the same way.)
+// and labels in one file per data set, which later runs read whole into
+// memory: no inflate, no conversion. (Not mapped: a file truncated while
+// mapped kills its reader with SIGBUS; read, it is a short read.)
 //
 // File: <dir>/idx-<hash of the sources' real paths>.dtcdata
 //   a text header, NUL-padded to a multiple of 4096 bytes:
@@ -20,8 +19,11 @@
 //   then the features, float [N, F], and the labels, int32 [N], whose CRC-32
 //   is the header's.
 // A file is used only when its header matches the sources as they are now
-// (path, size, modification time, inode), its size is exact and its CRC-32
-// holds; anything else is decoded afresh and the file replaced. Files are
+// (path, size, modification time, inode), its size is exact, its CRC-32
+// holds and only this user can have written it (the file and its directory
+// owned by the effective user, not writable by group or others: the header
+// and the CRC are public); anything else is decoded afresh and the file
+// replaced. A directory others may write is neither read nor written. Files are
 // written whole to a temporary name and renamed (AtomicFile, unsynced: a
 // crash can lose the cache, never tear it), by one process at a time (an
 // flock on <file>.lock; the others wait and then map what it wrote).
@@ -43,9 +45,9 @@ std::string defaultDataCacheDir();
 // What readIdxCached did, for tests and notes.
 enum class CacheOutcome {
   Off,      // no cache directory: decoded
-  Hit,      // mapped from the cache
+  Hit,      // read from the cache
   Stored,   // decoded and written to the cache
-  NotStored // decoded; the cache could not be written (see note)
+  NotStored // decoded; the cache could not be written, or is not trusted (see note)
 };
 
 // readIdx through the cache in cacheDir ("" or "off": readIdx itself). Errors

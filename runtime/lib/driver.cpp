@@ -370,7 +370,7 @@ int predict(const ModelSpec &spec, const Options &opts, CommBase &comm) {
     throw CollectiveError(fmt::format("--predict runs in one process, but {} ranks were "
                                       "started; run it without a launcher",
                                       comm.size()));
-  checkWritable(opts.outputPath, "the predictions");
+  checkWritable(opts.outputPath, "the predictions", "--output");
   DataSplits data;
   data.train = readPredictInputs(opts.predictPath, spec);
   const int64_t samples = data.train.size;
@@ -393,7 +393,7 @@ int sample(const ModelSpec &spec, const Options &opts, CommBase &comm) {
                                       comm.size()));
   checkSampleModel(spec, opts.prompt);
   if (!opts.outputPath.empty())
-    checkWritable(opts.outputPath, "the sample");
+    checkWritable(opts.outputPath, "the sample", "--output");
   checkStepMemory(spec, opts.batch, /*hostSteps=*/true);
   // The session's data: one empty window, the shape of the windows
   // runSample stages.
@@ -460,20 +460,52 @@ int train(Session &s, Executor &exec, const RunStart &begin) {
   return 0;
 }
 
-// Before any work: every file the run will write can be created (rank 0
-// writes --save, --checkpoint and --metrics; every rank its --trace).
+// The files the run reads, which no output may replace (files.h): --init,
+// --resume (which its --checkpoint continues), --predict's input and the
+// data set's files.
+void addRunInputs(const Options &o) {
+  forgetRunInputs();
+  addRunInput("--init", o.initPath);
+  if (!o.resumePath.empty())
+    addRunInput("--resume", o.resumePath == "auto" ? o.checkpointPath : o.resumePath,
+                "--checkpoint");
+  addRunInput("--predict", o.predictPath);
+  if (!o.predictPath.empty() || o.sampleTokens > 0)
+    return; // no data set is read
+  const DataSource &d = o.data;
+  switch (d.kind) {
+  case DatasetKind::IDX:
+    for (const char *name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                             "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"})
+      addRunInput("--data", idxFile(d.dir, name));
+    break;
+  case DatasetKind::CSV:
+  case DatasetKind::Text:
+    addRunInput("--data", d.trainPath);
+    addRunInput("--data", d.testPath);
+    break;
+  case DatasetKind::Synthetic:
+  case DatasetKind::None:
+    break;
+  }
+}
+
+// Before any work: every file the run will write can be created, and none
+// is one of its inputs (rank 0 writes --save, --checkpoint and --metrics;
+// every rank its --trace).
 void checkOutputs(CommBase &comm, const Options &o) {
   onEveryRank(comm, "to check its output files", [&] {
+    addRunInputs(o);
     if (!o.tracePath.empty())
-      checkWritable(Tracer::rankPath(o.tracePath, comm.rank()), "trace file");
+      checkWritable(Tracer::rankPath(o.tracePath, comm.rank()), "trace file", "--trace");
     if (comm.rank() != 0)
       return;
     if (!o.savePath.empty())
-      checkWritable(o.savePath, "parameters file");
+      checkWritable(o.savePath, "parameters file", "--save");
     if (!o.checkpointPath.empty())
-      checkWritable(o.checkpointPath, "checkpoint");
+      checkWritable(o.checkpointPath, "checkpoint", "--checkpoint");
     if (!o.metricsPath.empty())
-      checkWritable(o.metricsPath, "metrics file");
+      checkWritable(o.metricsPath, "metrics file", "--metrics");
   });
 }
 
@@ -554,6 +586,7 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
         fmt::print(stderr, "train: note: {}\n", note);
     checkSameData(*comm, data);
     std::optional<LoadedTrainingState> resumed = loadResume(*comm, spec, opts, data);
+    forgetRunInputs("--resume"); // in memory now: --checkpoint may replace its file
     RunStart begin;
     if (resumed) {
       begin.step = resumed->state.step;

@@ -4,11 +4,14 @@
 #include "error.h"
 #include "test_util.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <libdeflate.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <thread>
 
@@ -166,6 +169,122 @@ TEST(DataCache, ADamagedFileIsDetectedAndReplaced) {
     EXPECT_EQ(outcome, CacheOutcome::Hit);
     EXPECT_EQ(note, "");
   }
+}
+
+// Rewrites the cache file's labels as f(label) with a CRC-32 that holds: what
+// anyone who can compute the (public) header and the CRC can make.
+void forgeLabels(const std::string &path, int32_t (*f)(int32_t)) {
+  std::string text = dtc::test::readFile(path);
+  const size_t header = 4096, labels = text.size() - 4 * 4;
+  for (size_t i = labels; i < text.size(); i += 4) {
+    int32_t y;
+    std::memcpy(&y, &text[i], 4);
+    y = f(y);
+    std::memcpy(&text[i], &y, 4);
+  }
+  const uint32_t crc = libdeflate_crc32(0, text.data() + header, text.size() - header);
+  const size_t at = text.find("crc32 ") + 6;
+  text.replace(at, 8, fmt::format("{:08x}", crc));
+  dtc::test::writeFile(path, text);
+}
+
+TEST(DataCache, AFileOfAnotherUserIsRefusedAndSaysSo) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "a file of another user needs root (chown)";
+  Source src;
+  CacheOutcome outcome;
+  src.read(&outcome);
+  ASSERT_EQ(outcome, CacheOutcome::Stored);
+  const std::string file = src.cacheFile();
+  // Another user's file with shifted labels and a CRC-32 that holds.
+  forgeLabels(file, [](int32_t y) { return (y + 1) % 10; });
+  ASSERT_EQ(::chown(file.c_str(), 65534, 65534), 0);
+  std::string note;
+  Dataset ds = src.read(&outcome, &note);
+  EXPECT_EQ(outcome, CacheOutcome::Stored); // decoded, and replaced by this user's
+  EXPECT_NE(note.find("the data cache '" + file + "' was decoded afresh: it is not trusted: it "
+                      "is owned by another user (uid 65534"),
+            std::string::npos)
+      << note;
+  expectSameData(ds, readIdx(src.images, src.labels));
+  EXPECT_EQ(ds.yClass, std::vector<int32_t>({7, 0, 3, 9}));
+  src.read(&outcome, &note);
+  EXPECT_EQ(outcome, CacheOutcome::Hit);
+  EXPECT_EQ(note, "");
+}
+
+TEST(DataCache, AFileOthersMayWriteIsRefused) {
+  Source src;
+  CacheOutcome outcome;
+  src.read(&outcome);
+  ASSERT_EQ(outcome, CacheOutcome::Stored);
+  const std::string file = src.cacheFile();
+  forgeLabels(file, [](int32_t y) { return (y + 1) % 10; });
+  ASSERT_EQ(::chmod(file.c_str(), 0666), 0);
+  std::string note;
+  Dataset ds = src.read(&outcome, &note);
+  EXPECT_EQ(outcome, CacheOutcome::Stored);
+  EXPECT_NE(note.find("the data cache '" + file + "' was decoded afresh: it is not trusted: it "
+                      "is writable by other users (mode 0666)"),
+            std::string::npos)
+      << note;
+  expectSameData(ds, readIdx(src.images, src.labels));
+}
+
+TEST(DataCache, ADirectoryOthersMayWriteIsNotUsed) {
+  Source src;
+  CacheOutcome outcome;
+  src.read(&outcome);
+  ASSERT_EQ(outcome, CacheOutcome::Stored);
+  const std::string file = src.cacheFile();
+  forgeLabels(file, [](int32_t y) { return (y + 1) % 10; });
+  struct stat before;
+  ASSERT_EQ(::stat(file.c_str(), &before), 0);
+  ASSERT_EQ(::chmod(src.cache.c_str(), 0777), 0);
+  std::string note;
+  Dataset ds = src.read(&outcome, &note);
+  EXPECT_EQ(outcome, CacheOutcome::NotStored);
+  EXPECT_NE(note.find("the data cache '" + file + "' is not used: its directory '" + src.cache +
+                      "' is writable by other users (mode 0777)"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("--data-cache"), std::string::npos) << note;
+  expectSameData(ds, readIdx(src.images, src.labels));
+  // Neither read nor written there.
+  struct stat after;
+  ASSERT_EQ(::stat(file.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  // The same directory of another user, however private.
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chmod(src.cache.c_str(), 0700), 0);
+    ASSERT_EQ(::chown(src.cache.c_str(), 65534, 65534), 0);
+    ds = src.read(&outcome, &note);
+    EXPECT_EQ(outcome, CacheOutcome::NotStored);
+    EXPECT_NE(note.find("is owned by another user (uid 65534"), std::string::npos) << note;
+    expectSameData(ds, readIdx(src.images, src.labels));
+  }
+}
+
+TEST(DataCache, AFileTruncatedAfterItWasReadChangesNothing) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // Mapped, a truncated cache file killed its reader with SIGBUS at the
+  // next access; read into memory, what was read stays.
+  Source src;
+  CacheOutcome outcome;
+  src.read(&outcome);
+  ASSERT_EQ(outcome, CacheOutcome::Stored);
+  const Dataset hit = src.read(&outcome);
+  ASSERT_EQ(outcome, CacheOutcome::Hit);
+  ASSERT_EQ(::truncate(src.cacheFile().c_str(), 4096), 0);
+  EXPECT_EXIT(
+      {
+        double sum = 0;
+        for (float v : hit.x)
+          sum += v;
+        std::exit(sum > 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  expectSameData(hit, readIdx(src.images, src.labels));
 }
 
 TEST(DataCache, AnUnwritableCacheDecodesAndSaysSo) {
