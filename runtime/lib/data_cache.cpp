@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 #include <libdeflate.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 #include <new>
 #include <optional>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,14 +59,157 @@ const char *byteOrder() {
   return first ? "little-endian" : "big-endian";
 }
 
-// Memory for the cached floats and labels: 64-byte aligned, huge pages for
-// a large set (allocateLarge), never zeroed (read() fills it).
+// Memory for the cached floats and labels when no mapping can be watched
+// (every slot below taken): 64-byte aligned, huge pages for a large set
+// (allocateLarge), never zeroed (readAll() fills it).
 std::shared_ptr<char> allocatePayload(size_t bytes) {
   constexpr size_t kLarge = size_t(4) << 20;
   void *p = bytes >= kLarge ? allocateLarge(bytes) : std::aligned_alloc(64, roundUp(bytes + 1, 64));
   if (!p)
     throw std::bad_alloc();
   return std::shared_ptr<char>(static_cast<char *>(p), [](char *q) { freeLarge(q); });
+}
+
+// The cache files this process has mapped, for the SIGBUS handler: a file
+// truncated while mapped makes the next access to a page past its new end
+// fault with SIGBUS, at any step, in any thread. The handler then names the
+// file and ends the run as any error does (exit status 1), instead of the
+// bare "Bus error" of the default action. A slot is written whole before it
+// is published (state kLive, release) and read by the handler with atomics
+// and plain loads only: no lock, no allocation (async-signal-safe).
+constexpr int kBusExitStatus = 1; // the driver's status for an error
+constexpr int kSlots = 16;        // a process maps two (train, test) at a time
+constexpr size_t kMessageMax = PATH_MAX + 256;
+enum SlotState : int { kFree, kClaimed, kLive };
+
+struct WatchedMapping {
+  std::atomic<int> state{kFree};
+  uintptr_t begin = 0, end = 0;
+  size_t messageBytes = 0;
+  char message[kMessageMax] = {};
+};
+static_assert(std::atomic<int>::is_always_lock_free, "the SIGBUS handler reads the slots' state");
+
+WatchedMapping gWatched[kSlots];
+struct sigaction gPreviousBus; // the handler before ours, called for other faults
+std::atomic<bool> gBusReported{false};
+
+void writeAll(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return;
+    p += w;
+    n -= size_t(w);
+  }
+}
+
+void onBus(int sig, siginfo_t *info, void *context) {
+  // Only a fault the kernel raised has an address (si_code > 0); a SIGBUS
+  // sent by kill() or raise() is never the cache's.
+  if (info && info->si_code > 0) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(info->si_addr);
+    for (WatchedMapping &w : gWatched) {
+      if (w.state.load(std::memory_order_acquire) != kLive || at < w.begin || at >= w.end)
+        continue;
+      // One message, from the first thread that faults; the others wait
+      // for its _exit.
+      if (!gBusReported.exchange(true))
+        writeAll(STDERR_FILENO, w.message, w.messageBytes);
+      else
+        for (;;)
+          ::pause();
+      ::_exit(kBusExitStatus);
+    }
+  }
+  // Not a cache file's: the handler that was there before, or the default
+  // action (the process ends with SIGBUS, as it would have without us).
+  // (sa_handler and sa_sigaction share their storage; an ignored fault
+  // would only fault again.)
+  if (gPreviousBus.sa_handler != SIG_DFL && gPreviousBus.sa_handler != SIG_IGN) {
+    if (gPreviousBus.sa_flags & SA_SIGINFO)
+      gPreviousBus.sa_sigaction(sig, info, context);
+    else
+      gPreviousBus.sa_handler(sig);
+    return;
+  }
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(SIGBUS, &dfl, nullptr);
+  ::raise(SIGBUS); // delivered when the handler returns (a fault also repeats)
+}
+
+void installBusHandler() {
+  static const bool installed = [] {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = onBus;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_SIGINFO;
+    return ::sigaction(SIGBUS, &sa, &gPreviousBus) == 0;
+  }();
+  (void)installed;
+}
+
+// A read-only shared mapping of a whole cache file, watched by the SIGBUS
+// handler while it lives.
+class CacheMapping {
+public:
+  CacheMapping(void *addr, size_t bytes, int slot) : addr_(addr), bytes_(bytes), slot_(slot) {}
+  ~CacheMapping() {
+    gWatched[slot_].state.store(kFree, std::memory_order_release);
+    ::munmap(addr_, bytes_);
+  }
+  CacheMapping(const CacheMapping &) = delete;
+  CacheMapping &operator=(const CacheMapping &) = delete;
+  const char *data() const { return static_cast<const char *>(addr_); }
+
+private:
+  void *addr_;
+  size_t bytes_;
+  int slot_;
+};
+
+// Maps the cache file fd (bytes long, at path) and registers the mapping
+// with the SIGBUS handler; nullptr when every slot is taken (the caller
+// reads the file instead) or the mapping fails (errno set).
+std::shared_ptr<CacheMapping> mapWatched(int fd, size_t bytes, const std::string &path) {
+  int slot = -1;
+  for (int i = 0; i < kSlots && slot < 0; ++i) {
+    int free = kFree;
+    if (gWatched[i].state.compare_exchange_strong(free, kClaimed, std::memory_order_acquire))
+      slot = i;
+  }
+  if (slot < 0) {
+    errno = 0;
+    return nullptr;
+  }
+  WatchedMapping &w = gWatched[slot];
+  void *addr = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (addr == MAP_FAILED) {
+    const int err = errno;
+    w.state.store(kFree, std::memory_order_release);
+    errno = err;
+    return nullptr;
+  }
+  const std::string message =
+      fmt::format("train: error: the decoded-data cache file '{}' was truncated while this run "
+                  "had it mapped; run again (the data set is then decoded afresh) or use "
+                  "--data-cache off\n",
+                  path);
+  w.messageBytes = std::min(message.size(), kMessageMax);
+  std::memcpy(w.message, message.data(), w.messageBytes);
+  if (w.messageBytes == kMessageMax)
+    w.message[kMessageMax - 1] = '\n';
+  w.begin = reinterpret_cast<uintptr_t>(addr);
+  w.end = w.begin + roundUp(bytes, kPage);
+  installBusHandler();
+  w.state.store(kLive, std::memory_order_release);
+  return std::make_shared<CacheMapping>(addr, bytes, slot);
 }
 
 // Why a cache file or directory (st) is not trusted: owned by another user,
@@ -89,9 +235,7 @@ std::string distrustDirectory(const std::string &dir) {
 }
 
 // Reads n bytes at offset into p, computing their CRC-32; false (errno set,
-// 0 for a file that ends early) when they cannot all be read. A file
-// truncated under a reader is a short read here, where a mapping of it
-// would take SIGBUS.
+// 0 for a file that ends early) when they cannot all be read.
 bool readAll(int fd, char *p, size_t n, off_t offset, uint32_t *crc) {
   constexpr size_t kChunk = size_t(2) << 20;
   while (n > 0) {
@@ -113,9 +257,10 @@ bool readAll(int fd, char *p, size_t n, off_t offset, uint32_t *crc) {
 
 // The data set in the cache file at path if it matches `expected` (the
 // header up to its last line) and its checks hold; nullopt otherwise, with
-// *why set when a file was there but was not usable. The file is read whole
-// into memory (not mapped: a file truncated while mapped kills its reader
-// with SIGBUS).
+// *why set when a file was there but was not usable. The header is read;
+// the floats and labels are mapped (mapWatched: no copy, no zeroed pages,
+// one copy in the page cache for all the ranks of a node), checked through
+// the mapping.
 std::optional<Dataset> load(const std::string &path, const std::string &expected,
                             const std::string &source, std::string *why) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -176,16 +321,38 @@ std::optional<Dataset> load(const std::string &path, const std::string &expected
     *why = "it has the wrong size (truncated?)";
     return std::nullopt;
   }
-  std::shared_ptr<char> payload = allocatePayload(size_t(bytes));
-  uint32_t got = 0;
-  if (!readAll(fd, payload.get(), size_t(bytes), off_t(header), &got)) {
-    *why = errno ? fmt::format("it cannot be read ({})", std::strerror(errno))
-                 : std::string("it was truncated while being read");
+  std::shared_ptr<const void> keep;
+  const char *payload = nullptr;
+  if (std::shared_ptr<CacheMapping> map = mapWatched(fd, fileBytes, path)) {
+    // Truncated between the fstat and the mapping: not mapped whole.
+    struct stat now;
+    if (::fstat(fd, &now) != 0 || now.st_size != st.st_size) {
+      *why = "it was truncated while being read";
+      return std::nullopt;
+    }
+    payload = map->data() + header;
+    keep = std::shared_ptr<const void>(map, payload);
+    if (crc32(0, payload, size_t(bytes)) != crc) {
+      *why = "its contents fail their CRC-32";
+      return std::nullopt;
+    }
+  } else if (errno != 0) {
+    *why = fmt::format("it cannot be mapped ({})", std::strerror(errno));
     return std::nullopt;
-  }
-  if (got != crc) {
-    *why = "its contents fail their CRC-32";
-    return std::nullopt;
+  } else {
+    std::shared_ptr<char> copy = allocatePayload(size_t(bytes));
+    uint32_t got = 0;
+    if (!readAll(fd, copy.get(), size_t(bytes), off_t(header), &got)) {
+      *why = errno ? fmt::format("it cannot be read ({})", std::strerror(errno))
+                   : std::string("it was truncated while being read");
+      return std::nullopt;
+    }
+    if (got != crc) {
+      *why = "its contents fail their CRC-32";
+      return std::nullopt;
+    }
+    payload = copy.get();
+    keep = std::shared_ptr<const void>(copy, payload);
   }
   Dataset ds;
   ds.source = source;
@@ -193,10 +360,10 @@ std::optional<Dataset> load(const std::string &path, const std::string &expected
   ds.labelWidth = 1;
   ds.size = n;
   ds.features = f;
-  const float *x = reinterpret_cast<const float *>(payload.get());
-  const int32_t *y = reinterpret_cast<const int32_t *>(payload.get() + values * 4);
+  const float *x = reinterpret_cast<const float *>(payload);
+  const int32_t *y = reinterpret_cast<const int32_t *>(payload + values * 4);
   ds.yClass.assign(y, y + n);
-  ds.x.mapView(std::shared_ptr<const void>(payload, payload.get()), x, size_t(values));
+  ds.x.mapView(std::move(keep), x, size_t(values));
   return ds;
 }
 

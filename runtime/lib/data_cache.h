@@ -3,9 +3,13 @@
 // Decoding Fashion-MNIST (47 MB of pixels inflated from gzip, then scaled to
 // floats in 220 MB of fresh memory the kernel must zero) took 0.13 s of a
 // 0.17 s start, on every rank, every run. The cache keeps the decoded floats
-// and labels in one file per data set, which later runs read whole into
-// memory: no inflate, no conversion. (Not mapped: a file truncated while
-// mapped kills its reader with SIGBUS; read, it is a short read.)
+// and labels in one file per data set, which later runs map read-only: no
+// inflate, no conversion, no zeroed memory, and the ranks of a node share the
+// same page-cache pages instead of holding a copy each. (Hugging Face
+// `datasets` memory-maps its Arrow cache the same way.) A file truncated
+// while mapped faults at the next access (SIGBUS): a handler installed with
+// the first mapping names the file and ends the run with an error (exit
+// status 1); a fault anywhere else gets the previous handler or the default.
 //
 // File: <dir>/idx-<hash of the sources' real paths>.dtcdata
 //   a text header, NUL-padded to a multiple of 4096 bytes:
@@ -45,7 +49,7 @@ std::string defaultDataCacheDir();
 // What readIdxCached did, for tests and notes.
 enum class CacheOutcome {
   Off,      // no cache directory: decoded
-  Hit,      // read from the cache
+  Hit,      // mapped from the cache
   Stored,   // decoded and written to the cache
   NotStored // decoded; the cache could not be written, or is not trusted (see note)
 };
