@@ -41,18 +41,8 @@ done
 rm "$out/gpt-acc.dsl"
 # The GPT's text: the first 400 kB of the fortunes (files in name order, as
 # test/invariance does; a tenth held out as the validation split).
-python3 - "$out/data/corpus.txt" <<'PY'
-import os, sys
-out, root = bytearray(), "/usr/share/games/fortunes"
-for name in sorted(os.listdir(root)):
-    p = os.path.join(root, name)
-    if name.endswith((".dat", ".u8")) or not os.path.isfile(p) or os.path.islink(p):
-        continue
-    out += open(p, "rb").read()
-    if len(out) >= 400_000:
-        break
-open(sys.argv[1], "wb").write(bytes(out[:400_000]))
-PY
+/usr/bin/python3 -c "import sys; sys.path.insert(0, sys.argv[1]); from common import fortunes_corpus
+fortunes_corpus(sys.argv[2], 400_000)" "$root/test/parity" "$out/data/corpus.txt"
 cp /usr/share/datasets/fashion-mnist/*.gz "$out/data/"
 # One initialization for both devices (written by the CPU path).
 for model in mlp cnn; do

@@ -26,7 +26,7 @@ nvcc_build.sh is.
 usage: cpu_reference.py DTC EXAMPLES_DIR WORKDIR MODEL"""
 import os, shutil, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parity"))
-from common import load_safetensors  # noqa: E402
+from common import fortunes_corpus, load_safetensors  # noqa: E402
 
 STEPS = 20
 FLAGS = ["--cuda-arch=sm_90", "--static-libs", "--cxx-flags=-O2 -march=x86-64-v3"]
@@ -35,17 +35,7 @@ LR = {"mlp": 0.01, "cnn": 0.01, "gpt": 0.001}
 
 def corpus(work):
     """120 kB of the fortunes (test/invariance's corpus)."""
-    out, root = bytearray(), "/usr/share/games/fortunes"
-    for name in sorted(os.listdir(root)):
-        p = os.path.join(root, name)
-        if name.endswith((".dat", ".u8")) or not os.path.isfile(p) or os.path.islink(p):
-            continue
-        out += open(p, "rb").read()
-        if len(out) >= 120_000:
-            break
-    path = os.path.join(work, "corpus.txt")
-    open(path, "wb").write(bytes(out[:120_000]))
-    return path
+    return fortunes_corpus(os.path.join(work, "corpus.txt"), 120_000)
 
 
 def run(cmd, log):

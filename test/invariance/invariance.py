@@ -37,7 +37,7 @@ usage: invariance.py DTC EXAMPLES_DIR WORKDIR MODEL [--ranks 2]
 import argparse, os, shutil, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parity"))
 import numpy as np
-from common import load_safetensors
+from common import fortunes_corpus, load_safetensors
 
 STEPS = 40
 MPIRUN = ["timeout", "600", "mpirun", "--allow-run-as-root", "--oversubscribe",
@@ -55,22 +55,8 @@ MODELS = {
 
 
 def text_corpus(work):
-    """120 kB of English from Debian's fortunes (the first files in name
-    order), the same bytes in every run."""
-    path = os.path.join(work, "corpus.txt")
-    if not os.path.exists(path):
-        out, root = bytearray(), "/usr/share/games/fortunes"
-        for name in sorted(os.listdir(root)):
-            p = os.path.join(root, name)
-            if name.endswith((".dat", ".u8")) or not os.path.isfile(p) or os.path.islink(p):
-                continue
-            with open(p, "rb") as f:
-                out += f.read()
-            if len(out) >= 120_000:
-                break
-        with open(path, "wb") as f:
-            f.write(bytes(out[:120_000]))
-    return path
+    """120 kB of English from Debian's fortunes, the same bytes in every run."""
+    return fortunes_corpus(os.path.join(work, "corpus.txt"), 120_000)
 
 
 def run(cmd, log):

@@ -52,3 +52,22 @@ def read_losses(metrics_csv):
     import csv
     with open(metrics_csv) as f:
         return [float(r["loss"]) for r in csv.DictReader(f)]
+
+def fortunes_corpus(path, size):
+    """The first `size` bytes of English in Debian's fortunes (its files in
+    name order, the strfile indexes and links left out): the same bytes on
+    every machine with the package, for the tests' and the GPU check's text
+    data. Writes them to path once; returns path."""
+    if not os.path.exists(path):
+        out, root = bytearray(), "/usr/share/games/fortunes"
+        for name in sorted(os.listdir(root)):
+            p = os.path.join(root, name)
+            if name.endswith((".dat", ".u8")) or not os.path.isfile(p) or os.path.islink(p):
+                continue
+            with open(p, "rb") as f:
+                out += f.read()
+            if len(out) >= size:
+                break
+        with open(path, "wb") as f:
+            f.write(bytes(out[:size]))
+    return path
