@@ -79,7 +79,7 @@ def main():
             # (the GPT's rate warmed up within the steps, as in invariance.py)
             data = ["--data", "text:" + text_corpus(work), "--warmup-steps", "2",
                     "--decay-steps", "40"] if model == "gpt" else []
-            common = ["--max-steps", "10", "--quiet", *data]
+            common = ["--max-steps", "10", "--quiet", "--eval", "off", *data]
             one = train(exe, f"{model}-t1", common + ["--threads", "1"])
             two = train(exe, f"{model}-t2", common + ["--threads", "2"])
             lr = {"mlp": 0.01, "gpt": 0.001, "cnn": 0.01}[model] * 1.01

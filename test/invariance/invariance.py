@@ -5,12 +5,14 @@ trains bit-identical (docs/runtime.md, "Options that observe a run").
 A model is compiled once; a plain run of --max-steps 40 saves its parameters
 and buffers; then each case runs the same training with one option (or a few,
 where they go together) and its saved tensors must equal the plain run's bit
-for bit. Each case names its option in its result line and in the failure.
+for bit. The plain runs evaluate nothing (--eval off), so that a case that
+evaluates (--eval on, --eval-every) is compared with a run that never did.
+Each case names its option in its result line and in the failure.
 The control, a learning rate one part in a million larger, must be told
 apart (else the comparison could not fail).
 
   1 rank:  --eval-every (test set; with --validation: the validation set),
-           --eval off, --trace (all steps, and stopping after 5),
+           --eval on, --trace (all steps, and stopping after 5),
            --metrics, --checkpoint with --checkpoint-every and with
            --checkpoint-keep, --resume auto without a checkpoint yet,
            --progress on, --data-cache off, --log-interval, --quiet,
@@ -132,6 +134,8 @@ def main():
         d = os.path.join(work, name)
         os.makedirs(d, exist_ok=True)
         opts = [o.replace("@", d + "/") for o in opts]
+        if "--eval" not in opts:  # the plain runs evaluate nothing (see the top)
+            opts += ["--eval", "off"]
         cmd = [*launcher, program or exe, *common, *opts, "--save", os.path.join(d, "out.st")]
         if threads:
             cmd[cmd.index("--threads") + 1] = str(threads)
@@ -156,10 +160,11 @@ def main():
 
     if args.ranks == 1:
         if not m["text"]:
-            case("--eval-every 10 (the test set)", ["--eval-every", "10"])
-        case("--eval-every 10 with --validation 0.1 (the validation set)",
-             ["--validation", "0.1", "--eval-every", "10"], base=("validation", ["--validation", "0.1"]))
-        case("--eval off", ["--eval", "off"])
+            case("--eval on --eval-every 15 (the test set)", ["--eval", "on", "--eval-every", "15"])
+        case("--eval on --eval-every 15 with --validation 0.1 (the validation set)",
+             ["--validation", "0.1", "--eval", "on", "--eval-every", "15"],
+             base=("validation", ["--validation", "0.1"]))
+        case("--eval on (the evaluation after the last step)", ["--eval", "on"])
         case("--trace (every step)", ["--trace", "@t.json", "--trace-steps", str(STEPS)])
         case("--trace --trace-steps 5 (stops mid-run)", ["--trace", "@t.json", "--trace-steps", "5"])
         case("--metrics", ["--metrics", "@m.csv"])
@@ -173,9 +178,10 @@ def main():
         case("--log-interval 7", ["--log-interval", "7"])
         case("--quiet", ["--quiet"])
         accumulating = with_accumulation()
-        case("--eval-every 10 with accumulate = 2 (against accumulate = 2)", ["--eval-every", "10"],
+        case("--eval on --eval-every 15 with accumulate = 2 (against accumulate = 2)",
+             ["--eval", "on", "--eval-every", "15"],
              base=("accumulate", []), program=accumulating)
-        everything = ["--eval-every", "9", "--trace", "@t.json", "--metrics", "@m.csv",
+        everything = ["--eval", "on", "--eval-every", "9", "--trace", "@t.json", "--metrics", "@m.csv",
                       "--checkpoint", "@ck.st", "--checkpoint-every", "6", "--checkpoint-keep", "2",
                       "--progress", "on", "--data-cache", "off", "--log-interval", "3"]
         case("all of them at once", everything)
@@ -192,9 +198,10 @@ def main():
         case("--overlap on", ["--overlap", "on"])
         case("--overlap off", ["--overlap", "off"])
         if not m["text"]:
-            case("--eval-every 10 (the test set)", ["--eval-every", "10"])
-        case("--eval-every 10 with --validation 0.1 (the validation set)",
-             ["--validation", "0.1", "--eval-every", "10"], base=("validation", ["--validation", "0.1"]))
+            case("--eval on --eval-every 15 (the test set)", ["--eval", "on", "--eval-every", "15"])
+        case("--eval on --eval-every 15 with --validation 0.1 (the validation set)",
+             ["--validation", "0.1", "--eval", "on", "--eval-every", "15"],
+             base=("validation", ["--validation", "0.1"]))
         case("--metrics", ["--metrics", "@m.csv"])
         case("--checkpoint --checkpoint-every 7", ["--checkpoint", "@ck.st", "--checkpoint-every", "7"])
         case("--comm-timeout 300", ["--comm-timeout", "300"])
