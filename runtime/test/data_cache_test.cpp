@@ -278,6 +278,15 @@ std::string literally(const std::string &text) {
   return re;
 }
 
+// Replaces src's files by n pseudo-random 28 x 28 images, each labelled 4.
+void writeImages(const Source &src, uint32_t n) {
+  std::vector<uint8_t> pixels(size_t(n) * 784);
+  for (size_t i = 0; i < pixels.size(); ++i)
+    pixels[i] = uint8_t(i * 2654435761u >> 13);
+  dtc::test::writeGz(src.images, dtc::test::idxBytes({n, 28, 28}, pixels));
+  dtc::test::writeGz(src.labels, dtc::test::idxBytes({n}, std::vector<uint8_t>(n, 4)));
+}
+
 // Sums the features (every page of them).
 double sumOf(const Dataset &ds) {
   double sum = 0;
@@ -291,12 +300,7 @@ TEST(DataCache, AFileTruncatedWhileMappedEndsTheRunWithAnErrorNamingIt) {
   // new end (what faults), the features alone 4 MB.
   Source src;
   constexpr uint32_t kImages = 2000;
-  std::vector<uint8_t> big(size_t(kImages) * 784);
-  for (size_t i = 0; i < big.size(); ++i)
-    big[i] = uint8_t(i * 2654435761u >> 13);
-  dtc::test::writeGz(src.images, dtc::test::idxBytes({kImages, 28, 28}, big));
-  dtc::test::writeGz(src.labels,
-                     dtc::test::idxBytes({kImages}, std::vector<uint8_t>(kImages, 4)));
+  writeImages(src, kImages);
   CacheOutcome outcome;
   src.read(&outcome);
   ASSERT_EQ(outcome, CacheOutcome::Stored);
@@ -431,12 +435,7 @@ TEST(DataCache, ProcessesStartingTogetherWriteOneFile) {
   Source src;
   // Large enough (8 MB of pixels) that decoding outlasts the threads' start.
   constexpr uint32_t kImages = 10000;
-  std::vector<uint8_t> big(size_t(kImages) * 784);
-  for (size_t i = 0; i < big.size(); ++i)
-    big[i] = uint8_t(i * 2654435761u >> 13);
-  dtc::test::writeGz(src.images, dtc::test::idxBytes({kImages, 28, 28}, big));
-  dtc::test::writeGz(src.labels,
-                     dtc::test::idxBytes({kImages}, std::vector<uint8_t>(kImages, 4)));
+  writeImages(src, kImages);
   const Dataset decoded = readIdx(src.images, src.labels);
   constexpr int kReaders = 4;
   Dataset got[kReaders];

@@ -158,12 +158,14 @@ def main():
     def case(what, opts, base=("plain", []), program=None, threads=None):
         cases.append((what, opts, base, program, threads))
 
+    # At 1 and 2 ranks (the evaluations' batches go into the training's batch
+    # slots; at 2 ranks each rank evaluates its part, with rank 0's buffers).
+    if not m["text"]:
+        case("--eval on --eval-every 15 (the test set)", ["--eval", "on", "--eval-every", "15"])
+    case("--eval on --eval-every 15 with --validation 0.1 (the validation set)",
+         ["--validation", "0.1", "--eval", "on", "--eval-every", "15"],
+         base=("validation", ["--validation", "0.1"]))
     if args.ranks == 1:
-        if not m["text"]:
-            case("--eval on --eval-every 15 (the test set)", ["--eval", "on", "--eval-every", "15"])
-        case("--eval on --eval-every 15 with --validation 0.1 (the validation set)",
-             ["--validation", "0.1", "--eval", "on", "--eval-every", "15"],
-             base=("validation", ["--validation", "0.1"]))
         case("--eval on (the evaluation after the last step)", ["--eval", "on"])
         case("--trace (every step)", ["--trace", "@t.json", "--trace-steps", str(STEPS)])
         case("--trace --trace-steps 5 (stops mid-run)", ["--trace", "@t.json", "--trace-steps", "5"])
@@ -197,11 +199,6 @@ def main():
     else:
         case("--overlap on", ["--overlap", "on"])
         case("--overlap off", ["--overlap", "off"])
-        if not m["text"]:
-            case("--eval on --eval-every 15 (the test set)", ["--eval", "on", "--eval-every", "15"])
-        case("--eval on --eval-every 15 with --validation 0.1 (the validation set)",
-             ["--validation", "0.1", "--eval", "on", "--eval-every", "15"],
-             base=("validation", ["--validation", "0.1"]))
         case("--metrics", ["--metrics", "@m.csv"])
         case("--checkpoint --checkpoint-every 7", ["--checkpoint", "@ck.st", "--checkpoint-every", "7"])
         case("--comm-timeout 300", ["--comm-timeout", "300"])
