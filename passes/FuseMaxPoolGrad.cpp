@@ -8,7 +8,9 @@
 // pooling's window (pool_kernel, pool_stride, pool_padding) and routes it
 // plane by plane as it reads it (the CPU kernel batchNormGradMaxPool: the
 // same values, bit for bit). NCHW or blocked (dtc-blocked-layout), not
-// channels last; run after dtc-autodiff.
+// channels last; run after dtc-autodiff. The CPU's kernel only: a module
+// whose dtc.target is CUDA keeps the pair (dtc-verify-backend-contract
+// rejects the fused op there).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -26,6 +28,9 @@ struct FuseMaxPoolGradPass
     : public dtc::impl::FuseMaxPoolGradBase<FuseMaxPoolGradPass> {
   using Base::Base;
   void runOnOperation() override {
+    auto module = getOperation()->getParentOfType<ModuleOp>();
+    if (module && targetOf(module) != Target::Cpu)
+      return;
     SmallVector<MaxPool2dGradOp> pools;
     getOperation().walk([&](MaxPool2dGradOp op) { pools.push_back(op); });
     for (MaxPool2dGradOp pool : pools) {

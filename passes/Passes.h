@@ -11,55 +11,65 @@
 
 namespace dtc {
 
+/// The defaults of the gradient buckets' caps (PyTorch DDP's bucket_cap_mb
+/// and its first bucket): the one place they are written (dtc's
+/// --bucket-mb, dtc-bucket-allreduce's options and the pipeline's read
+/// them).
+constexpr int64_t kDefaultBucketBytes = int64_t(25) << 20;
+constexpr int64_t kDefaultFirstBucketBytes = int64_t(1) << 20;
+/// The byte alignment of the buffers dtc-plan-memory and dtc-fold-momentum
+/// place (a cache line; the runtime's arena and persistent block start at
+/// that alignment).
+constexpr int64_t kDefaultAlignment = 64;
+
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-/// Options of the whole compile pipeline (`dtc-pipeline` in dtc-opt).
+/// Options of the whole compile pipeline (`dtc-pipeline` in dtc-opt). What
+/// depends on the target is read from the module's dtc.target, not from
+/// here.
 struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<bool> autodiff{*this, "autodiff",
                         llvm::cl::desc("Derive @train_step (false: the module "
                                        "has it already)"),
                         llvm::cl::init(true)};
-  Option<bool> fuse{*this, "fuse", llvm::cl::desc("Fuse elementwise chains"),
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Fuse elementwise chains, and max-pool "
+                                   "gradients into batch norm's where the "
+                                   "target has the kernel"),
                     llvm::cl::init(true)};
   Option<bool> allreduce{*this, "allreduce",
                          llvm::cl::desc("Average gradients over the ranks"),
                          llvm::cl::init(true)};
   Option<int64_t> bucketBytes{*this, "bucket-bytes",
                               llvm::cl::desc("Byte cap of a gradient bucket"),
-                              llvm::cl::init(25 << 20)};
+                              llvm::cl::init(kDefaultBucketBytes)};
   Option<int64_t> firstBucketBytes{
       *this, "first-bucket-bytes",
       llvm::cl::desc("Byte cap of the first gradient bucket"),
-      llvm::cl::init(1 << 20)};
+      llvm::cl::init(kDefaultFirstBucketBytes)};
   Option<bool> overlap{*this, "overlap",
                        llvm::cl::desc("Overlap all-reduces with backward"),
                        llvm::cl::init(true)};
   Option<bool> blocked{
       *this, "blocked",
       llvm::cl::desc("Plan blocked (nChw16c) activations for convolutions "
-                     "(dtc-blocked-layout; dtc: the CPU target with oneDNN)"),
+                     "(dtc-blocked-layout; the CPU target with oneDNN)"),
       llvm::cl::init(false)};
-  Option<bool> fuseMaxPoolGrad{
-      *this, "fuse-max-pool-grad",
-      llvm::cl::desc("Fold max_pool2d_grad into batch_norm_grad "
-                     "(dtc-fuse-max-pool-grad; dtc: the CPU target)"),
-      llvm::cl::init(true)};
   Option<bool> channelsLast{
       *this, "channels-last",
       llvm::cl::desc("Plan NHWC activations for convolutions "
-                     "(dtc-channels-last; dtc: the CPU target with oneDNN)"),
+                     "(dtc-channels-last; the CPU target with oneDNN)"),
       llvm::cl::init(false)};
 };
 
-/// [channels-last or blocked-layout -> canonicalize ->] autodiff ->
-/// canonicalize -> cse -> derive-steps -> insert-grad-allreduce ->
-/// bucket-allreduce -> overlap-allreduce -> [fuse-max-pool-grad ->]
-/// fuse-elementwise -> plan-memory
-/// -> fold-momentum -> group-updates -> verify-backend-contract
+/// The compile pipeline, from the front end's module to the planned one
+/// that dtc-lower-to-runtime takes: the one list of its passes and their
+/// order (Pipeline.cpp). `dtc-opt --dtc-pipeline --dump-pass-pipeline`
+/// prints it.
 void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 
 /// Registers the dialects every dtc tool loads.

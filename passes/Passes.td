@@ -151,8 +151,9 @@ def FuseMaxPoolGrad : Pass<"dtc-fuse-max-pool-grad", "mlir::func::FuncOp"> {
     `pool_padding`) and the max_pool2d_grad goes: its kernel routes each
     plane's pooled gradient in cache as it reads it, where the unfused pair
     writes a full-size `dy` once and reads it twice. The same values, bit
-    for bit. dtc runs it for the CPU target (the CUDA kernels take the
-    unfused pair); after dtc-autodiff.
+    for bit. For the CPU target only: in a module whose `dtc.target` is
+    CUDA it changes nothing (the CUDA kernels take the unfused pair); after
+    dtc-autodiff.
   }];
   let dependentDialects = ["dtc::DtcDialect"];
 }
@@ -202,7 +203,8 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
     the block's size (`dtc.persistent = #dtc.persistent<param_bytes, bytes>`).
   }];
   let options = [
-    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+    Option<"alignment", "alignment", "int64_t",
+           /*default=*/"::dtc::kDefaultAlignment",
            "Byte alignment of every buffer (per-sample offsets use alignment/4)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the planned and naive sizes of each function">
@@ -236,10 +238,12 @@ def BucketAllReduce : Pass<"dtc-bucket-allreduce", "mlir::ModuleOp"> {
     on every rank.
   }];
   let options = [
-    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+    Option<"bucketBytes", "bucket-bytes", "int64_t",
+           /*default=*/"::dtc::kDefaultBucketBytes",
            "Byte cap of a bucket (after the first)">,
     Option<"firstBucketBytes", "first-bucket-bytes", "int64_t",
-           /*default=*/"1048576", "Byte cap of the first bucket">
+           /*default=*/"::dtc::kDefaultFirstBucketBytes",
+           "Byte cap of the first bucket">
   ];
   let dependentDialects = ["dtc::DtcDialect"];
 }
@@ -310,7 +314,8 @@ def FoldMomentum : Pass<"dtc-fold-momentum", "mlir::ModuleOp"> {
     changes. Runs after dtc-plan-memory.
   }];
   let options = [
-    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+    Option<"alignment", "alignment", "int64_t",
+           /*default=*/"::dtc::kDefaultAlignment",
            "Byte alignment of the persistent block's buffers (dtc-plan-memory's)">
   ];
 }
@@ -345,7 +350,11 @@ def VerifyBackendContract : Pass<"dtc-verify-backend-contract", "mlir::ModuleOp"
       block argument has a `dtc.offsets` entry, and its buffer lies inside
       its region of the arena (per sample when batched, else fixed);
     - every gradient collective has a `dtc.bucket_plan` inside the fixed
-      region, and its gradients lie inside the bucket.
+      region, and its gradients lie inside the bucket;
+    - the target's rules (the module's `dtc.target`): for CUDA, no fused
+      max-pool and batch-norm gradient (the CPU's kernel) and no
+      channels-last or blocked activations (the CUDA kernels are NCHW).
+      Every rule of a target is here, in one place.
     The pipeline ends with it, and the emitters check it before printing, so
     hand-written or edited IR that is not fully planned is rejected with a
     diagnostic at the op, never printed.

@@ -42,7 +42,8 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
       pm.addPass(createOverlapAllReduce());
   }
   pm.addPass(createClipGradNorm());
-  if (options.fuseMaxPoolGrad)
+  // (Acts where the module's target has the fused kernel: the CPU's.)
+  if (options.fuse)
     pm.addNestedPass<func::FuncOp>(createFuseMaxPoolGrad());
   // (A GELU's derivative beside the GELU pays only inside its kernel.)
   if (options.fuse)
@@ -62,21 +63,35 @@ void dtc::registerDialects(DialectRegistry &registry) {
   registry.insert<DtcDialect, dtcrt::DtcrtDialect, func::FuncDialect>();
 }
 
+/// The pipeline's description (dtc-opt --help): its passes with the
+/// default options, printed from buildPipeline itself.
+static const std::string &pipelineDescription() {
+  static const std::string text = [] {
+    OpPassManager pm("builtin.module");
+    dtc::buildPipeline(pm, dtc::PipelineOptions());
+    std::string passes;
+    llvm::raw_string_ostream os(passes);
+    pm.printAsTextualPipeline(os);
+    // The passes' names, without their options.
+    std::string names;
+    int depth = 0;
+    for (char ch : passes) {
+      depth += ch == '{';
+      if (!depth)
+        names += ch;
+      depth -= ch == '}';
+    }
+    return "The whole dtc pipeline ([dtc-channels-last or "
+           "dtc-blocked-layout first with those options]): " +
+           names;
+  }();
+  return text;
+}
+
 void dtc::registerAllPasses() {
   registerDtcPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   PassPipelineRegistration<PipelineOptions>(
-      "dtc-pipeline",
-      "The whole dtc pipeline: [channels-last or blocked-layout,] "
-      "canonicalize, autodiff, "
-      "attention-tokens-first, canonicalize, cse, attention-qkv-packed, "
-      "derive-steps, "
-      "accumulate-gradients, "
-      "insert-grad-allreduce, bucket-allreduce, overlap-allreduce, "
-      "fuse-max-pool-grad, derivatives-in-forward, fuse-elementwise, "
-      "plan-memory, fold-momentum, "
-      "group-updates, "
-      "verify-backend-contract",
-      buildPipeline);
+      "dtc-pipeline", pipelineDescription(), buildPipeline);
 }

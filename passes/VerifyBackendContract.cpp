@@ -98,6 +98,36 @@ struct Checker {
     }
   }
 
+  /// The target's rules (the module's dtc.target): what its kernels can
+  /// run. One diagnostic per rule, at the first op that breaks it.
+  void checkTarget() {
+    if (targetOf(module) != Target::Cuda)
+      return;
+    Operation *fused = nullptr, *notNchw = nullptr;
+    module.walk([&](Operation *op) {
+      if (auto bn = dyn_cast<BatchNormGradOp>(op); bn && bn.getPoolKernel())
+        fused = fused ? fused : op;
+      auto blocked = [](Type t) {
+        return isa<RankedTensorType>(t) && shape::isBlocked(t);
+      };
+      if (op->hasAttr("channels_last") ||
+          llvm::any_of(op->getOperandTypes(), blocked) ||
+          llvm::any_of(op->getResultTypes(), blocked))
+        notNchw = notNchw ? notNchw : op;
+    });
+    if (fused)
+      violation(fused) << "the CUDA kernels have no fused max-pool and "
+                          "batch-norm gradient (dtc-fuse-max-pool-grad fuses "
+                          "for the CPU target only)";
+    if (notNchw)
+      violation(notNchw)
+          << "the CUDA kernels are NCHW only: this op is planned "
+          << (notNchw->hasAttr("channels_last") ? "channels-last"
+                                                : "blocked (nChw16c)")
+          << " (dtc --layout=channels-last and --layout=blocked are for "
+             "--target=cpu)";
+  }
+
   void checkStep(func::FuncOp f) {
     if (f.isExternal() || !f.getBody().hasOneBlock()) {
       violation(f) << "a step has one block";
@@ -213,6 +243,7 @@ LogicalResult dtc::verifyBackendContract(ModuleOp module) {
   if (!c.dialect)
     return module.emitError("backend contract: the dtc dialect is not loaded");
   c.checkModule();
+  c.checkTarget();
   for (StringRef name : {steps::kTrain, steps::kGrad, steps::kEval}) {
     auto f = module.lookupSymbol<func::FuncOp>(name);
     if (!f) {

@@ -69,6 +69,13 @@ FailureOr<bool> dtc::parseBool(AsmParser &parser) {
 // The optimizer and the recipe
 //===----------------------------------------------------------------------===//
 
+Target dtc::targetOf(ModuleOp module) {
+  auto *dialect = module->getContext()->getLoadedDialect<DtcDialect>();
+  TargetAttr target =
+      dialect ? dialect->getTargetAttrHelper().getAttr(module) : TargetAttr();
+  return target ? target.getValue() : Target::Cpu;
+}
+
 OptimizerAttr dtc::defaultOptimizer(MLIRContext *context, OptimizerKind kind) {
   bool sgd = kind == OptimizerKind::SGD;
   return OptimizerAttr::get(context, kind, /*lr=*/sgd ? 0.01 : 0.001,
@@ -281,6 +288,9 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
     return array;
   };
   bool onModule = isa<ModuleOp>(op), onFunc = isa<func::FuncOp>(op);
+  if (name == getTargetAttrHelper().getName())
+    return expect(isa<TargetAttr>(value), onModule, "#dtc.target",
+                  "the module");
   if (name == getRecipeAttrHelper().getName())
     return expect(isa<RecipeAttr>(value), onModule, "#dtc.recipe",
                   "the module");

@@ -57,6 +57,32 @@ def Dtc_InitKindAttr : EnumAttr<Dtc_Dialect, Dtc_InitKind, "init"> {
 }
 
 //===----------------------------------------------------------------------===//
+// The target
+//===----------------------------------------------------------------------===//
+
+def Dtc_Target : I32EnumAttr<"Target", "a code generation target", [
+    I32EnumAttrCase<"Cpu", 0, "cpu">,
+    I32EnumAttrCase<"Cuda", 1, "cuda">]> {
+  let cppNamespace = "::dtc";
+  let genSpecializedAttr = 0;
+}
+def Dtc_TargetAttr : EnumAttr<Dtc_Dialect, Dtc_Target, "target"> {
+  let summary = "What the module is compiled for (the module's dtc.target)";
+  let description = [{
+    Set once, by dtc's `--target` (a module without it is for the CPU).
+    The passes that depend on the target read it (dtc-fuse-max-pool-grad
+    fuses for the CPU only), dtc-verify-backend-contract checks every
+    target rule against it, and dtc-lower-to-runtime copies it into the
+    program's dtcrt.spec, which the printers print.
+
+    ```mlir
+    module attributes {dtc.target = #dtc.target<cuda>} { ... }
+    ```
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
 // The optimizer and the recipe
 //===----------------------------------------------------------------------===//
 

@@ -62,6 +62,9 @@ namespace dtc {
 /// AdamW; weight decay 0, 0.01 for AdamW): the one place dtc writes them.
 OptimizerAttr defaultOptimizer(mlir::MLIRContext *context, OptimizerKind kind);
 
+/// The module's target (its dtc.target; the CPU without one).
+Target targetOf(mlir::ModuleOp module);
+
 /// The sums of a gradient collective (dtc.all_reduce, dtc.all_reduce_bucket,
 /// or dtc.all_reduce_start through its wait), one per gradient operand.
 mlir::ResultRange sumsOf(mlir::Operation *collective);

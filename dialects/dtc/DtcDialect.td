@@ -23,6 +23,7 @@ def Dtc_Dialect : Dialect {
   // recipe, the functions' plans, the collectives' buckets. Named here once;
   // DtcDialect::verifyOperationAttribute checks their types and places.
   let discardableAttrs = (ins
+    "::dtc::TargetAttr":$target,
     "::dtc::RecipeAttr":$recipe,
     "::dtc::OptimizerAttr":$optimizer,
     "::dtc::ScheduleAttr":$schedule,

@@ -44,8 +44,6 @@ std::string dtc::cppStringLiteral(llvm::StringRef s) {
 
 namespace {
 
-enum class Target { Cpu, Cuda };
-
 std::string floatLiteral(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -374,11 +372,6 @@ LogicalResult Printer::printStep(func::FuncOp f, StringRef name) {
 
 LogicalResult Printer::printOp(Operation *op) {
   if (op->hasTrait<dtcrt::OpTrait::KernelCall>()) {
-    // The one call the CUDA kernels lack (dtc runs the fusion for the CPU).
-    if (target == Target::Cuda && isa<dtcrt::BatchNormGradMaxPoolOp>(op))
-      return op->emitError("the CUDA kernels have no fused max-pool and "
-                           "batch-norm gradient; plan without "
-                           "dtc-fuse-max-pool-grad (fuse-max-pool-grad=false)");
     *out << "  " << ns() << "::" << dtcrt::calleeOf(op) << "(c";
     for (Value v : op->getOperands())
       *out << ", " << e(v);

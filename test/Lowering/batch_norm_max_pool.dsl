@@ -39,4 +39,4 @@ train {
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: dtc %s --emit=mlir-opt -o %t/planned.mlir
 # RUN: not dtc %t/planned.mlir --target=cuda --emit=cpp 2>&1 | FileCheck %s --check-prefix=REFUSED
-# REFUSED: planned.mlir:{{[0-9]+}}:{{[0-9]+}}: error: the CUDA kernels have no fused max-pool and batch-norm gradient
+# REFUSED: planned.mlir:{{[0-9]+}}:{{[0-9]+}}: error: backend contract: the CUDA kernels have no fused max-pool and batch-norm gradient

@@ -41,5 +41,5 @@ train {
 # NCHW-LABEL: static void trainStep(
 # NCHW: dtc::kern::batchNorm(c, {{.*}}, B, 16, 64, 9.99999975e-06f, true, 1);
 # NCHW: dtc::kern::batchNormGradMaxPool(c, {{.*}}, B, 16, 64, 9.99999975e-06f, 1, s{{[0-9]+}});
-# NOCUDA: error: --layout=blocked: the CUDA kernels are NCHW only; use --target=cpu
+# NOCUDA: blocked.dsl:[[@LINE-26]]:5: error: backend contract: the CUDA kernels are NCHW only: this op is planned blocked (nChw16c)
 # UNKNOWN: error: unknown layout 'nhwc' (expected auto, nchw, channels-last, blocked)

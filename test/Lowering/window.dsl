@@ -61,4 +61,4 @@ train {
 # NHWC: dtcrt.max_pool2d
 # NHWC: dtcrt.avg_pool2d
 # NHWC: dtcrt.permute
-# NOCUDA: error: --layout=channels-last: the CUDA kernels are NCHW only; use --target=cpu
+# NOCUDA: window.dsl:14:5: error: backend contract: the CUDA kernels are NCHW only: this op is planned channels-last

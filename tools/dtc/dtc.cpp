@@ -92,12 +92,15 @@ cl::opt<double> bucketMB("bucket-mb",
                          cl::desc("Gradient bucket cap in MiB (PyTorch DDP's "
                                   "bucket_cap_mb; 0: one bucket per "
                                   "parameter)"),
-                         cl::init(25.0), cl::cat(category));
+                         cl::init(dtc::kDefaultBucketBytes / 1048576.0),
+                         cl::cat(category));
 cl::opt<double> firstBucketMB("first-bucket-mb",
                               cl::desc("Cap of the first gradient bucket in "
                                        "MiB (communication starts once it is "
                                        "full)"),
-                              cl::init(1.0), cl::cat(category));
+                              cl::init(dtc::kDefaultFirstBucketBytes /
+                                       1048576.0),
+                              cl::cat(category));
 cl::opt<bool> noOverlap("no-overlap",
                         cl::desc("Do not overlap all-reduces with backward "
                                  "(each bucket waits where it starts)"),
@@ -322,9 +325,6 @@ int main(int argc, char **argv) {
       layout != "blocked")
     return fail("unknown layout '" + layout +
                 "' (expected auto, nchw, channels-last, blocked)");
-  if (layout != "nchw" && layout != "auto" && cuda)
-    return fail("--layout=" + layout +
-                ": the CUDA kernels are NCHW only; use --target=cpu");
   const bool onednnBuilt = StringRef(DTC_GEMM_ONEDNN_LIBRARY).size() > 0;
   if (gemmEngine == "auto")
     gemmEngine = staticLibs ? "openblas" : DTC_GEMM_DEFAULT;
@@ -407,14 +407,20 @@ int main(int argc, char **argv) {
     if (!module)
       return 1;
   }
+  // The target, set once on the module: the passes that depend on it and
+  // the backend contract (which owns the target's rules) read it there.
+  {
+    auto *dialect = context.getLoadedDialect<dtc::DtcDialect>();
+    dialect->getTargetAttrHelper().setAttr(
+        *module, dtc::TargetAttr::get(&context, cuda ? dtc::Target::Cuda
+                                                     : dtc::Target::Cpu));
+  }
   if (emitKind == Emit::MLIR)
     return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
 
   mlir::PassManager pm(&context);
   dtc::PipelineOptions options;
   options.fuse = !noFuse;
-  // The CUDA kernels take the unfused max_pool2d_grad, batch_norm_grad pair.
-  options.fuseMaxPoolGrad = !noFuse && !cuda;
   if (bucketMB < 0 || firstBucketMB < 0)
     return fail("bucket sizes must be >= 0");
   options.bucketBytes = int64_t(bucketMB * 1048576.0);
