@@ -387,8 +387,16 @@ def LowerToRuntime : Pass<"dtc-lower-to-runtime", "mlir::ModuleOp"> {
     accumulated into its momentum buffer where it is made (a GEMM with
     beta, else dtcrt.momentum_accumulate after its producer), the bucket's
     all-reduce runs on the momentum buffers, and the update applies them;
-    the traced step's computing ops are wrapped in trace spans. The C++
-    and CUDA printers print the result.
+    the traced step's computing ops are wrapped in trace spans. Each
+    lowered step carries its arena's fixed region (`dtcrt.fixed_bytes`).
+    What the runtime reads besides the steps is decided here too and
+    recorded in one `dtcrt.spec` (passes/lowering/Spec.cpp): the target
+    (from the module's `dtc.target`), the parameters with their
+    initializers' fans, the buffers, the bucket plan, the memory sizes, the
+    classes, ignore index and id limit, the outputs, the recipe and the
+    optimizer in the runtime's enums; the dtc parameters, buffers and
+    module attributes it replaces are removed. The C++ and CUDA printers
+    print the result and decide nothing.
   }];
   let dependentDialects = ["dtcrt::DtcrtDialect", "mlir::func::FuncDialect"];
 }

@@ -11,6 +11,9 @@ using namespace dtcrt;
 #include "dialects/dtcrt/DtcrtDialect.cpp.inc"
 #include "dialects/dtcrt/DtcrtEnums.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "dialects/dtcrt/DtcrtAttrs.cpp.inc"
+
 #define GET_TYPEDEF_CLASSES
 #include "dialects/dtcrt/DtcrtTypes.cpp.inc"
 
@@ -18,6 +21,10 @@ using namespace dtcrt;
 #include "dialects/dtcrt/DtcrtOps.cpp.inc"
 
 void DtcrtDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/dtcrt/DtcrtAttrs.cpp.inc"
+      >();
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "dialects/dtcrt/DtcrtTypes.cpp.inc"
@@ -96,5 +103,42 @@ LogicalResult ElementwiseOp::verify() {
       taken[size_t(i)] = true;
     }
   }
+  return success();
+}
+
+LogicalResult SpecOp::verify() {
+  // The runtime's arrays hold shapes of rank 6 at most (ParamSpec::shape).
+  constexpr size_t kMaxRank = 6;
+  if (getInput().getShape().size() > kMaxRank)
+    return emitOpError("an input of rank ")
+           << getInput().getShape().size() << " (at most " << kMaxRank
+           << " a sample)";
+  for (Attribute a : getParams()) {
+    auto p = cast<ParamSpecAttr>(a);
+    if (p.getShape().size() > kMaxRank)
+      return emitOpError("parameter '")
+             << p.getName() << "' has rank " << p.getShape().size()
+             << " (at most " << kMaxRank << ")";
+  }
+  for (Attribute a : getBuffers())
+    if (cast<BufferSpecAttr>(a).getShape().size() > kMaxRank)
+      return emitOpError("buffer '") << cast<BufferSpecAttr>(a).getName()
+                                     << "' has rank > " << kMaxRank;
+  for (Attribute a : getBuckets())
+    for (int32_t i : cast<BucketSpecAttr>(a).getParams().asArrayRef())
+      if (i < 0 || i >= (int64_t)getParams().size())
+        return emitOpError("bucket ")
+               << cast<BucketSpecAttr>(a).getId() << " carries parameter " << i
+               << " of " << getParams().size();
+  MemoryAttr m = getMemory();
+  for (int64_t v : {m.getPersistent(), m.getParams(), m.getBuffers(),
+                    m.getStates(), m.getPerSample(), m.getFixed()})
+    if (v < 0)
+      return emitOpError("memory sizes are >= 0");
+  if (m.getParams() + m.getBuffers() > m.getPersistent())
+    return emitOpError("the parameters and buffers (")
+           << m.getParams() + m.getBuffers()
+           << " bytes) exceed the persistent block (" << m.getPersistent()
+           << ")";
   return success();
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -16,6 +17,9 @@ class KernelCall : public mlir::OpTrait::TraitBase<ConcreteType, KernelCall> {};
 
 #include "dialects/dtcrt/DtcrtDialect.h.inc"
 #include "dialects/dtcrt/DtcrtEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/dtcrt/DtcrtAttrs.h.inc"
 
 #define GET_TYPEDEF_CLASSES
 #include "dialects/dtcrt/DtcrtTypes.h.inc"

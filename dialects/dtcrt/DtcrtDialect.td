@@ -19,6 +19,10 @@ def Dtcrt_Dialect : Dialect {
     launched (a loop nest, or a `__global__` kernel).
   }];
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  // The dtcrt.* attributes on ops other than dtcrt's own: a lowered step's
+  // fixed region of the arena (its bytes; the per-sample region follows).
+  let discardableAttrs = (ins "::mlir::IntegerAttr":$fixed_bytes);
 }
 
 class Dtcrt_Op<string mnemonic, list<Trait> traits = []>

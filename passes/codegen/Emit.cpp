@@ -14,10 +14,8 @@
 #include "passes/codegen/Emit.h"
 
 #include "dialects/dtc/DtcDialect.h"
-#include "dialects/dtc/ShapeInference.h"
 #include "dialects/dtcrt/DtcrtDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "passes/Passes.h"
 #include "passes/Steps.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -226,9 +224,8 @@ LogicalResult kernelBody(dtcrt::ElementwiseOp op, const Loads &loads,
 
 class Printer {
 public:
-  Printer(ModuleOp module, Target target, llvm::raw_ostream &os)
-      : module(module), target(target), os(os), out(&os),
-        dtc(module->getContext()->getLoadedDialect<DtcDialect>()) {}
+  Printer(ModuleOp module, dtcrt::Target target, llvm::raw_ostream &os)
+      : module(module), target(target), os(os), out(&os) {}
 
   LogicalResult printStep(func::FuncOp f, StringRef name);
   /// The kernels the steps launch, each once (CPU loop functions or CUDA
@@ -243,7 +240,7 @@ private:
     return prefix.str() + std::to_string(counter++);
   }
   StringRef ns() const {
-    return target == Target::Cpu ? "dtc::kern" : "dtc::cuda";
+    return target == dtcrt::Target::Cpu ? "dtc::kern" : "dtc::cuda";
   }
 
   /// The values a part of a step uses: their own (a buffer, an array) and
@@ -251,10 +248,9 @@ private:
   void uses(Value v, SmallVectorImpl<Value> &named);
 
   ModuleOp module;
-  Target target;
+  dtcrt::Target target;
   llvm::raw_ostream &os;  // the program
   llvm::raw_ostream *out; // the op being printed: its part of the step
-  DtcDialect *dtc;
   DenseMap<Value, std::string> exprs;
   /// A named value's declaration (a buffer's pointer, an array) and the part
   /// of the step that printed it: a later part declares it again.
@@ -292,8 +288,11 @@ void Printer::uses(Value v, SmallVectorImpl<Value> &named) {
 LogicalResult Printer::printStep(func::FuncOp f, StringRef name) {
   exprs.clear();
   decls.clear();
-  ArenaAttr arena = dtc->getArenaAttrHelper().getAttr(f);
-  if (!arena || !f->hasAttr("dtcrt.step_type") || f.getNumArguments())
+  IntegerAttr fixed = module->getContext()
+                          ->getLoadedDialect<dtcrt::DtcrtDialect>()
+                          ->getFixedBytesAttrHelper()
+                          .getAttr(f);
+  if (!fixed || f.getNumArguments())
     return f.emitError("the printers need steps lowered to runtime calls "
                        "(run dtc-lower-to-runtime)");
   // The fixed region first, so that its buffers (gradients, buckets) stay put
@@ -303,8 +302,8 @@ LogicalResult Printer::printStep(func::FuncOp f, StringRef name) {
       << "  const int64_t B = a.batch;\n"
       << "  char *const P = a.persistent;\n"
       << "  char *const F = a.arena;\n"
-      << "  char *const S = a.arena + " << arena.getFixed() << ";\n"
-      << (target == Target::Cpu
+      << "  char *const S = a.arena + " << fixed.getInt() << ";\n"
+      << (target == dtcrt::Target::Cpu
               ? "  const dtc::rt::HostContext c{};\n"
               : "  const dtc::rt::DeviceContext &c = *a.device;\n")
       << "  (void)B; (void)P; (void)F; (void)S; (void)c;\n";
@@ -591,12 +590,12 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
   std::string unitElements =
       flat || rank == 1 ? "1" : product(shape, rank - 1, rank);
   k << "(int64_t B";
-  if (target == Target::Cpu)
+  if (target == dtcrt::Target::Cpu)
     k << ", int64_t lo, int64_t hi";
   for (auto &p : params)
     k << ", " << p;
   k << ") {\n  (void)B;\n";
-  if (target == Target::Cpu) {
+  if (target == dtcrt::Target::Cpu) {
     std::string indent = "    ";
     if (flat) {
       k << "  for (int64_t l = lo; l < hi; ++l) {\n";
@@ -630,12 +629,12 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
   }
   std::string &kname = kernelNames[text];
   if (kname.empty()) {
-    bool cpu = target == Target::Cpu;
+    bool cpu = target == dtcrt::Target::Cpu;
     kname = (cpu ? "fused" : "fusedKernel") + std::to_string(kernelCount++);
     kernels += "// fused(" + op.getLabel().str() + ")\n" +
                (cpu ? "static void " : "__global__ void ") + kname + text;
   }
-  if (target == Target::Cpu) {
+  if (target == dtcrt::Target::Cpu) {
     *out << "  dtc::kern::forRanges(c, " << units << ", " << unitElements
          << ", [&](int64_t lo, int64_t hi) { " << kname << "(B, lo, hi";
     for (auto &a : args)
@@ -649,7 +648,7 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
   for (auto &a : args)
     *out << ", " << a;
   *out << ");\n";
-  if (target == Target::Cuda)
+  if (target == dtcrt::Target::Cuda)
     *out << "  dtc::cuda::launched(\"" << kname << "\");\n";
   return success();
 }
@@ -658,208 +657,122 @@ LogicalResult Printer::printElementwise(dtcrt::ElementwiseOp op) {
 // The ModelSpec
 //===----------------------------------------------------------------------===//
 
-/// A lowered i64 operand's value (a dtcrt.constant or dtcrt.size).
-int64_t constantOf(Value v) {
-  if (auto c = v.getDefiningOp<dtcrt::ConstantOp>())
-    return cast<IntegerAttr>(c.getValue()).getInt();
-  if (auto s = v.getDefiningOp<dtcrt::SizeOp>())
-    return s.getElements();
-  return 0;
+/// The shape fields of a ParamSpec or BufferSpec: rank, {6 dims}.
+void printShape(llvm::raw_ostream &os, ArrayRef<int64_t> s) {
+  os << s.size() << ", {";
+  for (size_t i = 0; i < 6; ++i)
+    os << (i ? ", " : "") << (i < s.size() ? s[i] : 0);
+  os << "}";
 }
 
-void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
-  DtcDialect *dtc = module->getContext()->getLoadedDialect<DtcDialect>();
-  RecipeAttr recipe = dtc->getRecipeAttrHelper().getAttr(module);
-  OptimizerAttr opt = optimizerOf(module);
-  PersistentAttr persistent = dtc->getPersistentAttrHelper().getAttr(module);
-  auto str = [&](StringAttr a) {
-    return a ? a.getValue().str() : std::string();
-  };
-  auto eval = module.lookupSymbol<func::FuncOp>(steps::kEval);
-  auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
+int64_t numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
 
-  // Parameters.
-  auto init = [](InitKind k) {
-    switch (k) {
-    case InitKind::Zeros:
-      return "Zeros";
-    case InitKind::Constant:
-      return "Constant";
-    case InitKind::Uniform:
-      return "Uniform";
-    case InitKind::Normal:
-      return "Normal";
-    case InitKind::GlorotUniform:
-      return "GlorotUniform";
-    case InitKind::GlorotNormal:
-      return "GlorotNormal";
-    case InitKind::HeUniform:
-      return "HeUniform";
-    case InitKind::HeNormal:
-      return "HeNormal";
-    }
-    llvm_unreachable("an initializer");
-  };
-  SmallVector<ParamOp> params(module.getOps<ParamOp>());
-  llvm::StringMap<int32_t> index;
+/// The program's dtc::rt::ModelSpec: its dtcrt.spec, field by field.
+void printSpec(dtcrt::SpecOp spec, bool hasAccumulate, llvm::raw_ostream &os,
+               uint64_t fingerprint) {
+  auto f64 = [](FloatAttr a) { return a.getValueAsDouble(); };
   os << "static const dtc::rt::ParamSpec kParams[] = {\n";
-  for (ParamOp p : params) {
-    index[p.getSymName()] = index.size();
-    auto t = cast<RankedTensorType>(p.getType());
-    auto s = t.getShape();
-    int64_t fanOut = s.empty() ? 1 : s.back();
-    int64_t fanIn =
-        s.empty() ? 1 : t.getNumElements() / std::max<int64_t>(fanOut, 1);
-    if (s.size() == 1)
-      fanIn = s[0];
-    PlacementAttr at = dtc->getPlacementAttrHelper().getAttr(p);
-    os << "    {" << cppStringLiteral(p.getSymName()) << ", " << s.size()
-       << ", {";
-    for (size_t i = 0; i < 6; ++i)
-      os << (i ? ", " : "") << (i < s.size() ? s[i] : 0);
-    os << "}, " << t.getNumElements() << ", " << at.getOffset()
-       << ", dtc::rt::InitKind::" << init(p.getInit()) << ", "
-       << llvm::format("%.17g", p.getA().convertToDouble()) << ", "
-       << llvm::format("%.17g", p.getB().convertToDouble()) << ", " << fanIn
-       << ", " << fanOut << ", " << at.getStateOffset().value_or(0) << "},\n";
+  for (Attribute a : spec.getParams()) {
+    auto p = cast<dtcrt::ParamSpecAttr>(a);
+    os << "    {" << cppStringLiteral(p.getName()) << ", ";
+    printShape(os, p.getShape().asArrayRef());
+    os << ", " << numElements(p.getShape().asArrayRef()) << ", "
+       << p.getOffset()
+       << ", dtc::rt::InitKind::" << dtcrt::stringifyInitKind(p.getInit())
+       << ", " << llvm::format("%.17g", f64(p.getA())) << ", "
+       << llvm::format("%.17g", f64(p.getB())) << ", " << p.getFanIn() << ", "
+       << p.getFanOut() << ", " << p.getStateOffset() << "},\n";
   }
-  if (params.empty())
+  if (spec.getParams().empty())
     os << "    {\"\", 0, {0, 0, 0, 0, 0, 0}, 0, 0, dtc::rt::InitKind::Zeros, "
           "0, 0, 0, 0, 0},\n";
   os << "};\n\n";
 
   // The buffers (non-trainable state), after the parameters.
-  SmallVector<BufferOp> buffers(module.getOps<BufferOp>());
   os << "static const dtc::rt::BufferSpec kBuffers[] = {\n";
-  for (BufferOp buf : buffers) {
-    auto t = cast<RankedTensorType>(buf.getType());
-    auto s = t.getShape();
-    os << "    {" << cppStringLiteral(buf.getSymName())
+  for (Attribute a : spec.getBuffers()) {
+    auto buf = cast<dtcrt::BufferSpecAttr>(a);
+    os << "    {" << cppStringLiteral(buf.getName())
        << ", dtc::rt::ElementType::"
-       << (t.getElementType().isInteger(64) ? "I64" : "F32") << ", " << s.size()
-       << ", {";
-    for (size_t i = 0; i < 6; ++i)
-      os << (i ? ", " : "") << (i < s.size() ? s[i] : 0);
-    os << "}, " << t.getNumElements() << ", "
-       << dtc->getPlacementAttrHelper().getAttr(buf).getOffset() << ", "
-       << llvm::format("%.17g", buf.getValue().convertToDouble()) << "},\n";
+       << dtcrt::stringifyElementType(buf.getType()) << ", ";
+    printShape(os, buf.getShape().asArrayRef());
+    os << ", " << numElements(buf.getShape().asArrayRef()) << ", "
+       << buf.getOffset() << ", " << llvm::format("%.17g", f64(buf.getValue()))
+       << "},\n";
   }
-  if (buffers.empty())
+  if (spec.getBuffers().empty())
     os << "    {\"\", dtc::rt::ElementType::F32, 0, {0, 0, 0, 0, 0, 0}, 0, 0, "
           "0},\n";
   os << "};\n\n";
 
   // The bucket plan, in the order the buckets' all-reduces start.
-  SmallVector<dtcrt::AllreduceStartOp> buckets;
-  train.walk([&](dtcrt::AllreduceStartOp s) {
-    if (s.getBucket() >= 0)
-      buckets.push_back(s);
-  });
-  for (auto [i, s] : llvm::enumerate(buckets)) {
+  auto buckets = spec.getBuckets().getAsRange<dtcrt::BucketSpecAttr>();
+  for (auto [i, b] : llvm::enumerate(buckets)) {
     os << "static const int32_t kBucket" << i << "Params[] = {";
-    for (auto [j, p] : llvm::enumerate(s->getAttrOfType<ArrayAttr>("params")))
-      os << (j ? ", " : "")
-         << index.lookup(cast<FlatSymbolRefAttr>(p).getValue());
+    for (auto [j, p] : llvm::enumerate(b.getParams().asArrayRef()))
+      os << (j ? ", " : "") << p;
     os << "};\n";
   }
   os << "static const dtc::rt::BucketSpec kBuckets[] = {\n";
-  for (auto [i, s] : llvm::enumerate(buckets))
-    os << "    {" << s.getBucket() << ", " << constantOf(s.getCount()) << ", "
-       << s->getAttrOfType<ArrayAttr>("params").size() << ", kBucket" << i
-       << "Params},\n";
-  if (buckets.empty())
+  for (auto [i, b] : llvm::enumerate(buckets))
+    os << "    {" << b.getId() << ", " << b.getCount() << ", "
+       << b.getParams().size() << ", kBucket" << i << "Params},\n";
+  if (spec.getBuckets().empty())
     os << "    {0, 0, 0, nullptr},\n";
   os << "};\n\n";
 
-  ArrayAttr outputs = dtc->getOutputsAttrHelper().getAttr(eval);
-  // What --predict reads: the rows @eval_step exports (0: none).
-  int64_t predictWidth = 0;
-  eval.walk([&](dtcrt::ExportPredictionOp e) {
-    if (auto n = e.getN().getDefiningOp<dtcrt::SizeOp>())
-      predictWidth = n.getElements();
-  });
   os << "static const char *const kOutputNames[] = {";
-  for (auto [i, n] : llvm::enumerate(outputs))
+  for (auto [i, n] : llvm::enumerate(spec.getOutputs()))
     os << (i ? ", " : "") << cppStringLiteral(cast<StringAttr>(n).getValue());
   os << "};\n\n";
 
-  auto stepType = cast<FunctionType>(
-      eval->getAttrOfType<TypeAttr>("dtcrt.step_type").getValue());
-  auto xt = cast<RankedTensorType>(stepType.getInput(0));
-  auto yt = cast<RankedTensorType>(stepType.getInput(1));
-  bool classes = yt.getElementType().isInteger(32);
-  int64_t numClasses = 0, ignoreIndex = -100, idLimit = 0;
-  eval.walk([&](Operation *op) {
-    if (auto c = dyn_cast<dtcrt::CrossEntropyOp>(op)) {
-      numClasses = constantOf(c.getClasses());
-      ignoreIndex = constantOf(c.getIgnoreIndex());
-    }
-    if (auto c = dyn_cast<dtcrt::AccuracyOp>(op)) {
-      numClasses = constantOf(c.getClasses());
-      ignoreIndex = constantOf(c.getIgnoreIndex());
-    }
-    // The rows of the smallest table the input's ids index.
-    if (auto e = dyn_cast<dtcrt::EmbeddingOp>(op)) {
-      auto arg = e.getIds().getDefiningOp<dtcrt::StepArgOp>();
-      if (arg && arg.getArg() == dtcrt::StepArg::InputIds) {
-        const int64_t num = constantOf(e.getNum());
-        idLimit = idLimit ? std::min(idLimit, num) : num;
-      }
-    }
-  });
-  int64_t perSample = 0, fixed = 0;
-  for (auto f : module.getOps<func::FuncOp>()) {
-    ArenaAttr arena = dtc->getArenaAttrHelper().getAttr(f);
-    perSample = std::max(perSample, arena.getPerSample());
-    fixed = std::max(fixed, arena.getFixed());
-  }
-  const char *dataKind = recipe.getData() == DataKind::IDX         ? "IDX"
-                         : recipe.getData() == DataKind::CSV       ? "CSV"
-                         : recipe.getData() == DataKind::Synthetic ? "Synthetic"
-                         : recipe.getData() == DataKind::Text      ? "Text"
-                                                                   : "None";
-  OptimizerKind optKind = opt.getKind();
+  dtcrt::InputAttr input = spec.getInput();
+  dtcrt::LabelsAttr labels = spec.getLabels();
+  dtcrt::MemoryAttr memory = spec.getMemory();
+  dtcrt::RecipeAttr recipe = spec.getRecipe();
+  dtcrt::HyperAttr hyper = spec.getHyper();
   os << "static dtc::rt::ModelSpec makeSpec() {\n"
      << "  dtc::rt::ModelSpec s{};\n"
-     << "  s.name = "
-     << cppStringLiteral(str(dtc->getModelAttrHelper().getAttr(module)))
-     << ";\n"
-     << "  s.source = "
-     << cppStringLiteral(str(dtc->getSourceAttrHelper().getAttr(module)))
-     << ";\n"
-     << "  s.inputRank = " << xt.getRank() - 1 << ";\n";
-  for (int64_t i = 1; i < xt.getRank(); ++i)
-    os << "  s.inputShape[" << i - 1 << "] = " << xt.getDimSize(i) << ";\n";
-  os << "  s.inputNumel = " << shape::numElementsPerBatch(xt) << ";\n"
+     << "  s.name = " << cppStringLiteral(spec.getName()) << ";\n"
+     << "  s.source = " << cppStringLiteral(spec.getSource()) << ";\n"
+     << "  s.inputRank = " << input.getShape().size() << ";\n";
+  for (auto [i, d] : llvm::enumerate(input.getShape().asArrayRef()))
+    os << "  s.inputShape[" << i << "] = " << d << ";\n";
+  os << "  s.inputNumel = " << input.getNumel() << ";\n"
      << "  s.inputType = dtc::rt::ElementType::"
-     << (xt.getElementType().isInteger(32) ? "I32" : "F32") << ";\n"
-     << "  s.inputIdLimit = " << idLimit << ";\n"
-     << "  s.ignoreIndex = " << ignoreIndex << ";\n"
-     << "  s.labelKind = dtc::rt::LabelKind::" << (classes ? "Class" : "Value")
-     << ";\n"
-     << "  s.labelNumel = " << shape::numElementsPerBatch(yt) << ";\n"
-     << "  s.numClasses = " << numClasses << ";\n"
-     << "  s.numParams = " << params.size() << ";\n"
+     << dtcrt::stringifyElementType(input.getType()) << ";\n"
+     << "  s.inputIdLimit = " << input.getIdLimit() << ";\n"
+     << "  s.ignoreIndex = " << labels.getIgnoreIndex() << ";\n"
+     << "  s.labelKind = dtc::rt::LabelKind::"
+     << dtcrt::stringifyLabelKind(labels.getKind()) << ";\n"
+     << "  s.labelNumel = " << labels.getNumel() << ";\n"
+     << "  s.numClasses = " << labels.getClasses() << ";\n"
+     << "  s.numParams = " << spec.getParams().size() << ";\n"
      << "  s.params = kParams;\n"
-     << "  s.persistentBytes = " << persistent.getBytes() << ";\n"
-     << "  s.paramBytes = " << persistent.getParamBytes() << ";\n"
-     << "  s.numBuffers = " << buffers.size() << ";\n"
+     << "  s.persistentBytes = " << memory.getPersistent() << ";\n"
+     << "  s.paramBytes = " << memory.getParams() << ";\n"
+     << "  s.numBuffers = " << spec.getBuffers().size() << ";\n"
      << "  s.buffers = kBuffers;\n"
-     << "  s.bufferBytes = " << persistent.getBufferBytes() << ";\n"
-     << "  s.numStates = " << opt.numStateBuffers() << ";\n"
-     << "  s.arenaPerSample = " << perSample << ";\n"
-     << "  s.arenaFixed = " << fixed + 64
+     << "  s.bufferBytes = " << memory.getBuffers() << ";\n"
+     << "  s.numStates = " << memory.getStates() << ";\n"
+     << "  s.arenaPerSample = " << memory.getPerSample() << ";\n"
+     << "  s.arenaFixed = " << memory.getFixed()
      << "; // + alignment of the fixed region\n"
-     << "  s.numOutputs = " << outputs.size() << ";\n"
-     << "  s.predictWidth = " << predictWidth << ";\n"
+     << "  s.numOutputs = " << spec.getOutputs().size() << ";\n"
+     << "  s.predictWidth = " << spec.getPredictWidth() << ";\n"
      << "  s.outputNames = kOutputNames;\n"
      << "  s.trainStep = trainStep;\n"
      << "  s.evalStep = evalStep;\n"
      << "  s.gradStep = gradStep;\n"
      << "  s.accumulateStep = "
-     << (module.lookupSymbol(steps::kAccumulate) ? "accumulateStep" : "nullptr")
-     << ";\n"
-     << "  s.recipe.data.kind = dtc::rt::DatasetKind::" << dataKind << ";\n"
+     << (hasAccumulate ? "accumulateStep" : "nullptr") << ";\n"
+     << "  s.recipe.data.kind = dtc::rt::DatasetKind::"
+     << dtcrt::stringifyDatasetKind(recipe.getData()) << ";\n"
      << "  s.recipe.data.dir = " << cppStringLiteral(recipe.getDir()) << ";\n"
      << "  s.recipe.data.trainPath = " << cppStringLiteral(recipe.getTrain())
      << ";\n"
@@ -870,57 +783,61 @@ void printSpec(ModuleOp module, llvm::raw_ostream &os, uint64_t fingerprint) {
      << "  s.recipe.batch = " << recipe.getBatch() << ";\n"
      << "  s.recipe.epochs = " << recipe.getEpochs() << ";\n"
      << "  s.recipe.seed = " << recipe.getSeed() << "ULL;\n"
-     << "  s.recipe.validation = " << doubleLiteral(recipe.getValidation())
+     << "  s.recipe.validation = " << doubleLiteral(f64(recipe.getValidation()))
      << ";\n"
      << "  s.recipe.optimizer = dtc::rt::OptimizerKind::"
-     << (optKind == OptimizerKind::Adam    ? "Adam"
-         : optKind == OptimizerKind::AdamW ? "AdamW"
-                                           : "SGD")
-     << ";\n";
+     << dtcrt::stringifyOptimizerKind(hyper.getOptimizer()) << ";\n";
   for (auto [field, value] :
-       {std::pair<const char *, double>{"lr", opt.getLr()},
-        {"momentum", opt.getMomentum()},
-        {"dampening", opt.getDampening()},
-        {"weightDecay", opt.getWeightDecay()},
-        {"beta1", opt.getBeta1()},
-        {"beta2", opt.getBeta2()},
-        {"eps", opt.getEps()}})
-    os << "  s.recipe.hyper." << field << " = " << floatLiteral(value) << ";\n";
-  if (auto sched = dtc->getScheduleAttrHelper().getAttr(module))
+       {std::pair<const char *, FloatAttr>{"lr", hyper.getLr()},
+        {"momentum", hyper.getMomentum()},
+        {"dampening", hyper.getDampening()},
+        {"weightDecay", hyper.getWeightDecay()},
+        {"beta1", hyper.getBeta1()},
+        {"beta2", hyper.getBeta2()},
+        {"eps", hyper.getEps()}})
+    os << "  s.recipe.hyper." << field << " = " << floatLiteral(f64(value))
+       << ";\n";
+  if (dtcrt::ScheduleAttr sched = spec.getScheduleAttr())
     os << "  s.recipe.schedule.kind = " << int(sched.getKind()) << ";\n"
        << "  s.recipe.schedule.warmup = " << sched.getWarmup() << ";\n"
        << "  s.recipe.schedule.decaySteps = " << sched.getDecaySteps() << ";\n"
-       << "  s.recipe.schedule.minLr = " << doubleLiteral(sched.getMinLr())
+       << "  s.recipe.schedule.minLr = " << doubleLiteral(f64(sched.getMinLr()))
        << ";\n"
        << "  s.recipe.schedule.stepSize = " << sched.getStepSize() << ";\n"
-       << "  s.recipe.schedule.gamma = " << doubleLiteral(sched.getGamma())
+       << "  s.recipe.schedule.gamma = " << doubleLiteral(f64(sched.getGamma()))
        << ";\n";
-  auto accumulate = dtc->getAccumulateAttrHelper().getAttr(module);
-  os << "  s.recipe.accumulate = " << (accumulate ? accumulate.getInt() : 1)
-     << ";\n";
-  if (auto clip = dtc->getClipGradNormAttrHelper().getAttr(module))
-    os << "  s.recipe.hyper.maxGradNorm = "
-       << floatLiteral(clip.getValueAsDouble()) << ";\n";
-  os << "  s.recipe.hyper.nesterov = " << (opt.getNesterov() ? 1 : 0) << ";\n"
+  os << "  s.recipe.accumulate = " << recipe.getAccumulate() << ";\n";
+  if (FloatAttr clip = hyper.getMaxGradNorm())
+    os << "  s.recipe.hyper.maxGradNorm = " << floatLiteral(f64(clip)) << ";\n";
+  os << "  s.recipe.hyper.nesterov = " << (hyper.getNesterov() ? 1 : 0) << ";\n"
      << "  s.recipe.hyper.step = 0;\n"
      << "  s.fingerprint = 0x" << llvm::format_hex_no_prefix(fingerprint, 16)
      << "ULL;\n"
-     << "  s.numBuckets = " << buckets.size() << ";\n"
+     << "  s.numBuckets = " << spec.getBuckets().size() << ";\n"
      << "  s.buckets = kBuckets;\n"
      << "  return s;\n}\n\n";
 }
 
-LogicalResult print(ModuleOp module, Target programTarget,
-                    llvm::raw_ostream &os) {
+} // namespace
+
+dtcrt::SpecOp dtc::specOf(ModuleOp module) {
+  auto specs = module.getOps<dtcrt::SpecOp>();
+  if (specs.empty() || std::next(specs.begin()) != specs.end())
+    return {};
+  return *specs.begin();
+}
+
+LogicalResult dtc::emitSource(ModuleOp module, llvm::raw_ostream &os) {
+  dtcrt::SpecOp spec = specOf(module);
   auto eval = module.lookupSymbol<func::FuncOp>(steps::kEval);
   auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
   auto grad = module.lookupSymbol<func::FuncOp>(steps::kGrad);
   auto accumulate = module.lookupSymbol<func::FuncOp>(steps::kAccumulate);
-  if (!eval || !train || !grad)
+  if (!spec || !eval || !train || !grad)
     return module.emitError(
-        "the printers need @train_step, @grad_step and @eval_step "
-        "lowered to runtime calls (run dtc-lower-to-runtime)");
-  bool cuda = programTarget == Target::Cuda;
+        "the printers need one dtcrt.spec and @train_step, @grad_step and "
+        "@eval_step lowered to runtime calls (run dtc-lower-to-runtime)");
+  bool cuda = spec.getTarget() == dtcrt::Target::Cuda;
   os << "// Generated by dtc. Do not edit: recompile the model instead.\n"
      << "#include \"dtc/kernels.h\"\n"
      << "#include \"dtc/runtime.h\"\n"
@@ -940,7 +857,7 @@ LogicalResult print(ModuleOp module, Target programTarget,
     llvm::raw_string_ostream stepsStream(steps);
     std::string cpuSteps;
     llvm::raw_string_ostream cpuStream(cpuSteps);
-    Printer cpu(module, Target::Cpu, cpuStream);
+    Printer cpu(module, dtcrt::Target::Cpu, cpuStream);
     if (failed(cpu.printStep(eval, "evalStep")) ||
         failed(cpu.printStep(train, "trainStep")) ||
         failed(cpu.printStep(grad, "gradStep")) ||
@@ -950,7 +867,7 @@ LogicalResult print(ModuleOp module, Target programTarget,
     if (cuda) {
       std::string cudaSteps;
       llvm::raw_string_ostream cudaStream(cudaSteps);
-      Printer dev(module, Target::Cuda, cudaStream);
+      Printer dev(module, dtcrt::Target::Cuda, cudaStream);
       if (failed(dev.printStep(eval, "evalStepCuda")) ||
           failed(dev.printStep(train, "trainStepCuda")) ||
           failed(dev.printStep(grad, "gradStepCuda")) ||
@@ -965,7 +882,7 @@ LogicalResult print(ModuleOp module, Target programTarget,
   uint64_t fingerprint = 0xcbf29ce484222325ULL; // FNV-1a
   for (unsigned char c : steps)
     fingerprint = (fingerprint ^ c) * 0x100000001b3ULL;
-  printSpec(module, os, fingerprint);
+  printSpec(spec, bool(accumulate), os, fingerprint);
   if (cuda)
     os << "static dtc::rt::ModelSpec makeSpecWithCuda() {\n"
        << "  dtc::rt::ModelSpec s = makeSpec();\n"
@@ -980,14 +897,4 @@ LogicalResult print(ModuleOp module, Target programTarget,
      << "  return dtc::rt::runMain(argc, argv, "
      << (cuda ? "makeSpecWithCuda" : "makeSpec") << "());\n}\n";
   return success();
-}
-
-} // namespace
-
-LogicalResult dtc::emitCpp(ModuleOp module, llvm::raw_ostream &os) {
-  return print(module, Target::Cpu, os);
-}
-
-LogicalResult dtc::emitCuda(ModuleOp module, llvm::raw_ostream &os) {
-  return print(module, Target::Cuda, os);
 }

@@ -6,16 +6,6 @@ using namespace dtc;
 using namespace dtc::lowering;
 
 namespace {
-/// The parameters whose gradients a collective carries, in its operands'
-/// order.
-ArrayAttr paramsOf(Operation *op) {
-  SmallVector<Attribute> params;
-  for (StringRef p : updatedParams(op))
-    if (!p.empty())
-      params.push_back(FlatSymbolRefAttr::get(op->getContext(), p));
-  return ArrayAttr::get(op->getContext(), params);
-}
-
 /// Starts the all-reduce of a bucket: its planned buffer, or its momentum
 /// buffers when the momentum is folded into it (dtc-fold-momentum).
 Value start(Operation *op, int64_t bucket, Lowering &l) {
@@ -30,7 +20,6 @@ Value start(Operation *op, int64_t bucket, Lowering &l) {
   auto s = dtcrt::AllreduceStartOp::create(
       l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()), buf,
       l.i64(plan.getCount()), bucket);
-  s->setAttr("params", paramsOf(op));
   // The sums are where the gradients are (in place).
   for (auto [g, sum] : llvm::zip(op->getOperands(), sumsOf(op)))
     l.map(sum, l.ptr(g));

@@ -222,11 +222,11 @@ LogicalResult lowerStep(func::FuncOp step, ModuleOp module,
                                       (step.getSymName() + ".lowered").str(),
                                       FunctionType::get(ctx, {}, {}));
   DtcDialect *dtc = ctx->getLoadedDialect<DtcDialect>();
-  dtc->getArenaAttrHelper().setAttr(lowered,
-                                    dtc->getArenaAttrHelper().getAttr(step));
-  if (ArrayAttr outputs = dtc->getOutputsAttrHelper().getAttr(step))
-    dtc->getOutputsAttrHelper().setAttr(lowered, outputs);
-  lowered->setAttr("dtcrt.step_type", TypeAttr::get(step.getFunctionType()));
+  ctx->getLoadedDialect<dtcrt::DtcrtDialect>()
+      ->getFixedBytesAttrHelper()
+      .setAttr(lowered,
+               top.getI64IntegerAttr(
+                   dtc->getArenaAttrHelper().getAttr(step).getFixed()));
   Block *body = lowered.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockEnd(body);
   Lowering l(module, step, b);
@@ -309,6 +309,7 @@ struct LowerToRuntimePass
     populateElementwiseLowerings(table);
     populateOptimizerLowerings(table);
     populateCollectiveLowerings(table);
+    SpecPlan plan = planSpec(module);
     for (StringRef name : {steps::kTrain, steps::kGrad, steps::kEval})
       if (failed(lowerStep(module.lookupSymbol<func::FuncOp>(name), module,
                            table)))
@@ -316,6 +317,15 @@ struct LowerToRuntimePass
     if (auto accumulate = module.lookupSymbol<func::FuncOp>(steps::kAccumulate))
       if (failed(lowerStep(accumulate, module, table)))
         return signalPassFailure();
+    buildSpec(module, plan);
+    // The dtc module is now the lowered steps and their spec: its
+    // parameters, buffers and attributes are in the spec.
+    for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+      if (isa<ParamOp, BufferOp>(op))
+        op.erase();
+    for (NamedAttribute a : llvm::to_vector(module->getDiscardableAttrs()))
+      if (a.getName().getValue().starts_with("dtc."))
+        module->removeDiscardableAttr(a.getName());
   }
 };
 } // namespace

@@ -113,6 +113,21 @@ private:
   llvm::DenseMap<mlir::TypeID, LowerFn> fns;
 };
 
+/// What the program's spec (Spec.cpp) takes from the planned dtc steps,
+/// read before they are lowered: the evaluation step's signature and
+/// outputs, the largest arena regions, the bucket plan.
+struct SpecPlan {
+  mlir::FunctionType evalType;
+  mlir::ArrayAttr outputs;
+  int64_t perSample = 0, fixed = 0;
+  llvm::SmallVector<mlir::Attribute> buckets;
+};
+SpecPlan planSpec(mlir::ModuleOp module);
+/// The module's dtcrt.spec, after its steps are lowered (the lowered
+/// evaluation step gives the loss's classes, the ids' limit and the
+/// predictions' width), placed first in the module.
+dtcrt::SpecOp buildSpec(mlir::ModuleOp module, const SpecPlan &plan);
+
 // One per op family, each in its file.
 void populateDataMovementLowerings(LoweringTable &t);  // DataMovement.cpp
 void populateLinearLowerings(LoweringTable &t);        // Linear.cpp

@@ -67,3 +67,64 @@ func.func @kernel(%p: !dtcrt.ptr<f32>, %n: i64) {
   }
   return
 }
+
+// -----
+
+// The program's spec: a bucket names parameters of the spec.
+module {
+  // expected-error @+1 {{bucket 0 carries parameter 1 of 1}}
+  dtcrt.spec <cpu> {
+    name = "m", source = "m.dsl",
+    input = #dtcrt.input<[2], numel = 2, type = F32, id_limit = 0>,
+    labels = #dtcrt.labels<Class, numel = 1, classes = 3, ignore_index = -100>,
+    buffers = [], outputs = ["loss"], predict_width = 0,
+    recipe = #dtcrt.recipe<None, dir = "", train = "", test = "", train_size = 0, test_size = 0, batch = 8, epochs = 1, seed = 0, validation = 0.0 : f64, accumulate = 1>,
+    hyper = #dtcrt.hyper<SGD, lr = 0.1 : f64, momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, nesterov = false>,
+    params = [#dtcrt.param<"w", [3, 2], offset = 0, state_offset = 32, init = Zeros, a = 0.0 : f64, b = 0.0 : f64, fan_in = 2, fan_out = 3>], buckets = [#dtcrt.bucket<0, 6, [1]>], memory = #dtcrt.memory<persistent = 64, params = 32, buffers = 0, states = 0, per_sample = 0, fixed = 64>}
+}
+
+// -----
+
+// The program's spec: the parameters lie inside the persistent block.
+module {
+  // expected-error @+1 {{the parameters and buffers (96 bytes) exceed the persistent block (64)}}
+  dtcrt.spec <cpu> {
+    name = "m", source = "m.dsl",
+    input = #dtcrt.input<[2], numel = 2, type = F32, id_limit = 0>,
+    labels = #dtcrt.labels<Class, numel = 1, classes = 3, ignore_index = -100>,
+    buffers = [], outputs = ["loss"], predict_width = 0,
+    recipe = #dtcrt.recipe<None, dir = "", train = "", test = "", train_size = 0, test_size = 0, batch = 8, epochs = 1, seed = 0, validation = 0.0 : f64, accumulate = 1>,
+    hyper = #dtcrt.hyper<SGD, lr = 0.1 : f64, momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, nesterov = false>,
+    params = [#dtcrt.param<"w", [3, 2], offset = 0, state_offset = 32, init = Zeros, a = 0.0 : f64, b = 0.0 : f64, fan_in = 2, fan_out = 3>], buckets = [], memory = #dtcrt.memory<persistent = 64, params = 96, buffers = 0, states = 0, per_sample = 0, fixed = 64>}
+}
+
+// -----
+
+// The program's spec: the runtime's shapes have rank 6 at most.
+module {
+  // expected-error @+1 {{parameter 'w' has rank 7 (at most 6)}}
+  dtcrt.spec <cpu> {
+    name = "m", source = "m.dsl",
+    input = #dtcrt.input<[2], numel = 2, type = F32, id_limit = 0>,
+    labels = #dtcrt.labels<Class, numel = 1, classes = 3, ignore_index = -100>,
+    buffers = [], outputs = ["loss"], predict_width = 0,
+    recipe = #dtcrt.recipe<None, dir = "", train = "", test = "", train_size = 0, test_size = 0, batch = 8, epochs = 1, seed = 0, validation = 0.0 : f64, accumulate = 1>,
+    hyper = #dtcrt.hyper<SGD, lr = 0.1 : f64, momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, nesterov = false>,
+    params = [#dtcrt.param<"w", [1, 1, 1, 1, 1, 1, 1], offset = 0, state_offset = 32, init = Zeros, a = 0.0 : f64, b = 0.0 : f64, fan_in = 1, fan_out = 1>], buckets = [], memory = #dtcrt.memory<persistent = 64, params = 32, buffers = 0, states = 0, per_sample = 0, fixed = 64>}
+}
+
+// -----
+
+// The spec stands in the module, nowhere else.
+func.func @nested() {
+  // expected-error @+1 {{expects parent op 'builtin.module'}}
+  dtcrt.spec <cpu> {
+    name = "m", source = "m.dsl",
+    input = #dtcrt.input<[2], numel = 2, type = F32, id_limit = 0>,
+    labels = #dtcrt.labels<Class, numel = 1, classes = 3, ignore_index = -100>,
+    buffers = [], outputs = ["loss"], predict_width = 0,
+    recipe = #dtcrt.recipe<None, dir = "", train = "", test = "", train_size = 0, test_size = 0, batch = 8, epochs = 1, seed = 0, validation = 0.0 : f64, accumulate = 1>,
+    hyper = #dtcrt.hyper<SGD, lr = 0.1 : f64, momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, nesterov = false>,
+    params = [], buckets = [], memory = #dtcrt.memory<persistent = 0, params = 0, buffers = 0, states = 0, per_sample = 0, fixed = 64>}
+  return
+}

@@ -7,8 +7,24 @@
 // the bucket's all-reduce on the momentum buffers, one grouped update. The
 // C++ printer prints the same calls (CPP), starting from this planned IR.
 
+// What the runtime reads besides the steps, decided here: the bucket (its
+// parameters by index), the input and labels from @eval_step's signature,
+// the classes from its loss, the memory (the arena's fixed region the
+// largest step's, 256, plus 64 of alignment), the fans of each initializer.
+// The dtc parameters and module attributes it replaces are gone.
+// CHECK-LABEL: module {
+// CHECK-NEXT: dtcrt.spec <cpu> {buckets = [#dtcrt.bucket<0, 16, [1, 0]>], buffers = []
+// CHECK-SAME: hyper = #dtcrt.hyper<SGD, lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64
+// CHECK-SAME: input = #dtcrt.input<[4], numel = 4, type = F32, id_limit = 0>
+// CHECK-SAME: labels = #dtcrt.labels<Class, numel = 1, classes = 3, ignore_index = -100>
+// CHECK-SAME: memory = #dtcrt.memory<persistent = 192, params = 128, buffers = 0, states = 1, per_sample = 32, fixed = 320>
+// CHECK-SAME: name = "tinym", outputs = ["loss", "accuracy"]
+// CHECK-SAME: params = [#dtcrt.param<"fc.weight", [3, 4], offset = 0, state_offset = 144, init = Uniform, a = -5.000000e-01 : f64, b = 5.000000e-01 : f64, fan_in = 3, fan_out = 4>, #dtcrt.param<"fc.bias", [3], offset = 64, state_offset = 128, init = Uniform
+// CHECK-SAME: predict_width = 0 : i64, recipe = #dtcrt.recipe<None,
+// CHECK-SAME: source = "tiny.dsl"}
+// CHECK-NOT: dtc.param
 // CHECK-LABEL: func.func @eval_step()
-// CHECK-SAME: dtcrt.step_type = (tensor<?x4xf32>, tensor<?xi32>) -> (tensor<f32>, tensor<f32>)
+// CHECK-SAME: attributes {dtcrt.fixed_bytes = 128 : i64}
 // CHECK: %[[X:.*]] = dtcrt.step_arg input : !dtcrt.ptr<f32>
 // CHECK: %[[Y:.*]] = dtcrt.step_arg class_labels : !dtcrt.ptr<i32>
 // CHECK: %[[W:.*]] = dtcrt.buffer persistent[0]
@@ -40,12 +56,12 @@
 // CHECK: %[[BETA:.*]] = dtcrt.step_scalar momentum_share
 // CHECK: dtcrt.gemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[X2:.*]], %[[BETA]], %[[MW]])
 // CHECK: %[[BUCKET:.*]] = dtcrt.buffer persistent[128]
-// CHECK: %[[REQ:.*]] = dtcrt.allreduce_start %[[BUCKET]], %{{.*}} bucket 0 {params = [@fc.bias, @fc.weight]}
+// CHECK: %[[REQ:.*]] = dtcrt.allreduce_start %[[BUCKET]], %{{.*}} bucket 0
 // CHECK-NEXT: dtcrt.allreduce_wait %[[REQ]]
 // CHECK: dtcrt.copy
 // CHECK: dtcrt.copy
 // CHECK: dtcrt.trace_begin "update fc.bias fc.weight"
-// CHECK: %[[ITEMS:.*]] = dtcrt.update_items weights(%{{.*}}, %{{.*}} : {{.*}}) grads(%{{.*}}, %{{.*}} : {{.*}}) states( : ) sizes(%{{.*}}, %{{.*}}) {states_per_item = 0 : i64}
+// CHECK: %[[ITEMS:.*]] = dtcrt.update_items weights(%{{.*}}, %{{.*}} : {{.*}}) grads(%{{.*}}, %{{.*}} : {{.*}}) states() sizes(%{{.*}}, %{{.*}}) {states_per_item = 0 : i64}
 // CHECK: dtcrt.sgd_apply_momentum(%[[ITEMS]], %{{.*}}, %{{.*}})
 
 // CHECK-LABEL: func.func @grad_step()

@@ -40,11 +40,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   mlir::PassManager pm(&context);
   dtc::buildPipeline(pm, dtc::PipelineOptions());
+  pm.addPass(dtc::createLowerToRuntime());
   if (mlir::failed(pm.run(*module)))
     return 0;
+  // Both printers: the CPU's, then (the spec's target changed) CUDA's.
   std::string out;
   llvm::raw_string_ostream os(out);
-  (void)dtc::emitCpp(*module, os);
-  (void)dtc::emitCuda(*module, os);
+  (void)dtc::emitSource(*module, os);
+  if (dtcrt::SpecOp spec = dtc::specOf(*module)) {
+    spec.setTarget(dtcrt::Target::Cuda);
+    (void)dtc::emitSource(*module, os);
+  }
   return 0;
 }

@@ -407,63 +407,85 @@ int main(int argc, char **argv) {
     if (!module)
       return 1;
   }
-  // The target, set once on the module: the passes that depend on it and
-  // the backend contract (which owns the target's rules) read it there.
-  {
-    auto *dialect = context.getLoadedDialect<dtc::DtcDialect>();
-    dialect->getTargetAttrHelper().setAttr(
-        *module, dtc::TargetAttr::get(&context, cuda ? dtc::Target::Cuda
-                                                     : dtc::Target::Cpu));
-  }
-  if (emitKind == Emit::MLIR)
-    return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
+  // IR already lowered to runtime calls (a dtcrt module, with its
+  // dtcrt.spec) goes to the printers as it is, for the target it was
+  // lowered for.
+  if (dtcrt::SpecOp spec = dtc::specOf(*module)) {
+    const bool specCuda = spec.getTarget() == dtcrt::Target::Cuda;
+    if (target.getNumOccurrences() && target != "auto" && specCuda != cuda)
+      return fail("'" + inputFile + "' is lowered for the " +
+                  (specCuda ? "CUDA" : "CPU") +
+                  " target (its dtcrt.spec); --target=" + target +
+                  " cannot change it");
+    cuda = specCuda;
+    if (cuda && !cudaBuilt && emitKind == Emit::Exe)
+      return fail("'" + inputFile +
+                  "' is for the CUDA target: this dtc was "
+                  "built without the CUDA runtime");
+    if (emitKind == Emit::MLIR || emitKind == Emit::MLIROpt)
+      return fail("'" + inputFile +
+                  "' is lowered to runtime calls already; "
+                  "it can be printed (--emit=cpp) or compiled");
+    if (emitKind == Emit::MLIRRuntime)
+      return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
+  } else {
+    // The target, set once on the module: the passes that depend on it and
+    // the backend contract (which owns the target's rules) read it there.
+    {
+      auto *dialect = context.getLoadedDialect<dtc::DtcDialect>();
+      dialect->getTargetAttrHelper().setAttr(
+          *module, dtc::TargetAttr::get(&context, cuda ? dtc::Target::Cuda
+                                                       : dtc::Target::Cpu));
+    }
+    if (emitKind == Emit::MLIR)
+      return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
 
-  mlir::PassManager pm(&context);
-  dtc::PipelineOptions options;
-  options.fuse = !noFuse;
-  if (bucketMB < 0 || firstBucketMB < 0)
-    return fail("bucket sizes must be >= 0");
-  options.bucketBytes = int64_t(bucketMB * 1048576.0);
-  options.firstBucketBytes = int64_t(firstBucketMB * 1048576.0);
-  options.overlap = !noOverlap;
-  options.channelsLast = activations == "channels-last";
-  options.blocked = activations == "blocked";
-  // IR that already has its training step (a .mlir input) keeps it.
-  options.autodiff = !module->lookupSymbol(dtc::steps::kTrain);
-  dtc::buildPipeline(pm, options);
-  if (report) // the plan, as an analysis of the planned IR (dtc-report)
-    pm.addPass(dtc::createReport());
-  if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
-    return 1;
-  {
-    mlir::TimingScope t = rootTiming.nest("passes");
-    pm.enableTiming(t);
-    if (mlir::failed(pm.run(*module)))
+    mlir::PassManager pm(&context);
+    dtc::PipelineOptions options;
+    options.fuse = !noFuse;
+    if (bucketMB < 0 || firstBucketMB < 0)
+      return fail("bucket sizes must be >= 0");
+    options.bucketBytes = int64_t(bucketMB * 1048576.0);
+    options.firstBucketBytes = int64_t(firstBucketMB * 1048576.0);
+    options.overlap = !noOverlap;
+    options.channelsLast = activations == "channels-last";
+    options.blocked = activations == "blocked";
+    // IR that already has its training step (a .mlir input) keeps it.
+    options.autodiff = !module->lookupSymbol(dtc::steps::kTrain);
+    dtc::buildPipeline(pm, options);
+    if (report) // the plan, as an analysis of the planned IR (dtc-report)
+      pm.addPass(dtc::createReport());
+    if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
       return 1;
-  }
-  if (emitKind == Emit::MLIROpt)
-    return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
+    {
+      mlir::TimingScope t = rootTiming.nest("passes");
+      pm.enableTiming(t);
+      if (mlir::failed(pm.run(*module)))
+        return 1;
+    }
+    if (emitKind == Emit::MLIROpt)
+      return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
 
-  // The one lowering both printers print.
-  {
-    mlir::PassManager lower(&context);
-    lower.addPass(dtc::createLowerToRuntime());
-    if (mlir::failed(mlir::applyPassManagerCLOptions(lower)))
-      return 1;
-    mlir::TimingScope t = rootTiming.nest("lower");
-    lower.enableTiming(t);
-    if (mlir::failed(lower.run(*module)))
-      return 1;
+    // The one lowering both printers print.
+    {
+      mlir::PassManager lower(&context);
+      lower.addPass(dtc::createLowerToRuntime());
+      if (mlir::failed(mlir::applyPassManagerCLOptions(lower)))
+        return 1;
+      mlir::TimingScope t = rootTiming.nest("lower");
+      lower.enableTiming(t);
+      if (mlir::failed(lower.run(*module)))
+        return 1;
+    }
+    if (emitKind == Emit::MLIRRuntime)
+      return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
   }
-  if (emitKind == Emit::MLIRRuntime)
-    return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
 
   std::string cpp;
   {
     mlir::TimingScope t = rootTiming.nest("emit");
     llvm::raw_string_ostream cppStream(cpp);
-    if (mlir::failed(cuda ? dtc::emitCuda(*module, cppStream)
-                          : dtc::emitCpp(*module, cppStream)))
+    if (mlir::failed(dtc::emitSource(*module, cppStream)))
       return 1;
   }
   if (emitKind == Emit::Cpp)
