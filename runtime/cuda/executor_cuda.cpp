@@ -30,9 +30,9 @@
 
 #include "cuda_util.h"
 #include "device_comm.h"
-#include "executor.h"
-#include "params.h"
-#include "session.h"
+#include "train/executor.h"
+#include "checkpoint/params.h"
+#include "train/session.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -15,7 +15,7 @@
 #include "dtc/cuda.h"
 
 #include "cuda_util.h"
-#include "error.h"
+#include "support/error.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
