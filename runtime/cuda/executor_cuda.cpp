@@ -270,7 +270,7 @@ public:
   }
 
   // A label or id outside its range that a kernel of the steps met: the
-  // CPU kernel's error (kernels.cu records it where the CPU stops).
+  // CPU kernel's error (kernels/kernels.cu records it where the CPU stops).
   void checkRanges() {
     if (std::string fault = takeRangeFault(compute_); !fault.empty())
       throw Error(fault);
