@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dtc's two CPU GEMM engines (runtime/lib/gemm) side by side on the seed
+# dtc's two CPU GEMM engines (runtime/lib/kernels/gemm) side by side on the seed
 # MLP's GEMM shapes, one thread, interleaved: why oneDNN is the default.
 # usage: benchmarks/gemm_engines.sh
 set -euo pipefail

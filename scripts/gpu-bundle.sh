@@ -59,7 +59,7 @@ cuda=/usr/local/cuda/lib
 static=(-l:libopenblas.a -l:libgfortran.a -l:libquadmath.a -l:libdeflate.a)
 tests=$build/runtime/test/CMakeFiles
 g++ -o "$out/cuda_test" "$tests/dtcrt_cuda_test.dir/cuda_test.cpp.o" \
-  "$build/runtime/CMakeFiles/dtcrt_gemm_openblas.dir/lib/gemm/openblas.cpp.o" \
+  "$build/runtime/CMakeFiles/dtcrt_gemm_openblas.dir/lib/kernels/gemm/openblas.cpp.o" \
   "$build/runtime/cuda/libdtcrt_cuda.a" "$build/runtime/libdtcrt.a" \
   -l:libgtest_main.a -l:libgtest.a "${static[@]}" \
   "$cuda/libcudart_static.a" -L"$cuda" -lcublas -lcublasLt "$cuda/libculibos.a" -lnccl \
@@ -70,7 +70,7 @@ g++ -o "$out/cuda_launch_test" "$tests/dtcrt_cuda_launch_test.dir/cuda_launch_te
   -static-libstdc++ -static-libgcc
 /usr/local/cuda/bin/nvcc -arch=sm_90 -std=c++17 -O2 -Xcompiler=-march=x86-64-v3 \
   -I"$root/runtime/include" -I"$root/runtime/test" "$root/runtime/test/test_train_cuda.cu" \
-  -o "$out/test_train_cuda" "$build/runtime/CMakeFiles/dtcrt_gemm_openblas.dir/lib/gemm/openblas.cpp.o" \
+  -o "$out/test_train_cuda" "$build/runtime/CMakeFiles/dtcrt_gemm_openblas.dir/lib/kernels/gemm/openblas.cpp.o" \
   "$build/runtime/cuda/libdtcrt_cuda.a" "$build/runtime/libdtcrt.a" "${static[@]}" \
   -L"$cuda" -lcublas -lnccl -lcudart_static -ldl -lrt -lpthread \
   -Xcompiler=-static-libstdc++ -Xcompiler=-static-libgcc

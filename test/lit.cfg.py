@@ -22,7 +22,7 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "DTC_CACHE_DIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 llvm_config.add_tool_substitutions(["dtc-opt", "dtc"], tool_dirs)
-# The CPU GEMM engines dtc can link (runtime/lib/gemm): features gemm-onednn, gemm-openblas.
+# The CPU GEMM engines dtc can link (runtime/lib/kernels/gemm): features gemm-onednn, gemm-openblas.
 for engine in config.dtc_gemm_engines:
     config.available_features.add("gemm-" + engine)
 # Host compilers: g++ and clang++ where installed (the driver passes GCC-only

@@ -159,7 +159,7 @@ def Dtc_ScheduleAttr : Dtc_Attr<"Schedule", "schedule"> {
     The rate of each optimizer step from the optimizer's `lr`: `warmup`
     steps of linear warmup, then `constant`, `cosine` or `linear` decay to
     `min_lr` over `decay_steps` (0: the run's steps), or `step` decay by
-    `gamma` every `step_size` steps (runtime/lib/schedule.h has the
+    `gamma` every `step_size` steps (runtime/lib/options/schedule.h has the
     formulas). The train options override each.
 
     ```mlir

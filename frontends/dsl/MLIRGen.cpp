@@ -1745,7 +1745,7 @@ void Gen::genData(const Expr &e, Data &data) {
 
 /// schedule = cosine(warmup=100, decay_steps=0, min_lr=0), linear(...),
 /// step(step_size=1, gamma=0.1, warmup=0) or constant(warmup=0): the train
-/// options --lr-schedule, --warmup-steps, ... (runtime/lib/schedule.h).
+/// options --lr-schedule, --warmup-steps, ... (runtime/lib/options/schedule.h).
 ScheduleAttr Gen::genSchedule(const Expr &e) {
   std::optional<LrScheduleKind> kind = e.kind == Expr::Kind::Call
                                            ? symbolizeLrScheduleKind(e.text)

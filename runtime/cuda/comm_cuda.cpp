@@ -2,9 +2,9 @@
 #include "device_comm.h"
 
 #include "cuda_util.h"
-#include "options.h"
-#include "rendezvous.h"
-#include "tracer.h"
+#include "options/options.h"
+#include "comm/rendezvous.h"
+#include "support/tracer.h"
 
 #include <fmt/format.h>
 #include <nccl.h>

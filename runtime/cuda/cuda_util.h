@@ -20,9 +20,10 @@ bool isKernelFault(cudaError_t e);
 std::string launchFailure(const char *kernel, cudaError_t e, bool blocking);
 
 // A class label or embedding id outside its range that a kernel met since
-// the last call (kernels.cu): the CPU kernel's message for it (error.h),
-// or "" if none. Reads (and resets) the record on `stream`, the kernels'
-// stream, and waits for it: call it after the steps are done.
+// the last call (kernels/kernels.cu): the CPU kernel's message for it
+// (support/error.h), or "" if none. Reads (and resets) the record on
+// `stream`, the kernels' stream, and waits for it: call it after the steps
+// are done.
 std::string takeRangeFault(cudaStream_t stream);
 
 } // namespace dtc::rt

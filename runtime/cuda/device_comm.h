@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "comm_impl.h"
+#include "comm/comm_impl.h"
 
 #include <cuda_runtime.h>
 

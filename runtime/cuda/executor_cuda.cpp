@@ -30,9 +30,9 @@
 
 #include "cuda_util.h"
 #include "device_comm.h"
-#include "executor.h"
-#include "params.h"
-#include "session.h"
+#include "train/executor.h"
+#include "checkpoint/params.h"
+#include "train/session.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -270,7 +270,7 @@ public:
   }
 
   // A label or id outside its range that a kernel of the steps met: the
-  // CPU kernel's error (kernels.cu records it where the CPU stops).
+  // CPU kernel's error (kernels/kernels.cu records it where the CPU stops).
   void checkRanges() {
     if (std::string fault = takeRangeFault(compute_); !fault.empty())
       throw Error(fault);

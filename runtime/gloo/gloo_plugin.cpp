@@ -2,7 +2,7 @@
 //
 // The CPU backend for jobs that no MPI launcher started: torchrun's ranks
 // and TF_CONFIG's workers. Loaded with dlopen by libdtcrt (comm_mpi.cpp) like
-// libdtcrt_mpi.so, with the same table (lib/mpi_plugin.h); libdtcrt's
+// libdtcrt_mpi.so, with the same table (lib/comm/mpi_plugin.h); libdtcrt's
 // communication thread makes every call. setRendezvous says who this rank
 // is and where rank 0 serves the rendezvous; init then meets the others
 // through a small TCP key-value store that rank 0 serves on that port (this
@@ -11,8 +11,8 @@
 // exception becomes the function's error string.
 //
 //===----------------------------------------------------------------------===//
-#include "mpi_plugin.h"
-#include "socket_util.h"
+#include "comm/mpi_plugin.h"
+#include "comm/socket_util.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>

@@ -2,10 +2,10 @@
 //
 // Loaded with dlopen by libdtcrt (comm_mpi.cpp) only when the program runs
 // under an MPI launcher or with --comm mpi, so that plain `./train` needs no
-// MPI library at run time. See lib/mpi_plugin.h.
+// MPI library at run time. See lib/comm/mpi_plugin.h.
 //
 //===----------------------------------------------------------------------===//
-#include "mpi_plugin.h"
+#include "comm/mpi_plugin.h"
 
 #include <mpi.h>
 

@@ -1,7 +1,7 @@
 //===- checkpoint_test.cpp - safetensors save/load and rejection ---------===//
-#include "files.h"
-#include "checkpoint.h"
-#include "error.h"
+#include "support/files.h"
+#include "checkpoint/checkpoint.h"
+#include "support/error.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

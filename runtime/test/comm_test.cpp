@@ -4,11 +4,11 @@
 // and gloo backends are tested inside jobs by mpi_test.cpp and launch_test.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "comm_impl.h"
-#include "rendezvous.h"
+#include "comm/comm_impl.h"
+#include "comm/rendezvous.h"
 #include "test_models.h"
 #include "test_util.h"
-#include "tracer.h"
+#include "support/tracer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -11,7 +11,7 @@
 // cuda_test_util.h).
 //
 //===----------------------------------------------------------------------===//
-#include "checkpoint.h"
+#include "checkpoint/checkpoint.h"
 #include "cuda_test_util.h"
 #include "job.h"
 #include "test_models.h"

@@ -12,8 +12,8 @@
 #include "cuda_test_util.h"
 #include "cuda_util.h"
 #include "device_comm.h"
-#include "error.h"
-#include "options.h"
+#include "support/error.h"
+#include "options/options.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -1,7 +1,7 @@
 //===- data_cache_test.cpp - The decoded-data cache -----------------------===//
-#include "data.h"
-#include "data_cache.h"
-#include "error.h"
+#include "data/data.h"
+#include "data/data_cache.h"
+#include "support/error.h"
 #include "test_util.h"
 
 #include <fmt/format.h>

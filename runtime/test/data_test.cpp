@@ -1,7 +1,7 @@
 //===- data_test.cpp - IDX/CSV/synthetic readers, sampler, batches -------===//
-#include "data.h"
-#include "error.h"
-#include "sampler.h"
+#include "data/data.h"
+#include "support/error.h"
+#include "data/sampler.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

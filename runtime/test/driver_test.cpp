@@ -5,15 +5,15 @@
 // real `train`, in this process (one rank, the local communicator).
 //
 //===----------------------------------------------------------------------===//
-#include "comm_impl.h"
+#include "comm/comm_impl.h"
 #include "dtc/kernels.h"
 #include "dtc/runtime.h"
-#include "executor.h"
-#include "gradcheck.h"
-#include "session.h"
+#include "train/executor.h"
+#include "train/gradcheck.h"
+#include "train/session.h"
 #include "test_models.h"
 #include "test_util.h"
-#include "tracer.h"
+#include "support/tracer.h"
 
 #include <nlohmann/json.hpp>
 

@@ -10,8 +10,8 @@
 // written only after a node of the test's own survived).
 //
 //===----------------------------------------------------------------------===//
-#include "error.h"
-#include "files.h"
+#include "support/error.h"
+#include "support/files.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

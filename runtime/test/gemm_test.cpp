@@ -5,8 +5,8 @@
 // threads, 1 to 3 threads, beta 0 with NaN in C; no library threads at
 // --threads 1.
 #include "dtc/kernels.h"
-#include "gemm/engine.h"
-#include "parallel.h"
+#include "kernels/gemm/engine.h"
+#include "kernels/parallel.h"
 
 #include <gtest/gtest.h>
 

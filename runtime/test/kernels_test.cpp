@@ -1,8 +1,8 @@
 //===- kernels_test.cpp - dtc/kernels.h against naive references ---------===//
 #include "dtc/kernels.h"
-#include "error.h"
-#include "parallel.h"
-#include "simd.h"
+#include "support/error.h"
+#include "kernels/parallel.h"
+#include "kernels/simd.h"
 
 #include <gtest/gtest.h>
 

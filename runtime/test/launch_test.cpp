@@ -7,7 +7,7 @@
 // leaves any process behind (found through /proc/*/environ) fails the test.
 //
 //===----------------------------------------------------------------------===//
-#include "checkpoint.h"
+#include "checkpoint/checkpoint.h"
 #include "job.h"
 #include "test_models.h"
 #include "test_util.h"

@@ -10,7 +10,7 @@
 // 127.0.0.1:P, and MPI is never loaded.
 //
 //===----------------------------------------------------------------------===//
-#include "comm_impl.h"
+#include "comm/comm_impl.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -7,11 +7,11 @@
 // --max-steps), a resumed start, and the stop on a preemption signal.
 //
 //===----------------------------------------------------------------------===//
-#include "comm_impl.h"
-#include "executor.h"
-#include "session.h"
+#include "comm/comm_impl.h"
+#include "train/executor.h"
+#include "train/session.h"
 #include "test_models.h"
-#include "training_loop.h"
+#include "train/training_loop.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

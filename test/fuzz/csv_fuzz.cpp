@@ -5,8 +5,8 @@
 // throws dtc::rt::Error.
 //
 //===----------------------------------------------------------------------===//
-#include "data.h"
-#include "error.h"
+#include "data/data.h"
+#include "support/error.h"
 #include "fuzz_input.h"
 
 #include <cmath>

@@ -5,8 +5,8 @@
 // return a consistent data set or throw dtc::rt::Error.
 //
 //===----------------------------------------------------------------------===//
-#include "data.h"
-#include "error.h"
+#include "data/data.h"
+#include "support/error.h"
 #include "fuzz_input.h"
 
 #include <cstdlib>

@@ -5,8 +5,8 @@
 // options it accepts must be in their documented ranges.
 //
 //===----------------------------------------------------------------------===//
-#include "error.h"
-#include "options.h"
+#include "support/error.h"
+#include "options/options.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -4,8 +4,8 @@
 // throw dtc::rt::Error, and a failed --init must leave the parameters alone.
 //
 //===----------------------------------------------------------------------===//
-#include "checkpoint.h"
-#include "error.h"
+#include "checkpoint/checkpoint.h"
+#include "support/error.h"
 #include "fuzz_input.h"
 
 #include <cstdlib>

@@ -240,7 +240,7 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
   args.push_back(source.str());
   args.push_back("-o");
   args.push_back(tmpOut.str().str());
-  // The GEMM engine: an object file, linked whole (runtime/lib/gemm).
+  // The GEMM engine: an object file, linked whole (runtime/lib/kernels/gemm).
   const bool onednn = gemmEngine == "onednn";
   args.push_back(onednn ? DTC_GEMM_ONEDNN_LIBRARY : DTC_GEMM_OPENBLAS_LIBRARY);
   // The CUDA runtime uses the CPU runtime: it goes first.

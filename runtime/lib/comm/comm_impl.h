@@ -1,0 +1,179 @@
+//===- comm_impl.h - Communicator backends, launch detection -------------===//
+//
+// The driver's side of dtc/comm.h: how a process finds out whether (and by
+// whom) it was launched as one of several ranks, and the backends:
+//   local  one rank; allreduceStart and wait return at once (requests are
+//          checked as by every backend).
+//   mpi    libdtcrt_mpi.so (dlopen'ed; libdtcrt.a never links libmpi) driven
+//          by a dedicated communication thread that owns every MPI call
+//          (comm_mpi.cpp).
+//   gloo   libdtcrt_gloo.so, the same plugin table under the same thread,
+//          for CPU jobs that torchrun or TF_CONFIG describe (no MPI launcher).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "dtc/comm.h"
+#include "dtc/runtime.h"
+#include "support/error.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace dtc::rt {
+
+class Tracer;
+
+// An error every rank raises at the same point (e.g. the startup check):
+// the ranks shut MPI down cleanly and exit 1 instead of aborting the job.
+struct CollectiveError : Error {
+  using Error::Error;
+};
+
+// The communication thread is stuck inside MPI (e.g. MPI_Init never
+// returned): the process cannot shut down cleanly and must _exit.
+struct FatalCommError : Error {
+  using Error::Error;
+};
+
+enum class CommKind { Auto, Local, Mpi, Gloo, Nccl };
+
+// Where the ranks of a job that no MPI launcher started meet (gloo): rank 0
+// serves the rendezvous on host:port, the others connect to it.
+struct Rendezvous {
+  std::string source; // "torchrun", "TF_CONFIG"; empty: none
+  int rank = -1, size = 0;
+  std::string host;
+  int port = -1;
+  // The variables are incomplete or malformed: what is wrong (raised only
+  // when the job needs them, i.e. a CPU run without an MPI launcher).
+  std::string error;
+};
+
+// What the environment says about how this process was started.
+struct LaunchInfo {
+  std::string launcher; // "mpirun", "srun", "a PMI launcher"; empty: none
+  int size = 0;         // ranks the launcher started; 0: unknown
+  int rank = -1, localRank = -1;
+  // torchrun's variables (-1: unset)
+  int torchRank = -1, torchWorldSize = -1, torchLocalRank = -1;
+  // torchrun's (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; when its agent
+  // serves its own store on MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE=True,
+  // MASTER_PORT + 1; DTC_RENDEZVOUS_PORT overrides the port) or TF_CONFIG's.
+  Rendezvous rendezvous;
+  // train --local_rank K (torch.distributed.launch passes it); -1: not given.
+  int localRankArg = -1;
+};
+
+using GetEnv = std::function<const char *(const char *)>;
+// localRankArg: train's --local_rank (-1: not given), the local rank when
+// no launcher variable gives one.
+LaunchInfo detectLaunch(const GetEnv &getenv, int localRankArg = -1);
+LaunchInfo detectLaunch(int localRankArg = -1); // from the process environment
+
+// TF_CONFIG's cluster description ({"cluster": {"worker": ["host:port", ...]},
+// "task": {"type": "worker", "index": K}}, optionally with a "chief" list that
+// comes first): rank, size and the rendezvous (the first task's host:port).
+// Throws Error naming TF_CONFIG and what is wrong.
+Rendezvous parseTfConfig(const std::string &json);
+
+class CommBase : public Communicator {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit CommBase(double timeoutSeconds) : timeout_(timeoutSeconds) {}
+
+  virtual int localSize() const = 0;
+  // "Open MPI v4.1.4, ..." for the mpi backend, "gloo 0.5.0 (tcp, ...)" for
+  // gloo; empty otherwise.
+  virtual std::string libraryVersion() const { return {}; }
+  // When the communication thread finished the latest all-reduce of bucket
+  // (for tests and measurements); the epoch if it never ran, or was started
+  // again and has not finished since.
+  virtual Clock::time_point finishedAt(int bucket) const = 0;
+  // True once an operation timed out: the communication thread may be stuck
+  // inside MPI (or gloo), so the process must end with _exit, not a clean
+  // shutdown.
+  virtual bool broken() const { return false; }
+  // With `defer`, a bucket's all-reduce starts at its wait rather than at
+  // allreduceStart (train --overlap off, or auto without a core for the
+  // communication thread): overlap then cannot take the compute thread's
+  // core. Collectives still run in the order the step starts them, so ranks
+  // may differ in this. Backends whose communication needs no CPU (NCCL)
+  // ignore it.
+  virtual void setDeferredStarts(bool defer) { (void)defer; }
+  virtual bool deferredStarts() const { return false; }
+
+  // Records all-reduce and wait spans into t (null: stop recording). Called by
+  // the compute thread between steps.
+  void setTracer(Tracer *t) { tracer_ = t; }
+  // Bucket names for messages, from the compiled bucket plan.
+  void setBuckets(const ModelSpec &spec);
+  // "bucket 3 (fc1.weight, fc1.bias)"
+  std::string bucketName(int bucket) const;
+  double timeoutSeconds() const { return timeout_; }
+
+protected:
+  // The request of the all-reduce of `bucket` being started: the next serial
+  // number of this communicator (the compute thread's starts, from 1).
+  Request newRequest(int bucket) { return makeRequest(bucket, ++serial_); }
+  // For wait: throws unless r is one of this communicator's requests (not
+  // default-constructed, not another communicator's).
+  void checkOwn(const Request &r) const;
+  // For wait, after checkOwn: throws unless r is the request in flight of its
+  // bucket, whose latest start had serial `latest` (0: never started) and is
+  // `pending` (not yet waited for): r waited for already, or stale (the
+  // bucket was started again since).
+  void checkInFlight(const Request &r, uint64_t latest, bool pending) const;
+
+  Tracer *tracer_ = nullptr;
+  double timeout_;
+  std::unordered_map<int, std::string> bucketNames_;
+  uint64_t serial_ = 0; // the latest request's
+};
+
+std::unique_ptr<CommBase> createLocalCommunicator(int localRank = 0);
+// Loads the plugin at pluginPath (see mpiPluginPath) and starts the
+// communication thread, which initializes MPI. `why` says what asked for MPI
+// (for the error message when the plugin cannot be loaded).
+std::unique_ptr<CommBase>
+createMpiCommunicator(double timeoutSeconds, const std::string &pluginPath, const std::string &why);
+// $DTC_MPI_PLUGIN if set, else where the build put libdtcrt_mpi.so (empty when
+// the runtime was built without MPI).
+std::string mpiPluginPath();
+// The same for gloo: libdtcrt_gloo.so, the plugin at pluginPath (see
+// glooPluginPath), whose communication thread meets the other ranks at rdzv.
+std::unique_ptr<CommBase> createGlooCommunicator(double timeoutSeconds,
+                                                 const std::string &pluginPath,
+                                                 const std::string &why, const Rendezvous &rdzv);
+// $DTC_GLOO_PLUGIN, else where the build put libdtcrt_gloo.so (empty without gloo).
+std::string glooPluginPath();
+
+// Picks and creates the backend for --comm `kind`. On the CPU: mpi when
+// asked for or when an MPI launcher (mpirun, srun, PMI) started the process;
+// gloo when asked for or when torchrun's variables or TF_CONFIG describe a
+// job of several ranks and no MPI launcher did; else local. Refuses --comm
+// local under a multi-rank launcher, --comm nccl on the CPU, malformed
+// rendezvous variables, a --local_rank that disagrees with LOCAL_RANK, and a
+// communicator whose size is not the launcher's (srun without a PMI: MPI
+// comes up as a singleton). prog is argv[0], for the suggested commands.
+// With cuda, the result is the base that DeviceBackend::createCommunicator
+// turns into the device communicator (--comm mpi and gloo are refused: NCCL
+// bootstraps through mpi, torchrun or nothing).
+std::unique_ptr<CommBase> createCommunicator(CommKind kind, double timeoutSeconds,
+                                             const LaunchInfo &launch, const std::string &prog,
+                                             bool cuda = false);
+// CUDA runs: whether the ranks communicate through NCCL (--comm nccl, or
+// auto under a launcher or torchrun with WORLD_SIZE > 1).
+bool wantNccl(CommKind kind, const LaunchInfo &launch);
+// Throws if the launcher started several ranks and comm has another size
+// (srun without a PMI: MPI comes up as a singleton); prog for the commands.
+void checkLauncherSize(const LaunchInfo &launch, const Communicator &comm, const std::string &prog);
+// Throws if torchrun's RANK/WORLD_SIZE are set and disagree with comm's, or
+// if the launcher started several ranks and comm has another size.
+void checkLaunchAgreement(const LaunchInfo &launch, const Communicator &comm);
+
+} // namespace dtc::rt

@@ -1,0 +1,81 @@
+//===- session.cpp - A model's memory, data and step arguments -----------===//
+#include "train/session.h"
+
+#include "checkpoint/checkpoint.h"
+#include "support/error.h"
+#include "checkpoint/params.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace dtc::rt {
+
+void checkStepMemory(const ModelSpec &spec, int64_t batch, bool hostSteps) {
+  int64_t arena = 0, sample = 0, batchBytes = 0, total = 0;
+  bool overflow = __builtin_mul_overflow(spec.arenaPerSample, batch, &arena);
+  overflow |= __builtin_add_overflow(arena, spec.arenaFixed + 64, &arena);
+  overflow |= __builtin_add_overflow(spec.inputNumel, spec.labelNumel, &sample);
+  overflow |= __builtin_mul_overflow(sample, int64_t(4), &sample);
+  overflow |= __builtin_mul_overflow(sample, batch, &batchBytes);
+  overflow |= __builtin_add_overflow(arena, batchBytes, &total);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && pageSize > 0 ? double(pages) * double(pageSize) : 0;
+  if (overflow || (hostSteps && memory > 0 && double(total) > memory))
+    throw Error(fmt::format(
+        "--batch {}: a step of {} samples needs {} (the arena: {} bytes per sample + {} "
+        "fixed; the batch: {} bytes per sample){}; use a smaller --batch",
+        batch, batch, overflow ? std::string("more than 2^63 bytes")
+                               : fmt::format("{:.3g} GB", double(total) / 1e9),
+        spec.arenaPerSample, spec.arenaFixed, sample,
+        overflow ? "" : fmt::format(", more than this machine's {:.3g} GB", memory / 1e9)));
+}
+
+Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase &comm,
+                 bool hostSteps, const std::vector<char> *resumed)
+    : spec(spec), opts(std::move(opts)), data(std::move(data)), comm(comm),
+      persistent(static_cast<size_t>(spec.persistentBytes)),
+      arena(hostSteps ? static_cast<size_t>(arenaBytes(spec, this->opts.batch)) : 0),
+      batch(hostSteps ? this->opts.batch : 0, this->data.train),
+      outputs(static_cast<size_t>(spec.numOutputs), 0.0f), hyper(spec.recipe.hyper) {
+  const bool resume = resumed != nullptr && !resumed->empty();
+  if (resume) {
+    if (int64_t(resumed->size()) != spec.persistentBytes)
+      throw Error("internal error: the resumed state does not fit the persistent block");
+    std::copy(resumed->begin(), resumed->end(), persistent.data());
+  } else {
+    initParams(spec, this->opts.seed, persistent.data());
+    if (!this->opts.initPath.empty() && comm.rank() == 0)
+      loadCheckpoint(this->opts.initPath, spec, persistent.data());
+  }
+  // Every rank gets rank 0's parameters and buffers (as DDP broadcasts a
+  // module's state at construction); a resumed run also its optimizer state
+  // (whether the others were given a state or not).
+  const bool resumedAnywhere = this->opts.resumeActive;
+  if (comm.size() > 1)
+    comm.broadcast(persistent.data(), resumedAnywhere ? spec.persistentBytes : spec.paramBytes + spec.bufferBytes,
+                   0);
+  hyper.lr = this->opts.lr;
+  hyper.maxGradNorm = this->opts.maxGradNorm;
+  hyper.step = 0;
+  args.persistent = persistent.data();
+  args.arena = arena.data();
+  args.hyper = &hyper;
+  args.outputs = outputs.data();
+  args.paramGrads = nullptr;
+  args.predictions = nullptr;
+  args.comm = &comm;
+  args.gradSeed = 1.0f;
+  // Before any step (--gradcheck's steps): the seed of step 0, the same in
+  // every evaluation of the loss.
+  args.rngSeed = stepRngSeed(opts.seed, 0, comm.rank());
+  args.trace = nullptr;
+  args.device = nullptr;
+}
+
+void Session::loadBatch(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw) {
+  batch.gather(ds, idx, n, draw);
+  batch.bind(args);
+}
+
+} // namespace dtc::rt

@@ -1,0 +1,274 @@
+//===- sinks.cpp - Console, metrics file, trace and checkpoint sinks ------===//
+#include "train/sinks.h"
+
+#include "checkpoint/checkpoint.h"
+#include "comm/comm_impl.h"
+#include "support/error.h"
+#include "train/executor.h"
+#include "support/files.h"
+#include "train/preempt.h"
+#include "train/session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
+#include <unistd.h>
+#include <utility>
+
+namespace dtc::rt {
+
+//===--- ConsoleSink --------------------------------------------------------===//
+
+ConsoleSink::ConsoleSink(const ModelSpec &spec, const Options &o, int ranks)
+    : spec_(spec), epochs_(o.epochs), checkpointPath_(o.checkpointPath),
+      progress_(o.quiet ? ProgressMode::Off : o.progress, o.epochs, ranks > 1,
+                spec.inputType == ElementType::I32 ? spec.inputNumel : 0) {}
+
+std::string ConsoleSink::testResults(const std::vector<double> &results,
+                                     const char *split) const {
+  std::string line;
+  for (int32_t i = 0; i < spec_.numOutputs; ++i)
+    line += fmt::format(" {}_{} {:.4f}", split, spec_.outputNames[i], results[size_t(i)]);
+  return line;
+}
+
+void ConsoleSink::onEvaluation(const std::vector<double> &results) {
+  fmt::print("eval{}\n", testResults(results));
+  std::fflush(stdout);
+}
+
+void ConsoleSink::onEpochStart(int64_t epoch, int64_t steps) { progress_.beginEpoch(epoch, steps); }
+
+void ConsoleSink::onProgress(const EpochProgress &p) {
+  progress_.update(p.stepsDone, p.meanLoss, p.samplesPerSecond);
+}
+
+void ConsoleSink::onEpochTrained(int64_t) { progress_.endEpoch(); }
+
+void ConsoleSink::onEpochEnd(const EpochSummary &e, const std::vector<double> &results) {
+  std::string line = fmt::format("epoch {}/{} train_loss {:.4f}", e.epoch, epochs_, e.trainLoss);
+  if (!results.empty())
+    line += testResults(results, e.validation ? "val" : "test");
+  // A language model's throughput in tokens (its samples are windows).
+  const bool tokens = spec_.inputType == ElementType::I32;
+  const double rate =
+      double(e.samples) * double(tokens ? spec_.inputNumel : 1) / e.trainSeconds;
+  line += fmt::format(" {}/s {:.0f} time {:.2f}s", tokens ? "tokens" : "images", rate, e.seconds);
+  fmt::print("{}\n", line);
+  std::fflush(stdout);
+}
+
+void ConsoleSink::onStepEvaluation(int64_t step, bool validation,
+                                   const std::vector<double> &results) {
+  progress_.line(fmt::format("step {}{}", step, testResults(results, validation ? "val" : "test")));
+}
+
+void ConsoleSink::onRunEnd(const RunEnd &end) {
+  if (!end.preempted())
+    return;
+  const char *what =
+      end.signal > 0 ? PreemptionHandler::name(end.signal) : "a signal to another rank";
+  fmt::print("stopped by {} after step {}: the training state is in {}; continue with "
+             "--resume {}\n",
+             what, end.step, checkpointPath_, checkpointPath_);
+  std::fflush(stdout);
+}
+
+//===--- MetricsSink --------------------------------------------------------===//
+
+MetricsSink::MetricsSink(std::string path, const ModelSpec &spec)
+    : path_(std::move(path)), numOutputs_(spec.numOutputs) {
+  header_ = "epoch,step,batch";
+  for (int32_t i = 0; i < spec.numOutputs; ++i)
+    header_ += fmt::format(",{}", spec.outputNames[i]);
+  header_ += ",lr,seconds\n";
+  text_ = header_;
+}
+
+void MetricsSink::onRunStart(const RunStart &start) {
+  if (start.step > 0)
+    keepEarlierRows(start.step);
+}
+
+void MetricsSink::onStep(const StepInfo &step, const StepOutputs &outputs) {
+  if (!outputs.global)
+    throw Error("internal error: the metrics file needs the steps' global means");
+  text_ += fmt::format("{},{},{}", step.epoch, step.step, step.globalSamples);
+  for (int32_t i = 0; i < numOutputs_; ++i)
+    text_ += fmt::format(",{:.6g}", outputs.global[i]);
+  // The rate as the float it is, in the fewest digits that read back to it.
+  text_ += fmt::format(",{},{:.3f}\n", step.lr, step.seconds);
+}
+
+void MetricsSink::onCheckpoint(const TrainingPosition &) { commit(); }
+
+void MetricsSink::onRunEnd(const RunEnd &) { commit(); }
+
+void MetricsSink::commit() {
+  AtomicFile out(path_, "metrics file");
+  out.write(text_);
+  out.commit();
+}
+
+// The rows of steps <= step of the file at path_, if it is one of ours.
+void MetricsSink::keepEarlierRows(int64_t step) {
+  std::FILE *f = std::fopen(path_.c_str(), "r");
+  if (!f)
+    return;
+  std::string old;
+  char buf[1 << 16];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+    old.append(buf, n);
+  std::fclose(f);
+  if (old.compare(0, header_.size(), header_) != 0)
+    return;
+  for (size_t at = header_.size(); at < old.size();) {
+    size_t eol = old.find('\n', at);
+    if (eol == std::string::npos)
+      break;
+    const size_t comma = old.find(',', at);
+    long long rowStep = comma < eol ? std::atoll(old.c_str() + comma + 1) : 0;
+    if (rowStep < 1 || rowStep > step)
+      break;
+    text_.append(old, at, eol + 1 - at);
+    at = eol + 1;
+  }
+}
+
+//===--- TraceSink ----------------------------------------------------------===//
+
+TraceSink::TraceSink(std::string path, int64_t steps, bool report, Executor &exec, CommBase &comm)
+    : path_(std::move(path)), steps_(steps), report_(report), exec_(exec), comm_(comm) {}
+
+void TraceSink::onRunStart(const RunStart &) {
+  tracer_ = std::make_unique<Tracer>(comm_.rank());
+  // Where the step's all-reduces start (--overlap; trace.sh checks it).
+  tracer_->setMetadata("overlap", comm_.deferredStarts() ? "off" : "on");
+}
+
+void TraceSink::beforeStep(int64_t step) {
+  if (!tracer_)
+    return;
+  ++traced_;
+  exec_.setTracer(tracer_.get());
+  comm_.setTracer(tracer_.get());
+  stepName_ = fmt::format("step {}", step);
+  tracer_->begin(stepName_.c_str());
+}
+
+void TraceSink::afterStep(int64_t) {
+  if (!tracer_)
+    return;
+  tracer_->end();
+  if (traced_ == steps_)
+    finish(steps_);
+}
+
+void TraceSink::onRunEnd(const RunEnd &) {
+  if (tracer_) // fewer steps than --trace-steps
+    finish(traced_);
+}
+
+void TraceSink::finish(int64_t steps) {
+  exec_.setTracer(nullptr);
+  comm_.setTracer(nullptr);
+  const std::string path = Tracer::rankPath(path_, comm_.rank());
+  tracer_->write(path);
+  tracer_.reset();
+  if (!report_)
+    return;
+  std::string others;
+  if (comm_.size() == 2)
+    others = fmt::format(" (rank 1: {})", Tracer::rankPath(path_, 1));
+  else if (comm_.size() > 2)
+    others = fmt::format(" (ranks 1-{}: {}, ...)", comm_.size() - 1, Tracer::rankPath(path_, 1));
+  fmt::print("wrote a trace of {} step{} to {}{}\n", steps, steps == 1 ? "" : "s", path, others);
+}
+
+//===--- CheckpointSink -----------------------------------------------------===//
+
+namespace {
+
+// "ck.safetensors" and step 120: "ck.step120.safetensors" (--checkpoint-keep).
+std::string keptCheckpointName(const std::string &path, int64_t step) {
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  const bool hasExt = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
+  const std::string stem = hasExt ? path.substr(0, dot) : path;
+  const std::string ext = hasExt ? path.substr(dot) : std::string();
+  return fmt::format("{}.step{}{}", stem, step, ext);
+}
+
+// Removes kept checkpoints of path beyond the `keep` highest steps (never
+// the one just written).
+void pruneKeptCheckpoints(const std::string &path, int64_t keep, const std::string &latest) {
+  const std::string dir = directoryOf(path);
+  const std::string base = path.substr(path.find_last_of('/') + 1);
+  const std::string probe = keptCheckpointName(base, 0); // "ck.step0.safetensors"
+  const std::string prefix = probe.substr(0, probe.find(".step0") + 5);
+  const std::string suffix = probe.substr(prefix.size() + 1);
+  std::vector<std::pair<int64_t, std::string>> found;
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) ||
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+        continue;
+      const std::string digits =
+          name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+      if (digits.empty() || digits.size() > 18 ||
+          digits.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      found.push_back(
+          {std::stoll(digits),
+           (dir == "." && path.find('/') == std::string::npos ? name : dir + "/" + name)});
+    }
+    ::closedir(d);
+  }
+  std::sort(found.begin(), found.end());
+  int64_t excess = int64_t(found.size()) - keep;
+  for (auto &[step, name] : found) {
+    if (excess <= 0)
+      break;
+    if (name == latest)
+      continue;
+    ::unlink(name.c_str());
+    --excess;
+  }
+}
+
+} // namespace
+
+CheckpointSink::CheckpointSink(Session &s, Executor &exec)
+    : s_(s), exec_(exec), trainDigest_(datasetDigest(s.data.train)) {}
+
+void CheckpointSink::onCheckpoint(const TrainingPosition &at) {
+  const Options &o = s_.opts;
+  exec_.persistentToHost();
+  TrainingState st;
+  st.step = at.step;
+  st.epoch = at.epoch;
+  st.epochSamples = at.epochSamples;
+  st.ranks = s_.comm.size();
+  st.batch = o.batch;
+  st.accumulate = o.accumulate;
+  st.seed = o.seed;
+  st.shuffle = o.shuffle;
+  st.lr = o.lr;
+  st.schedule = o.schedule;
+  st.epochs = o.epochs;
+  st.maxSteps = o.maxSteps;
+  st.data = o.data.describe();
+  st.trainSamples = s_.data.train.size;
+  st.trainDigest = trainDigest_;
+  const std::string kept =
+      o.checkpointKeep > 1 ? keptCheckpointName(o.checkpointPath, at.step) : std::string();
+  saveTrainingState(o.checkpointPath, s_.spec, s_.persistent.data(), st, kept);
+  if (!kept.empty())
+    pruneKeptCheckpoints(o.checkpointPath, o.checkpointKeep, kept);
+}
+
+} // namespace dtc::rt
