@@ -4,6 +4,7 @@
 // (passes/codegen) -> the host C++ compiler, linked with runtime/.
 //
 //===----------------------------------------------------------------------===//
+#include "frontends/dsl/Builtins.h"
 #include "frontends/dsl/MLIRGen.h"
 #include "frontends/dsl/Parser.h"
 #include "passes/Passes.h"
@@ -122,6 +123,16 @@ cl::opt<bool> staticLibs(
              "them is installed (CUDA's libraries and the C library stay "
              "shared); implies --gemm=openblas"),
     cl::cat(category));
+// Prints the DSL's builtins (the registry, frontends/dsl/Builtins.h) as the
+// Markdown table of docs/dsl.md, and exits.
+cl::opt<bool> listBuiltins(
+    "list-builtins",
+    cl::desc("Print the DSL's builtin functions (the table of docs/dsl.md) "
+             "and exit"),
+    cl::ValueDisallowed, cl::cat(category), cl::callback([](const bool &) {
+      dtc::dsl::printBuiltinTable(llvm::outs());
+      std::exit(0);
+    }));
 cl::opt<std::string> gemmEngine(
     "gemm",
     cl::desc("CPU GEMM engine: onednn (oneDNN's JIT kernels, the default "
