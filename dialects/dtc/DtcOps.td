@@ -166,6 +166,8 @@ def Dtc_GeluOp : Dtc_UnaryOp<"gelu",
 def Dtc_GeluTanhOp : Dtc_UnaryOp<"gelu_tanh",
     "GELU, tanh approximation (GPT-2's; torch's approximate='tanh'): "
     "0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))">;
+def Dtc_SiluOp : Dtc_UnaryOp<"silu",
+    "SiLU (swish; torch.nn.SiLU): x * sigmoid(x) = x / (1 + exp(-x))">;
 def Dtc_ExpOp : Dtc_UnaryOp<"exp", "exponential">;
 def Dtc_LogOp : Dtc_UnaryOp<"log", "natural logarithm">;
 def Dtc_SqrtOp : Dtc_UnaryOp<"sqrt", "square root">;
@@ -205,6 +207,8 @@ def Dtc_ReluGradOp : Dtc_GradHelperOp<"relu_grad",
     "Gradient of relu from its input or result: dy where x > 0, else 0">;
 def Dtc_GeluGradOp : Dtc_GradHelperOp<"gelu_grad",
     "Gradient of exact GELU: dy * (Phi(x) + x phi(x))">;
+def Dtc_SiluGradOp : Dtc_GradHelperOp<"silu_grad",
+    "Gradient of SiLU: dy * s (1 + x (1 - s)), s = sigmoid(x)">;
 def Dtc_GeluTanhGradOp : Dtc_GradHelperOp<"gelu_tanh_grad",
     "Gradient of the tanh GELU: dy * (0.5 (1 + t) + 0.5 x (1 - t^2) "
     "sqrt(2 / pi) (1 + 3 0.044715 x^2)), t = tanh(sqrt(2 / pi) (x + 0.044715 x^3))">;
@@ -878,6 +882,47 @@ def Dtc_LayerNormGradOp : Dtc_Op<"layer_norm_grad", [Pure,
                       Dtc_F32Tensor:$dbias);
   let assemblyFormat = [{
     $x `,` $dy `,` $mean `,` $rstd `,` $weight attr-dict `:` type($x) `,` type($weight) `,` type($mean)
+  }];
+}
+
+def Dtc_RmsNormOp : Dtc_Op<"rms_norm", [Pure,
+    AllTypesMatch<["x", "result"]>,
+    DeclareOpInterfaceMethods<Dtc_GradientOpInterface>]> {
+  let summary = "RMS normalization over the last dimension (torch.nn.RMSNorm)";
+  let description = [{
+    `x` is `[..., D]`; each row of D elements is divided by its root mean
+    square: `y = x * rstd * weight`, `rstd = 1 / sqrt(mean(x^2) + eps)`,
+    with `weight` `[D]` (LLaMA's RMSNorm; no bias, no mean subtracted).
+    Also returns each row's `rstd` (x's shape without its last dimension),
+    which the gradient reads. The same in training and evaluation.
+
+    ```mlir
+    %y, %rstd = dtc.rms_norm %x, %w {eps = 1.0e-06 : f64}
+        : tensor<?x64x128xf32>, tensor<128xf32>, tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$weight, F64Attr:$eps);
+  let results = (outs Dtc_F32Tensor:$result, Dtc_F32Tensor:$rstd);
+  let assemblyFormat = [{
+    $x `,` $weight attr-dict `:` type($x) `,` type($weight) `,` type($rstd)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dtc_RmsNormGradOp : Dtc_Op<"rms_norm_grad", [Pure,
+    AllTypesMatch<["x", "dy", "dx"]>, AllTypesMatch<["weight", "dweight"]>]> {
+  let summary = "Gradient of RMS normalization";
+  let description = [{
+    From the input `x`, the gradient `dy` of the result, each row's `rstd`
+    and the `weight` of a `dtc.rms_norm`: with `xhat = x rstd` and `g = dy
+    weight`, `dx = rstd (g - xhat mean(g xhat))` (the mean over the row) and
+    `dweight = sum dy xhat` over every row.
+  }];
+  let arguments = (ins Dtc_F32Tensor:$x, Dtc_F32Tensor:$dy,
+                       Dtc_F32Tensor:$rstd, Dtc_F32Tensor:$weight);
+  let results = (outs Dtc_F32Tensor:$dx, Dtc_F32Tensor:$dweight);
+  let assemblyFormat = [{
+    $x `,` $dy `,` $rstd `,` $weight attr-dict `:` type($x) `,` type($weight) `,` type($rstd)
   }];
 }
 

@@ -82,6 +82,12 @@ DTC_GRAD(GeluOp) {
       GeluGradOp::create(builder, getLoc(), getType(), getX(), dy));
   return success();
 }
+DTC_GRAD(SiluOp) {
+  DTC_G;
+  operandGrads.push_back(
+      SiluGradOp::create(builder, getLoc(), getType(), getX(), dy));
+  return success();
+}
 DTC_GRAD(GeluTanhOp) {
   DTC_G;
   operandGrads.push_back(
@@ -357,6 +363,15 @@ DTC_GRAD(LayerNormOp) {
       TypeRange{getX().getType(), getWeight().getType(), getWeight().getType()},
       getX(), resultGrads[0], getMean(), getRstd(), getWeight());
   operandGrads.append({g.getDx(), g.getDweight(), g.getDbias()});
+  return success();
+}
+
+// rstd feeds only the gradient: it takes none.
+DTC_GRAD(RmsNormOp) {
+  auto g = RmsNormGradOp::create(
+      builder, getLoc(), TypeRange{getX().getType(), getWeight().getType()},
+      getX(), resultGrads[0], getRstd(), getWeight());
+  operandGrads.append({g.getDx(), g.getDweight()});
   return success();
 }
 

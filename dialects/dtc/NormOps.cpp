@@ -61,6 +61,27 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
+LogicalResult RmsNormOp::verify() {
+  auto x = getX().getType().getShape();
+  auto w = getWeight().getType().getShape();
+  auto r = getRstd().getType().getShape();
+  if (x.empty() || ShapedType::isDynamic(x.back()))
+    return emitOpError("normalizes the last dimension of its input, which "
+                       "needs one that is not the batch, got ")
+           << getX().getType();
+  if (w.size() != 1 || w[0] != x.back())
+    return emitOpError("weight must be [")
+           << x.back() << "], the input's last dimension, got "
+           << getWeight().getType();
+  if (r != x.drop_back())
+    return emitOpError("rstd must be the input's shape without its last "
+                       "dimension, got ")
+           << getRstd().getType();
+  if (!(getEps().convertToDouble() > 0))
+    return emitOpError("eps must be > 0");
+  return success();
+}
+
 LogicalResult BatchNormOp::verify() {
   return checkChannels(*this, getX().getType(), getWeight().getType(),
                        getEps().convertToDouble());

@@ -396,6 +396,26 @@ def Dtcrt_LayerNormGradOp : Dtcrt_Call<"layer_norm_grad", (ins Dtcrt_In:$x,
     Dtcrt_In:$dy, Dtcrt_In:$mean, Dtcrt_In:$rstd, Dtcrt_In:$weight,
     Dtcrt_Out:$dx, Dtcrt_Out:$dweight, Dtcrt_Out:$dbias, I64:$rows, I64:$d),
     "the gradient of layer normalization">;
+def Dtcrt_RmsNormOp : Dtcrt_Call<"rms_norm", (ins Dtcrt_In:$x, Dtcrt_In:$weight,
+    Dtcrt_Out:$y, Dtcrt_Out:$rstd, I64:$rows, I64:$d, F32:$eps),
+    "RMS normalization of each row of x [rows, d]"> {
+  let description = [{
+    torch.nn.RMSNorm over the last dimension of each row of x [rows, d]: y
+    = x rstd weight, rstd = 1 / sqrt(mean(x^2) + eps), rstd [rows] kept for
+    the gradient. A row's sum of squares is taken as layerNorm's sums are
+    (the same floats at any --threads).
+  }];
+}
+def Dtcrt_RmsNormGradOp : Dtcrt_Call<"rms_norm_grad", (ins Dtcrt_In:$x,
+    Dtcrt_In:$dy, Dtcrt_In:$rstd, Dtcrt_In:$weight, Dtcrt_Out:$dx,
+    Dtcrt_Out:$dweight, I64:$rows, I64:$d),
+    "the gradient of RMS normalization"> {
+  let description = [{
+    dx = rstd (g - xhat mean(g xhat)) for g = dy weight, xhat = x rstd;
+    dweight = the sum over the rows of dy xhat (in row blocks, added in
+    block order: the same at any --threads).
+  }];
+}
 def Dtcrt_BatchNormOp : Dtcrt_Call<"batch_norm", (ins Dtcrt_In:$x, Dtcrt_In:$weight,
     Dtcrt_In:$bias, Dtcrt_Out:$y, Dtcrt_Out:$mean, Dtcrt_Out:$var, I64:$n,
     I64:$channels, I64:$inner, F32:$eps, I1:$relu, I64:$lanes),

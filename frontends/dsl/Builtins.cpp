@@ -420,6 +420,42 @@ Value Gen::genLayerNorm(const Expr &e, llvm::StringRef assignedName) {
 /// embedding(ids, num_embeddings, embedding_dim, init=normal(0, 1)):
 /// torch.nn.Embedding, the rows of `<name>.weight` [num, dim] at the i32
 /// ids (any shape), N(0, 1) as PyTorch initializes it.
+/// name = rms_norm(x, eps=1e-6): torch.nn.RMSNorm(D, eps) over the last
+/// dimension, its parameter name.weight (ones) [D], as LLaMA's RMSNorm.
+Value Gen::genRmsNorm(const Expr &e, llvm::StringRef assignedName) {
+  if (assignedName.empty()) {
+    error(e.loc) << "rms_norm() must be assigned to a name (the name of its "
+                    "parameter), as in 'norm = rms_norm(x)'";
+    return {};
+  }
+  if (!checkCall(e))
+    return {};
+  const Expr *xe = arg(e, "x", true);
+  Value x = xe ? requireF32(*xe, "the input of rms_norm()") : Value();
+  if (!x)
+    return {};
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() < 2 || ShapedType::isDynamic(xt.getShape().back())) {
+    error(xe->loc) << "rms_norm() normalizes the last dimension of an input "
+                      "[B, ..., D], got "
+                   << shape::str(xt);
+    return {};
+  }
+  auto eps = epsOf(e, 1, 1e-6);
+  if (!eps)
+    return {};
+  auto f32 = b.getF32Type();
+  auto pt = RankedTensorType::get({xt.getShape().back()}, f32);
+  Value w = declareParam(assignedName.str() + ".weight", e.loc, pt,
+                         InitKind::Constant, 1, 0);
+  if (!w)
+    return {};
+  auto st = RankedTensorType::get(xt.getShape().drop_back(), f32);
+  auto rms =
+      RmsNormOp::create(b, loc(e.loc), xt, st, x, w, b.getF64FloatAttr(*eps));
+  return rms.getResult();
+}
+
 Value Gen::genEmbedding(const Expr &e, llvm::StringRef assignedName) {
   if (assignedName.empty()) {
     error(e.loc) << "embedding() must be assigned to a name (the name of its "
@@ -1062,6 +1098,11 @@ std::vector<Builtin> makeBuiltins() {
        "`torch.nn.LayerNorm(D)` over the last dimension: parameters "
        "`name.weight` (ones), `name.bias` (zeros), `[D]`",
        layer(&Gen::genLayerNorm)},
+      {"rms_norm",
+       {x, {"eps", "1e-6"}},
+       "`torch.nn.RMSNorm(D)` over the last dimension (LLaMA's): `x / "
+       "sqrt(mean(x^2) + eps) * weight`, parameter `name.weight` (ones) `[D]`",
+       layer(&Gen::genRmsNorm)},
       {"embedding",
        {{"ids"},
         {"num_embeddings"},
@@ -1074,6 +1115,11 @@ std::vector<Builtin> makeBuiltins() {
       {"relu", {x}, elementwise, unary<ReluOp>()},
       {"tanh", {x}, elementwise, unary<TanhOp>()},
       {"sigmoid", {x}, elementwise, unary<SigmoidOp>()},
+      {"silu",
+       {x},
+       "`F.silu` (swish): `x * sigmoid(x)`; LLaMA's feed-forward is "
+       "`silu(linear(x, h)) * linear(x, h)` (SwiGLU)",
+       unary<SiluOp>()},
       {"gelu",
        {x, {"approximate", "\"none\""}},
        "`F.gelu`: exact (erf), or GPT-2's tanh form with "

@@ -108,6 +108,7 @@ public:
   Value genDropout(const Expr &e);
   Value genBatchNorm(const Expr &e, llvm::StringRef assignedName);
   Value genLayerNorm(const Expr &e, llvm::StringRef assignedName);
+  Value genRmsNorm(const Expr &e, llvm::StringRef assignedName);
   Value genEmbedding(const Expr &e, llvm::StringRef assignedName);
   Value genAttention(const Expr &e);
   std::optional<double> epsOf(const Expr &call, size_t pos, double dflt);

@@ -103,6 +103,14 @@ std::string geluTanhDeriv(const std::string &x) {
          x + ")";
 }
 
+/// SiLU's derivative at x: s (1 + x (1 - s)), s = sigmoid(x) (in a lambda:
+/// one C++ expression).
+std::string siluDeriv(const std::string &x) {
+  return "[](float x) { const float s = 1.0f / (1.0f + expf(-x)); return s * "
+         "(1.0f + x * (1.0f - s)); }(" +
+         x + ")";
+}
+
 /// The scalar C++ expression of an elementwise op over operand expressions.
 std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
   return llvm::TypeSwitch<Operation *, std::string>(op)
@@ -114,6 +122,7 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
       .Case([&](ReluOp) { return x[0] + " > 0.0f ? " + x[0] + " : 0.0f"; })
       .Case([&](TanhOp) { return "tanhf(" + x[0] + ")"; })
       .Case([&](SigmoidOp) { return "1.0f / (1.0f + expf(-" + x[0] + "))"; })
+      .Case([&](SiluOp) { return x[0] + " / (1.0f + expf(-" + x[0] + "))"; })
       .Case([&](GeluOp) {
         return "0.5f * " + x[0] + " * (1.0f + erff(" + x[0] +
                " * 0.70710678118654752f))";
@@ -133,6 +142,7 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> x) {
       .Case([&](SqrtOp) { return "sqrtf(" + x[0] + ")"; })
       .Case([&](ReluGradOp) { return x[0] + " > 0.0f ? " + x[1] + " : 0.0f"; })
       .Case([&](GeluGradOp) { return x[1] + " * " + geluDeriv(x[0]); })
+      .Case([&](SiluGradOp) { return x[1] + " * " + siluDeriv(x[0]); })
       .Case([&](GeluTanhGradOp) { return x[1] + " * " + geluTanhDeriv(x[0]); })
       .Case([&](GeluDerivOp) { return geluDeriv(x[0]); })
       .Case([&](GeluTanhDerivOp) { return geluTanhDeriv(x[0]); })

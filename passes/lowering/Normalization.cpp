@@ -97,6 +97,27 @@ void dtc::lowering::populateNormalizationLowerings(LoweringTable &t) {
         l.ptr(op.getRstd()), l.ptr(op.getWeight()), dx, dw, db, rows, d);
     return success();
   });
+  // RMS norm: x [..., D] as [rows, D].
+  t.add<RmsNormOp>([](RmsNormOp op, Lowering &l) {
+    auto s = op.getX().getType().getShape();
+    Value rows = l.size(s, 0, s.size() - 1), d = l.i64(s.back());
+    Value eps = l.f32(float(op.getEps().convertToDouble()));
+    Value y = l.resultBuffer(op, 0);
+    Value rstd = l.resultBuffer(op, 1);
+    dtcrt::RmsNormOp::create(l.b, l.loc, l.ptr(op.getX()),
+                             l.ptr(op.getWeight()), y, rstd, rows, d, eps);
+    return success();
+  });
+  t.add<RmsNormGradOp>([](RmsNormGradOp op, Lowering &l) {
+    auto s = op.getX().getType().getShape();
+    Value rows = l.size(s, 0, s.size() - 1), d = l.i64(s.back());
+    Value dx = l.resultBuffer(op, 0);
+    Value dw = l.resultBuffer(op, 1);
+    dtcrt::RmsNormGradOp::create(l.b, l.loc, l.ptr(op.getX()),
+                                 l.ptr(op.getDy()), l.ptr(op.getRstd()),
+                                 l.ptr(op.getWeight()), dx, dw, rows, d);
+    return success();
+  });
   // The buffers are updated where they live, in the persistent block.
   t.add<UpdateRunningStatsOp>([](UpdateRunningStatsOp op, Lowering &l) {
     Value rm = l.persistent(l.placement(op.getRunningMean()).getOffset());

@@ -982,6 +982,59 @@ TEST_P(LayerNormTest, MatchesTheReferenceAtAnyThreadCount) {
   }
 }
 
+// RMS norm against a double-precision reference of torch.nn.RMSNorm's
+// formulas (x / sqrt(mean(x^2) + eps) * weight), and the same bits at any
+// --threads (rows over several blocks, in tiles of four and alone; widths
+// with a tail, a lone vector of 8 and whole pairs of vectors).
+class RmsNormTest : public ::testing::TestWithParam<int64_t> {};
+INSTANTIATE_TEST_SUITE_P(Widths, RmsNormTest, ::testing::Values(37, 24, 128, 5));
+TEST_P(RmsNormTest, MatchesTheReferenceAtAnyThreadCount) {
+  const int64_t rows = 70, d = GetParam();
+  const size_t T = size_t(rows * d), R = size_t(rows), D = size_t(d);
+  const auto x = randomVec(T, 51, -3, 5), dy = randomVec(T, 52), w = randomVec(D, 53);
+  const float eps = 1e-6f;
+  std::vector<double> ry(T), rdx(T), rdw(D, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double q = 0;
+    for (int64_t i = 0; i < d; ++i)
+      q += double(x[size_t(r * d + i)]) * x[size_t(r * d + i)];
+    const double is = 1 / std::sqrt(q / double(d) + eps);
+    double mgx = 0;
+    for (int64_t i = 0; i < d; ++i) {
+      const size_t at = size_t(r * d + i);
+      const double xh = x[at] * is, g = double(dy[at]) * w[size_t(i)];
+      ry[at] = xh * w[size_t(i)];
+      mgx += g * xh / double(d);
+      rdw[size_t(i)] += dy[at] * xh;
+    }
+    for (int64_t i = 0; i < d; ++i) {
+      const size_t at = size_t(r * d + i);
+      rdx[at] = is * (double(dy[at]) * w[size_t(i)] - x[at] * is * mgx);
+    }
+  }
+  std::vector<float> first;
+  for (int threads : {1, 3}) {
+    KernelThreads t(threads);
+    std::vector<float> y(T), rstd(R), dx(T), dw(D);
+    kern::rmsNorm(kHost, x.data(), w.data(), y.data(), rstd.data(), rows, d, eps);
+    kern::rmsNormGrad(kHost, x.data(), dy.data(), rstd.data(), w.data(), dx.data(), dw.data(),
+                      rows, d);
+    for (size_t i = 0; i < T; ++i) {
+      ASSERT_NEAR(y[i], ry[i], 2e-5) << "y " << i;
+      ASSERT_NEAR(dx[i], rdx[i], 2e-5) << "dx " << i;
+    }
+    for (size_t i = 0; i < D; ++i)
+      ASSERT_NEAR(dw[i], rdw[i], 1e-4) << "dweight " << i;
+    std::vector<float> all(y);
+    for (auto *v : {&rstd, &dx, &dw})
+      all.insert(all.end(), v->begin(), v->end());
+    if (first.empty())
+      first = all;
+    else
+      EXPECT_EQ(all, first) << "--threads " << threads;
+  }
+}
+
 TEST(BatchNorm, GradientMatchesFiniteDifferences) {
   const int64_t n = 4, C = 2, inner = 3;
   const size_t T = size_t(n * C * inner);

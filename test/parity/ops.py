@@ -50,6 +50,10 @@ def cases():
         c[op] = ({"a": rnd((3, 5))}, f"{op}(a)", lambda p, tf=tf: tf(p["a"]))
     c["gelu_tanh"] = ({"a": rnd((8, 25)) * 2}, 'gelu(a, approximate="tanh")',
                       lambda p: F.gelu(p["a"], approximate="tanh"))
+    c["silu"] = ({"a": rnd((8, 25)) * 2}, "silu(a)", lambda p: F.silu(p["a"]))
+    # LLaMA's SwiGLU feed-forward: silu(gate) * up.
+    c["swiglu"] = ({"a": rnd((6, 9)), "b": rnd((6, 9))}, "silu(a) * b",
+                   lambda p: F.silu(p["a"]) * p["b"])
     c["log"] = ({"a": pos((4, 3))}, "log(a)", lambda p: torch.log(p["a"]))
     c["sqrt"] = ({"a": pos((4, 3))}, "sqrt(a)", lambda p: torch.sqrt(p["a"]))
     for op, sym, tf in [("add", "+", torch.add), ("sub", "-", torch.sub),
@@ -87,6 +91,15 @@ def cases():
     c["layer_norm_rows_eps"] = ({"a": rnd((70, 67)) * 3 + 1, "o.weight": rnd((67,)), "o.bias": rnd((67,))},
                                 "layer_norm(a, eps=1e-3)",
                                 lambda p: F.layer_norm(p["a"], (67,), p["o.weight"], p["o.bias"], 1e-3))
+    # torch.nn.RMSNorm's formula (torch 1.13 has no module):
+    # x * rsqrt(mean(x^2) + eps) * weight, `o = rms_norm(...)` declaring
+    # o.weight [D] (random here).
+    rms = lambda x, w, eps: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+    c["rms_norm"] = ({"a": rnd((2, 3, 8)), "o.weight": rnd((8,))},
+                     "rms_norm(a)", lambda p: rms(p["a"], p["o.weight"], 1e-6))
+    c["rms_norm_rows_eps"] = ({"a": rnd((70, 67)) * 3 + 1, "o.weight": rnd((67,))},
+                              "rms_norm(a, eps=1e-3)",
+                              lambda p: rms(p["a"], p["o.weight"], 1e-3))
     # split (torch.chunk) and concat (torch.cat); statements before o's
     # value go on lines of their own. One piece unused: its gradient is 0.
     c["split_concat"] = ({"a": rnd((2, 6, 4))},

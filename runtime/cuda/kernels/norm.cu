@@ -172,6 +172,49 @@ __global__ void layerNormParamGradKernel(const float *x, const float *dy, const 
   }
 }
 
+// RMS normalization: one block per row (blockIdx.x) of x [rows, d].
+__global__ void rmsNormKernel(const float *x, const float *weight, float *y, float *rstd,
+                              int64_t d, float eps) {
+  __shared__ double sm[32];
+  const float *xr = x + int64_t(blockIdx.x) * d;
+  float q = 0;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+    q += xr[i] * xr[i];
+  const float is = rsqrtf(float(blockSumAll(q, sm) / double(d)) + eps);
+  if (threadIdx.x == 0)
+    rstd[blockIdx.x] = is;
+  float *yr = y + int64_t(blockIdx.x) * d;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+    yr[i] = xr[i] * is * weight[i];
+}
+
+// dx of one row per block.
+__global__ void rmsNormGradKernel(const float *x, const float *dy, const float *rstd,
+                                  const float *weight, float *dx, int64_t d) {
+  __shared__ double sm[32];
+  const int64_t at = int64_t(blockIdx.x) * d;
+  const float is = rstd[blockIdx.x];
+  float a = 0;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+    a += dy[at + i] * weight[i] * (x[at + i] * is);
+  const float mgx = float(blockSumAll(a, sm) / double(d));
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+    dx[at + i] = is * (dy[at + i] * weight[i] - x[at + i] * is * mgx);
+}
+
+// dweight of one column per block (blockIdx.x), over every row.
+__global__ void rmsNormWeightGradKernel(const float *x, const float *dy, const float *rstd,
+                                        float *dweight, int64_t rows, int64_t d) {
+  __shared__ double sm[32];
+  const int64_t i = blockIdx.x;
+  float a = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
+    a += dy[r * d + i] * (x[r * d + i] * rstd[r]);
+  const double dw = blockSumAll(a, sm);
+  if (threadIdx.x == 0)
+    dweight[i] = float(dw);
+}
+
 __global__ void updateRunningStatsKernel(const float *mean, const float *var, float *runningMean,
                                          float *runningVar, int64_t *numBatchesTracked,
                                          int64_t channels, float unbias, float momentum) {
@@ -229,6 +272,26 @@ void layerNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, 
   layerNormParamGradKernel<<<unsigned(d), kThreads, 0, c.stream>>>(x, dy, mean, rstd, dweight,
                                                                    dbias, rows, d);
   checkLaunch("layerNormGrad (weight, bias)");
+}
+
+void rmsNorm(const rt::DeviceContext &c, const float *x, const float *weight, float *y,
+             float *rstd, int64_t rows, int64_t d, float eps) {
+  if (rows <= 0 || d <= 0)
+    return;
+  rmsNormKernel<<<unsigned(rows), kThreads, 0, c.stream>>>(x, weight, y, rstd, d, eps);
+  checkLaunch("rmsNorm");
+}
+
+void rmsNormGrad(const rt::DeviceContext &c, const float *x, const float *dy, const float *rstd,
+                 const float *weight, float *dx, float *dweight, int64_t rows, int64_t d) {
+  if (d <= 0)
+    return;
+  if (rows > 0) {
+    rmsNormGradKernel<<<unsigned(rows), kThreads, 0, c.stream>>>(x, dy, rstd, weight, dx, d);
+    checkLaunch("rmsNormGrad");
+  }
+  rmsNormWeightGradKernel<<<unsigned(d), kThreads, 0, c.stream>>>(x, dy, rstd, dweight, rows, d);
+  checkLaunch("rmsNormGrad (weight)");
 }
 
 void batchNormInference(const rt::DeviceContext &c, const float *x, const float *weight,

@@ -1065,6 +1065,101 @@ void layerNormGradRows(const float *x, const float *dy, const float *mean, const
   for (; r < r1; ++r)
     layerNormGradTile<1>(x, dy, mean, rstd, weight, dx, db, dw, r, d);
 }
+
+// Rows [r, r + R) of rmsNorm: the sums of squares as layerNorm's (rowSums).
+template <int R>
+[[gnu::always_inline]] inline void rmsNormTile(const float *x, const float *weight, float *y,
+                                               float *rstd, int64_t r, int64_t d, float eps) {
+  const float *xr = x + r * d;
+  float q[R], is[R];
+  rowSums<R>(
+      d,
+      [&](int rr, int64_t i) DTC_SIMD_INLINE {
+        const v8 v = load8(xr + rr * d + i);
+        return v * v;
+      },
+      [&](int rr, int64_t i) DTC_SIMD_INLINE { return xr[rr * d + i] * xr[rr * d + i]; }, q);
+#pragma GCC unroll 4
+  for (int rr = 0; rr < R; ++rr) {
+    is[rr] = 1.0f / std::sqrt(q[rr] / float(d) + eps);
+    rstd[r + rr] = is[rr];
+  }
+  const int64_t d8 = d / 8 * 8;
+  for (int64_t i = 0; i < d8; i += 8) {
+    const v8 w = load8(weight + i);
+#pragma GCC unroll 4
+    for (int rr = 0; rr < R; ++rr)
+      store8(y + (r + rr) * d + i, load8(xr + rr * d + i) * is[rr] * w);
+  }
+  for (int rr = 0; rr < R; ++rr)
+    for (int64_t i = d8; i < d; ++i)
+      y[(r + rr) * d + i] = xr[rr * d + i] * is[rr] * weight[i];
+}
+
+DTC_SIMD_CLONES
+void rmsNormRows(const float *x, const float *weight, float *y, float *rstd, int64_t r0,
+                 int64_t r1, int64_t d, float eps) {
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4)
+    rmsNormTile<4>(x, weight, y, rstd, r, d, eps);
+  for (; r < r1; ++r)
+    rmsNormTile<1>(x, weight, y, rstd, r, d, eps);
+}
+
+// Rows [r, r + R) of rmsNormGrad: dx, and their dy xhat added to dw in row
+// order.
+template <int R>
+[[gnu::always_inline]] inline void rmsNormGradTile(const float *x, const float *dy,
+                                                   const float *rstd, const float *weight,
+                                                   float *dx, float *__restrict dw, int64_t r,
+                                                   int64_t d) {
+  const float *xr = x + r * d, *gr = dy + r * d;
+  float is[R], mgx[R];
+#pragma GCC unroll 4
+  for (int rr = 0; rr < R; ++rr)
+    is[rr] = rstd[r + rr];
+  // The mean of g xhat, g = dy weight, xhat = x rstd.
+  rowSums<R>(
+      d,
+      [&](int rr, int64_t i) DTC_SIMD_INLINE {
+        return load8(gr + rr * d + i) * load8(weight + i) * (load8(xr + rr * d + i) * is[rr]);
+      },
+      [&](int rr, int64_t i) DTC_SIMD_INLINE {
+        return gr[rr * d + i] * weight[i] * (xr[rr * d + i] * is[rr]);
+      },
+      mgx);
+#pragma GCC unroll 4
+  for (int rr = 0; rr < R; ++rr)
+    mgx[rr] /= float(d);
+  const int64_t d8 = d / 8 * 8;
+  for (int64_t i = 0; i < d8; i += 8) {
+    const v8 w = load8(weight + i);
+    v8 sw = load8(dw + i);
+#pragma GCC unroll 4
+    for (int rr = 0; rr < R; ++rr) {
+      const v8 g = load8(gr + rr * d + i), xh = load8(xr + rr * d + i) * is[rr];
+      store8(dx + (r + rr) * d + i, is[rr] * (g * w - xh * mgx[rr]));
+      sw += g * xh;
+    }
+    store8(dw + i, sw);
+  }
+  for (int rr = 0; rr < R; ++rr)
+    for (int64_t i = d8; i < d; ++i) {
+      const float xh = xr[rr * d + i] * is[rr];
+      dx[(r + rr) * d + i] = is[rr] * (gr[rr * d + i] * weight[i] - xh * mgx[rr]);
+      dw[i] += gr[rr * d + i] * xh;
+    }
+}
+
+DTC_SIMD_CLONES
+void rmsNormGradRows(const float *x, const float *dy, const float *rstd, const float *weight,
+                     float *dx, float *__restrict dw, int64_t r0, int64_t r1, int64_t d) {
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4)
+    rmsNormGradTile<4>(x, dy, rstd, weight, dx, dw, r, d);
+  for (; r < r1; ++r)
+    rmsNormGradTile<1>(x, dy, rstd, weight, dx, dw, r, d);
+}
 } // namespace
 
 void layerNorm(const rt::HostContext &, const float *x, const float *weight, const float *bias,
@@ -1094,6 +1189,31 @@ void layerNormGrad(const rt::HostContext &, const float *x, const float *dy, con
     dbias[i] = float(total[i]);
     dweight[i] = float(total[d + i]);
   }
+}
+
+void rmsNorm(const rt::HostContext &, const float *x, const float *weight, float *y,
+             float *rstd, int64_t rows, int64_t d, float eps) {
+  overRowBlocks(rows, d, [&](int64_t, int64_t r0, int64_t r1) {
+    rmsNormRows(x, weight, y, rstd, r0, r1, d, eps);
+  });
+}
+
+void rmsNormGrad(const rt::HostContext &, const float *x, const float *dy, const float *rstd,
+                 const float *weight, float *dx, float *dweight, int64_t rows, int64_t d) {
+  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+  std::vector<double> &table = runTable(size_t((blocks + 1) * d));
+  overRowBlocks(rows, d, [&](int64_t block, int64_t r0, int64_t r1) {
+    thread_local std::vector<float> acc;
+    acc.assign(size_t(d), 0.0f);
+    rmsNormGradRows(x, dy, rstd, weight, dx, acc.data(), r0, r1, d);
+    double *slot = &table[size_t(block * d)];
+    for (int64_t i = 0; i < d; ++i)
+      slot[i] = double(acc[size_t(i)]);
+  });
+  double *total = &table[size_t(blocks * d)];
+  blockSums(table, blocks, d, 1, total);
+  for (int64_t i = 0; i < d; ++i)
+    dweight[i] = float(total[i]);
 }
 
 void updateRunningStats(const rt::HostContext &, const float *mean, const float *var,
