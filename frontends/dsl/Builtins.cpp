@@ -363,10 +363,10 @@ static std::string shortNumber(double v) {
 /// `name.num_batches_tracked` (int64), as the torch module has them.
 /// A normalization's `eps` (argument `pos` or the keyword), > 0; `dflt`
 /// when absent.
-std::optional<double> Gen::epsOf(const Expr &call, size_t pos, double dflt) {
-  const Expr *ee = arg(call, pos, "eps", false);
+std::optional<double> Gen::epsOf(const Expr &call) {
+  const Expr *ee = arg(call, "eps", false);
   if (!ee)
-    return dflt;
+    return defaultOf(call, "eps");
   auto v = number(*ee, "the eps of " + call.text + "()");
   if (!v)
     return std::nullopt;
@@ -400,7 +400,7 @@ Value Gen::genLayerNorm(const Expr &e, llvm::StringRef assignedName) {
                    << shape::str(xt);
     return {};
   }
-  auto eps = epsOf(e, 1, 1e-5);
+  auto eps = epsOf(e);
   if (!eps)
     return {};
   auto f32 = b.getF32Type();
@@ -441,7 +441,7 @@ Value Gen::genRmsNorm(const Expr &e, llvm::StringRef assignedName) {
                    << shape::str(xt);
     return {};
   }
-  auto eps = epsOf(e, 1, 1e-6);
+  auto eps = epsOf(e);
   if (!eps)
     return {};
   auto f32 = b.getF32Type();
@@ -565,7 +565,7 @@ Value Gen::genBatchNorm(const Expr &e, llvm::StringRef assignedName) {
   Value x = xe ? requireF32(*xe, "the input of batch_norm()") : Value();
   if (!x)
     return {};
-  double momentum = 0.1, eps = 1e-5;
+  double momentum = defaultOf(e, "momentum"), eps = 0;
   if (const Expr *me = arg(e, "momentum", false)) {
     auto v = number(*me, "the momentum of batch_norm()");
     if (!v)
@@ -577,7 +577,7 @@ Value Gen::genBatchNorm(const Expr &e, llvm::StringRef assignedName) {
     }
     momentum = *v;
   }
-  if (auto v = epsOf(e, 2, eps))
+  if (auto v = epsOf(e))
     eps = *v;
   else
     return {};
@@ -622,7 +622,7 @@ Value Gen::genDropout(const Expr &e) {
   Value x = xe ? requireF32(*xe, "the input of dropout()") : Value();
   if (!x)
     return {};
-  double p = 0.5;
+  double p = defaultOf(e, "p");
   if (const Expr *pe = arg(e, "p", false)) {
     auto v = number(*pe, "the dropout probability p");
     if (!v)
@@ -652,7 +652,7 @@ Value Gen::genReduce(const Expr &e, llvm::StringRef kind) {
   auto xt = cast<RankedTensorType>(x.getType());
   SmallVector<int64_t> axes;
   if (arg(e, "axis", false)) {
-    auto ax = axisOf(e, 1, xt.getRank(), std::nullopt);
+    auto ax = axisOf(e, xt.getRank());
     if (!ax)
       return {};
     axes.push_back(*ax);
@@ -703,7 +703,7 @@ SmallVector<Value> Gen::genSplit(const Expr &e, size_t names) {
   if (!chunks)
     return {};
   auto xt = cast<RankedTensorType>(x.getType());
-  auto ax = axisOf(e, 2, xt.getRank(), -1);
+  auto ax = axisOf(e, xt.getRank());
   if (!ax)
     return {};
   if (size_t(*chunks) != names) {
@@ -749,8 +749,7 @@ Value Gen::genConcat(const Expr &e) {
       return {};
     inputs.push_back(v);
   }
-  auto ax =
-      axisOf(e, 1, cast<RankedTensorType>(inputs[0].getType()).getRank(), -1);
+  auto ax = axisOf(e, cast<RankedTensorType>(inputs[0].getType()).getRank());
   if (!ax)
     return {};
   Location at = loc(e.loc);
@@ -884,7 +883,7 @@ Value Gen::genSoftmax(const Expr &e) {
   Value x = xe ? requireF32(*xe, "the input of " + f + "()") : Value();
   if (!x)
     return {};
-  auto ax = axisOf(e, 1, cast<RankedTensorType>(x.getType()).getRank(), -1);
+  auto ax = axisOf(e, cast<RankedTensorType>(x.getType()).getRank());
   if (!ax)
     return {};
   if (f == "softmax")
@@ -947,7 +946,7 @@ Value Gen::genClassLoss(const Expr &e) {
   Location at = loc(e.loc);
   if (!checkCall(e))
     return {};
-  int64_t ignore = -100; // torch's default
+  int64_t ignore = int64_t(defaultOf(e, "ignore_index"));
   if (const Expr *ig = arg(e, "ignore_index", false)) {
     auto v = integer(*ig, "ignore_index", INT32_MIN);
     if (!v)
@@ -1298,6 +1297,17 @@ bool Gen::checkCall(const Expr &call) {
   for (const BuiltinParam &p : builtin->params)
     keywords.push_back(p.name);
   return checkArgs(call, builtin->maxPositional(), keywords);
+}
+
+double Gen::defaultOf(const Expr &call, llvm::StringRef param) {
+  const Builtin *builtin = findBuiltin(call.text);
+  int i = builtin ? builtin->index(param) : -1;
+  double v = 0;
+  [[maybe_unused]] bool bad =
+      i < 0 || !builtin->params[size_t(i)].dflt ||
+      llvm::StringRef(builtin->params[size_t(i)].dflt).getAsDouble(v);
+  assert(!bad && "the registry gives this parameter a numeric default");
+  return v;
 }
 
 const Expr *Gen::arg(const Expr &call, llvm::StringRef name, bool required) {

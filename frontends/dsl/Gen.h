@@ -111,7 +111,11 @@ public:
   Value genRmsNorm(const Expr &e, llvm::StringRef assignedName);
   Value genEmbedding(const Expr &e, llvm::StringRef assignedName);
   Value genAttention(const Expr &e);
-  std::optional<double> epsOf(const Expr &call, size_t pos, double dflt);
+  /// A normalization's `eps` (> 0), its registry default when absent.
+  std::optional<double> epsOf(const Expr &call);
+  /// A builtin parameter's numeric default, from the registry (the one
+  /// place each default is written).
+  double defaultOf(const Expr &call, llvm::StringRef param);
   Value activation(const Expr &call, Value y);
   Value requireF32(const Expr &e, llvm::StringRef what);
   Value requireLabels(const Expr &e);
@@ -139,8 +143,9 @@ public:
   /// An int or a pair [h, w] of ints, each >= min (PyTorch's int or tuple).
   std::optional<std::array<int64_t, 2>>
   pairOf(const Expr &e, llvm::StringRef what, int64_t min);
-  std::optional<int64_t> axisOf(const Expr &call, size_t pos, int64_t rank,
-                                std::optional<int64_t> dflt);
+  /// The call's `axis`, normalized to >= 0; its registry default when
+  /// absent (none: required).
+  std::optional<int64_t> axisOf(const Expr &call, int64_t rank);
   /// A dimension of a rank-`rank` tensor, -rank..rank-1 (negative from the
   /// end, as PyTorch's dims), normalized to >= 0.
   std::optional<int64_t> dimOf(const Expr &e, int64_t rank);

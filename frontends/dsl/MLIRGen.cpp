@@ -452,9 +452,17 @@ std::optional<int64_t> Gen::dimOf(const Expr &e, int64_t rank) {
   return d < 0 ? d + rank : d;
 }
 
-std::optional<int64_t> Gen::axisOf(const Expr &call, size_t pos, int64_t rank,
-                                   std::optional<int64_t> dflt) {
-  const Expr *a = arg(call, pos, "axis", !dflt);
+std::optional<int64_t> Gen::axisOf(const Expr &call, int64_t rank) {
+  // The default is the registry's: an axis, or none (required where it is
+  // asked for).
+  const Builtin *builtin = findBuiltin(call.text);
+  int i = builtin ? builtin->index("axis") : -1;
+  const char *text = i >= 0 ? builtin->params[size_t(i)].dflt : nullptr;
+  int64_t value = 0;
+  std::optional<int64_t> dflt;
+  if (text && !llvm::StringRef(text).getAsInteger(10, value))
+    dflt = value;
+  const Expr *a = arg(call, "axis", !dflt);
   if (!a)
     return dflt ? std::optional<int64_t>(*dflt < 0 ? *dflt + rank : *dflt)
                 : std::nullopt;
