@@ -71,3 +71,51 @@ def fortunes_corpus(path, size):
         with open(path, "wb") as f:
             f.write(bytes(out[:size]))
     return path
+
+
+# The references of the language-model parity tests (gpt.py, llama.py):
+# byte windows, one step's gradients, AdamW steps with warmup + cosine and
+# clipping as the DSL's recipe runs them, and the worst relative error.
+def text_batches(tokens, T, batch):
+    """Window i: tokens i*T .. i*T+T-1, labelled with the token after each
+    (train --shuffle off); `batch` windows a batch."""
+    import torch
+    n = (len(tokens) - 1) // T
+    ids = np.stack([tokens[i * T:i * T + T] for i in range(n)]).astype(np.int64)
+    lab = np.stack([tokens[i * T + 1:i * T + T + 1] for i in range(n)]).astype(np.int64)
+    return [(torch.tensor(ids[j:j + batch]), torch.tensor(lab[j:j + batch]))
+            for j in range(0, n - batch + 1, batch)]
+
+def reference_grads(params, loss_of):
+    """loss_of(p) at params, and every parameter's gradient."""
+    import torch
+    p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    loss = loss_of(p)
+    loss.backward()
+    return loss.item(), {k: v.grad.numpy() for k, v in p.items()}
+
+def reference_adamw(params, step_loss, steps, lr, weight_decay, warmup, decay, min_lr, clip):
+    """`steps` AdamW steps of step_loss(p, s), clip_grad_norm_ to `clip`,
+    LinearLR warmup then CosineAnnealingLR (dtc's cosine schedule): the
+    losses and the final parameters."""
+    import torch
+    p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    opt = torch.optim.AdamW(list(p.values()), lr=lr, weight_decay=weight_decay)
+    S = torch.optim.lr_scheduler
+    warm = S.LinearLR(opt, start_factor=1.0 / warmup, end_factor=1.0, total_iters=warmup - 1)
+    cos = S.CosineAnnealingLR(opt, T_max=decay - warmup, eta_min=min_lr)
+    sched = S.SequentialLR(opt, [warm, cos], milestones=[warmup])
+    losses = []
+    for s in range(steps):
+        opt.zero_grad()
+        loss = step_loss(p, s)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(p.values()), clip)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    return losses, {k: v.detach().numpy() for k, v in p.items()}
+
+def worst(got, want):
+    """The largest error over tensors, relative to 1 + max |want|."""
+    return max(float(np.abs(got[k] - v).max()) / (1 + float(np.abs(v).max())) for k, v in want.items())

@@ -23,7 +23,9 @@ usage: llama.py DTC WORKDIR [--control]"""
 import csv, os, sys, warnings
 import numpy as np
 import torch
-from common import save_safetensors, load_safetensors, compile_model, run, read_losses
+import common
+from common import (save_safetensors, load_safetensors, compile_model, run, read_losses,
+                    text_batches, reference_adamw, worst)
 
 warnings.filterwarnings("ignore", category=UserWarning)  # SequentialLR's
 F = torch.nn.functional
@@ -131,41 +133,17 @@ def forward(p, ids, swap=False, mean=False):
     return F.linear(rms_norm(x, p["norm.weight"], mean=mean), p["output.weight"])
 
 def batches(tokens, batch):
-    n = (len(tokens) - 1) // T
-    ids = np.stack([tokens[i * T:i * T + T] for i in range(n)]).astype(np.int64)
-    lab = np.stack([tokens[i * T + 1:i * T + T + 1] for i in range(n)]).astype(np.int64)
-    return [(torch.tensor(ids[j:j + batch]), torch.tensor(lab[j:j + batch]))
-            for j in range(0, n - batch + 1, batch)]
+    return text_batches(tokens, T, batch)
 
 def loss_of(p, xb, yb, variant):
     return F.cross_entropy(forward(p, xb, **variant).reshape(-1, V), yb.reshape(-1))
 
 def reference_grads(params, data, variant):
-    p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
-    loss = loss_of(p, *data[0], variant)
-    loss.backward()
-    return loss.item(), {k: v.grad.numpy() for k, v in p.items()}
+    return common.reference_grads(params, lambda p: loss_of(p, *data[0], variant))
 
 def reference_train(params, data, variant):
-    p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
-    opt = torch.optim.AdamW(list(p.values()), lr=LR, weight_decay=0.1)
-    S = torch.optim.lr_scheduler
-    warm = S.LinearLR(opt, start_factor=1.0 / WARMUP, end_factor=1.0, total_iters=WARMUP - 1)
-    cos = S.CosineAnnealingLR(opt, T_max=DECAY - WARMUP, eta_min=MIN_LR)
-    sched = S.SequentialLR(opt, [warm, cos], milestones=[WARMUP])
-    losses = []
-    for s in range(STEPS):
-        opt.zero_grad()
-        loss = loss_of(p, *data[s], variant)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(list(p.values()), CLIP)
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-    return losses, {k: v.detach().numpy() for k, v in p.items()}
-
-def worst(got, want):
-    return max(float(np.abs(got[k] - v).max()) / (1 + float(np.abs(v).max())) for k, v in want.items())
+    return reference_adamw(params, lambda p, s: loss_of(p, *data[s], variant), STEPS, LR, 0.1,
+                           WARMUP, DECAY, MIN_LR, CLIP)
 
 def main():
     dtc, work = sys.argv[1:3]
