@@ -381,28 +381,42 @@ std::optional<double> Gen::epsOf(const Expr &call) {
 /// layer_norm(x, eps=1e-5): torch.nn.LayerNorm(x.shape[-1]) over the last
 /// dimension, with parameters `<name>.weight` (ones) and `<name>.bias`
 /// (zeros), [D] each; the same in training and evaluation.
-Value Gen::genLayerNorm(const Expr &e, llvm::StringRef assignedName) {
+/// The input of a normalization over the last dimension (layer_norm,
+/// rms_norm), checked, and its eps; null after an error.
+std::optional<std::pair<Value, double>>
+Gen::rowNormInput(const Expr &e, llvm::StringRef assignedName,
+                  llvm::StringRef what, llvm::StringRef example) {
   if (assignedName.empty()) {
-    error(e.loc) << "layer_norm() must be assigned to a name (the name of its "
-                    "parameters), as in 'ln1 = layer_norm(x)'";
-    return {};
+    error(e.loc) << e.text << "() must be assigned to a name (the name of its "
+                 << what << "), as in '" << example << "'";
+    return std::nullopt;
   }
   if (!checkCall(e))
-    return {};
+    return std::nullopt;
   const Expr *xe = arg(e, "x", true);
-  Value x = xe ? requireF32(*xe, "the input of layer_norm()") : Value();
+  Value x = xe ? requireF32(*xe, "the input of " + e.text + "()") : Value();
   if (!x)
-    return {};
+    return std::nullopt;
   auto xt = cast<RankedTensorType>(x.getType());
   if (xt.getRank() < 2 || ShapedType::isDynamic(xt.getShape().back())) {
-    error(xe->loc) << "layer_norm() normalizes the last dimension of an input "
+    error(xe->loc) << e.text
+                   << "() normalizes the last dimension of an input "
                       "[B, ..., D], got "
                    << shape::str(xt);
-    return {};
+    return std::nullopt;
   }
   auto eps = epsOf(e);
   if (!eps)
+    return std::nullopt;
+  return std::make_pair(x, *eps);
+}
+
+Value Gen::genLayerNorm(const Expr &e, llvm::StringRef assignedName) {
+  auto in = rowNormInput(e, assignedName, "parameters", "ln1 = layer_norm(x)");
+  if (!in)
     return {};
+  auto [x, eps] = *in;
+  auto xt = cast<RankedTensorType>(x.getType());
   auto f32 = b.getF32Type();
   auto pt = RankedTensorType::get({xt.getShape().back()}, f32);
   std::string n = assignedName.str();
@@ -413,7 +427,7 @@ Value Gen::genLayerNorm(const Expr &e, llvm::StringRef assignedName) {
     return {};
   auto st = RankedTensorType::get(xt.getShape().drop_back(), f32);
   auto ln = LayerNormOp::create(b, loc(e.loc), xt, st, st, x, w, bias,
-                                b.getF64FloatAttr(*eps));
+                                b.getF64FloatAttr(eps));
   return ln.getResult();
 }
 
@@ -423,27 +437,11 @@ Value Gen::genLayerNorm(const Expr &e, llvm::StringRef assignedName) {
 /// name = rms_norm(x, eps=1e-6): torch.nn.RMSNorm(D, eps) over the last
 /// dimension, its parameter name.weight (ones) [D], as LLaMA's RMSNorm.
 Value Gen::genRmsNorm(const Expr &e, llvm::StringRef assignedName) {
-  if (assignedName.empty()) {
-    error(e.loc) << "rms_norm() must be assigned to a name (the name of its "
-                    "parameter), as in 'norm = rms_norm(x)'";
+  auto in = rowNormInput(e, assignedName, "parameter", "norm = rms_norm(x)");
+  if (!in)
     return {};
-  }
-  if (!checkCall(e))
-    return {};
-  const Expr *xe = arg(e, "x", true);
-  Value x = xe ? requireF32(*xe, "the input of rms_norm()") : Value();
-  if (!x)
-    return {};
+  auto [x, eps] = *in;
   auto xt = cast<RankedTensorType>(x.getType());
-  if (xt.getRank() < 2 || ShapedType::isDynamic(xt.getShape().back())) {
-    error(xe->loc) << "rms_norm() normalizes the last dimension of an input "
-                      "[B, ..., D], got "
-                   << shape::str(xt);
-    return {};
-  }
-  auto eps = epsOf(e);
-  if (!eps)
-    return {};
   auto f32 = b.getF32Type();
   auto pt = RankedTensorType::get({xt.getShape().back()}, f32);
   Value w = declareParam(assignedName.str() + ".weight", e.loc, pt,
@@ -452,7 +450,7 @@ Value Gen::genRmsNorm(const Expr &e, llvm::StringRef assignedName) {
     return {};
   auto st = RankedTensorType::get(xt.getShape().drop_back(), f32);
   auto rms =
-      RmsNormOp::create(b, loc(e.loc), xt, st, x, w, b.getF64FloatAttr(*eps));
+      RmsNormOp::create(b, loc(e.loc), xt, st, x, w, b.getF64FloatAttr(eps));
   return rms.getResult();
 }
 

@@ -109,6 +109,9 @@ public:
   Value genBatchNorm(const Expr &e, llvm::StringRef assignedName);
   Value genLayerNorm(const Expr &e, llvm::StringRef assignedName);
   Value genRmsNorm(const Expr &e, llvm::StringRef assignedName);
+  std::optional<std::pair<Value, double>>
+  rowNormInput(const Expr &e, llvm::StringRef assignedName,
+               llvm::StringRef what, llvm::StringRef example);
   Value genEmbedding(const Expr &e, llvm::StringRef assignedName);
   Value genAttention(const Expr &e);
   /// A normalization's `eps` (> 0), its registry default when absent.
