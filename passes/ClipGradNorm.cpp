@@ -33,6 +33,10 @@ struct ClipGradNormPass : public dtc::impl::ClipGradNormBase<ClipGradNormPass> {
     func::FuncOp step = steps::trainStep(module, *this);
     if (!step)
       return signalPassFailure();
+    // Sharded (dtc-shard-weight-update): the norm from the shards.
+    SmallVector<ShardUpdateOp> shardUpdates(step.getOps<ShardUpdateOp>());
+    if (!shardUpdates.empty())
+      return clipShards(shardUpdates);
     SmallVector<ApplyGradientOp> updates(step.getOps<ApplyGradientOp>());
     if (updates.empty())
       return;
@@ -69,6 +73,29 @@ struct ClipGradNormPass : public dtc::impl::ClipGradNormBase<ClipGradNormPass> {
     // scales them in place, the same products).
     for (ApplyGradientOp u : updates)
       u.getScaleMutable().assign(coef);
+  }
+
+  /// Each rank sums the squares of its shards (whose padding is zero),
+  /// one all-reduce of that float, numbered after the buckets, adds the
+  /// ranks' sums: the same norm on every rank, summed in another order than
+  /// the replicated step's (within float rounding of it).
+  void clipShards(MutableArrayRef<ShardUpdateOp> updates) {
+    OpBuilder b(updates.front());
+    Location loc = updates.front().getLoc();
+    SmallVector<Value> shards;
+    int64_t id = 0;
+    for (ShardUpdateOp u : updates) {
+      shards.push_back(u.getShard());
+      id = std::max<int64_t>(id, int64_t(u.getBucket()) + 1);
+    }
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    Value part = SumSquaresOp::create(b, loc, scalar, shards);
+    Value sumSq = AllReduceBucketOp::create(b, loc, TypeRange{scalar},
+                                            ValueRange{part}, id)
+                      .getResult(0);
+    Value coef = ClipCoefOp::create(b, loc, scalar, sumSq);
+    for (ShardUpdateOp u : updates)
+      u.getGradScaleMutable().assign(coef);
   }
 };
 

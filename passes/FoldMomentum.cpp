@@ -15,7 +15,7 @@ using namespace dtc;
 namespace {
 /// The buckets, when every collective of @train_step is a planned bucket
 /// whose sums feed one parameter update each; else none.
-std::optional<SmallVector<MomentumBucket>> momentumBuckets(ModuleOp module) {
+std::optional<SmallVector<MirroredBucket>> momentumBuckets(ModuleOp module) {
   auto step = module.lookupSymbol<func::FuncOp>(steps::kTrain);
   if (!step || step.isExternal())
     return std::nullopt;
@@ -24,7 +24,7 @@ std::optional<SmallVector<MomentumBucket>> momentumBuckets(ModuleOp module) {
   for (auto u : step.getOps<ApplyGradientOp>())
     if (u.getScale())
       return std::nullopt;
-  SmallVector<MomentumBucket> buckets;
+  SmallVector<MirroredBucket> buckets;
   llvm::StringSet<> seen;
   DtcDialect *dialect = module->getContext()->getLoadedDialect<DtcDialect>();
   bool ok = true;
@@ -48,28 +48,12 @@ std::optional<SmallVector<MomentumBucket>> momentumBuckets(ModuleOp module) {
         ok = false;
         return;
       }
-    MomentumBucket bucket{op, plan.getCount() * 4, {}};
-    for (auto [grad, param] : llvm::zip(op->getOperands(), updatedParams(op))) {
-      auto def = grad.getDefiningOp();
-      auto offsets =
-          def ? dialect->getOffsetsAttrHelper().getAttr(def) : nullptr;
-      if (!offsets || param.empty()) {
-        ok = false;
-        return;
-      }
-      int64_t at =
-          offsets[cast<OpResult>(grad).getResultNumber()] - plan.getOffset();
-      // Each parameter once, each gradient inside its bucket (hand-written
-      // IR may break either): else no fold.
-      if (!seen.insert(param).second || at < 0 ||
-          at + cast<RankedTensorType>(grad.getType()).getNumElements() * 4 >
-              bucket.bytes) {
-        ok = false;
-        return;
-      }
-      bucket.members.push_back({param, at});
+    std::optional<MirroredBucket> bucket = mirroredBucket(op, seen);
+    if (!bucket) {
+      ok = false;
+      return;
     }
-    buckets.push_back(std::move(bucket));
+    buckets.push_back(std::move(*bucket));
   });
   if (!ok || buckets.empty())
     return std::nullopt;

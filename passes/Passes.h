@@ -7,6 +7,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSet.h"
 #include <optional>
 
 namespace dtc {
@@ -51,6 +52,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       *this, "first-bucket-bytes",
       llvm::cl::desc("Byte cap of the first gradient bucket"),
       llvm::cl::init(kDefaultFirstBucketBytes)};
+  Option<bool> foldMomentum{
+      *this, "fold-momentum",
+      llvm::cl::desc("Fold SGD momentum into the gradient buckets where it "
+                     "applies (dtc-fold-momentum)"),
+      llvm::cl::init(true)};
   Option<bool> overlap{*this, "overlap",
                        llvm::cl::desc("Overlap all-reduces with backward"),
                        llvm::cl::init(true)};
@@ -92,26 +98,51 @@ runningStatsUpdates(BatchNormOp bn) {
   return updates;
 }
 
+/// The module's sharding (`dtc.shard`), or null: replicated.
+ShardAttr shardOf(mlir::ModuleOp module);
+
+/// A gradient bucket's layout in its buffer (dtc-plan-memory's, which
+/// dtc-shard-weight-update sizes its shards by): each gradient's offset in
+/// floats (16-byte aligned), and the bucket's floats; sharded over `ranks`
+/// (> 0), the bucket is padded to `ranks` shards of `shard` floats, a
+/// multiple of 4 (16 bytes), so that every shard is aligned.
+struct BucketLayout {
+  llvm::SmallVector<int64_t> within;
+  int64_t count = 0;
+  int64_t shard = 0; // 0: not sharded
+};
+BucketLayout bucketLayout(mlir::TypeRange grads, int64_t ranks = 0);
+
 /// The module's optimizer (`dtc.optimizer`), or null.
 OptimizerAttr optimizerOf(mlir::ModuleOp module);
 /// Its state buffers per parameter (OptimizerAttr::numStateBuffers; 0
 /// without an optimizer).
 int optimizerStateBuffers(mlir::ModuleOp module);
 
-/// A gradient bucket of @train_step (after dtc-plan-memory's arena plan):
-/// its collective, its size, and each parameter with its gradient's byte
-/// offset within the bucket.
-struct MomentumBucket {
+/// A gradient bucket of @train_step (after dtc-plan-memory's arena plan)
+/// that a region of the persistent block mirrors (folded momentum, a
+/// sharded bucket's parameters): its collective, its size, and each
+/// parameter with its gradient's byte offset within the bucket.
+struct MirroredBucket {
   mlir::Operation *op;
   int64_t bytes;
   llvm::SmallVector<std::pair<llvm::StringRef, int64_t>> members;
 };
+/// The planned bucket of `collective`, or none when a gradient has no
+/// planned place inside it, feeds no single parameter's update, or updates
+/// a parameter in `seen` (which it adds them to).
+std::optional<MirroredBucket> mirroredBucket(mlir::Operation *collective,
+                                             llvm::StringSet<> &seen);
 /// The persistent block's layout (dtc-plan-memory, dtc-fold-momentum): the
-/// parameters in order, then the optimizer state, the momentum of each
-/// `mirrored` bucket in a region laid out like the bucket (its plan's
-/// momentum_offset), every other parameter's state after them. Sets each
-/// dtc.placement and the module's dtc.persistent.
+/// parameters, then the buffers, then the optimizer state. Replicated: the
+/// parameters in order; the momentum of each `momentum` bucket in a region
+/// laid out like the bucket (its plan's momentum_offset), every other
+/// parameter's state after them. Sharded (`sharded`, every parameter in
+/// one): each bucket's parameters laid out like the bucket, padded to its
+/// shards (its plan's param_offset), and this rank's shard of their state
+/// (state_offset). Sets each dtc.placement and the module's dtc.persistent.
 void layoutPersistent(mlir::ModuleOp module, int64_t alignment,
-                      llvm::ArrayRef<MomentumBucket> mirrored);
+                      llvm::ArrayRef<MirroredBucket> momentum,
+                      llvm::ArrayRef<MirroredBucket> sharded = {});
 
 } // namespace dtc

@@ -260,6 +260,31 @@ def OverlapAllReduce : Pass<"dtc-overlap-allreduce", "mlir::ModuleOp"> {
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def ShardWeightUpdate : Pass<"dtc-shard-weight-update", "mlir::ModuleOp"> {
+  let summary = "Sharded data parallelism: reduce-scatter, the update on the shard, all-gather";
+  let description = [{
+    Where the module has `dtc.shard` (dtc --shard, ZeRO's stages; XLA's
+    weight-update sharding), each gradient bucket's all-reduce in
+    `@train_step` becomes a `dtc.reduce_scatter_start`/`_wait` that leaves
+    this rank's part of the summed bucket (the bucket padded to a multiple
+    of the ranks, dtc-plan-memory's layout), its parameters' updates one
+    `dtc.shard_update` of that part (the optimizer state exists for the
+    shard only), and a `dtc.all_gather_start`/`_wait` returns the updated
+    parameters to every rank. Stage 1 (optimizer) reduce-scatters in place:
+    the gradients stay whole. Stage 2 (gradients) reduce-scatters into a
+    shard buffer and waits for bucket k before bucket k + `inflight`'s first
+    gradient is made, so that the bucket's memory returns to the arena
+    during backward. The updates and the gathers' starts follow the last
+    wait in bucket order (each gather overlaps the next bucket's update),
+    the gathers' waits end the step.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+  let options = [
+    Option<"inflight", "inflight", "int64_t", /*default=*/"2",
+           "Stage 2: the reduce-scatters in flight at once (bucket k is waited for before bucket k + inflight's first gradient)">,
+  ];
+}
+
 def AccumulateGradients : Pass<"dtc-accumulate-gradients", "mlir::ModuleOp"> {
   let summary = "Gradient accumulation: @accumulate_step, and @train_step adding its sums";
   let description = [{

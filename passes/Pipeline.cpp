@@ -40,6 +40,8 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     pm.addPass(createBucketAllReduce(buckets));
     if (options.overlap)
       pm.addPass(createOverlapAllReduce());
+    // (Acts where the module has dtc.shard.)
+    pm.addPass(createShardWeightUpdate());
   }
   pm.addPass(createClipGradNorm());
   // (Acts where the module's target has the fused kernel: the CPU's.)
@@ -54,7 +56,8 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   fuse.chains = options.fuse;
   pm.addNestedPass<func::FuncOp>(createFuseElementwise(fuse));
   pm.addPass(createPlanMemory());
-  pm.addPass(createFoldMomentum());
+  if (options.foldMomentum)
+    pm.addPass(createFoldMomentum());
   pm.addPass(createGroupUpdates());
   pm.addPass(createVerifyBackendContract());
 }

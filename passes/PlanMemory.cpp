@@ -23,6 +23,14 @@ OptimizerAttr dtc::optimizerOf(ModuleOp module) {
       .getAttr(module);
 }
 
+ShardAttr dtc::shardOf(ModuleOp module) {
+  ShardAttr shard = module->getContext()
+                        ->getLoadedDialect<DtcDialect>()
+                        ->getShardAttrHelper()
+                        .getAttr(module);
+  return shard && shard.getStage() != ShardStage::None ? shard : ShardAttr();
+}
+
 int dtc::optimizerStateBuffers(ModuleOp module) {
   OptimizerAttr opt = optimizerOf(module);
   return opt ? opt.numStateBuffers() : 0;
@@ -136,9 +144,29 @@ struct Bucket {
   int64_t bytes = 0;
   int64_t offset = -1; // once allocated
   int live = 0;        // members not yet dead
+  int64_t padded = 0;  // a sharded bucket's bytes with its padding
 };
 
 constexpr int64_t kBucketMemberAlign = 16;
+} // namespace
+
+BucketLayout dtc::bucketLayout(TypeRange grads, int64_t ranks) {
+  BucketLayout layout;
+  int64_t bytes = 0;
+  for (Type t : grads) {
+    layout.within.push_back(bytes / 4);
+    bytes += alignTo(bytesOf(t), kBucketMemberAlign);
+  }
+  layout.count = bytes / 4;
+  if (ranks > 0) {
+    const int64_t perShard = kBucketMemberAlign / 4;
+    layout.shard = alignTo((layout.count + ranks - 1) / ranks, perShard);
+    layout.count = layout.shard * ranks;
+  }
+  return layout;
+}
+
+namespace {
 
 struct Plan {
   int64_t perSample = 0, fixed = 0, naivePerSample = 0, naiveFixed = 0;
@@ -168,6 +196,7 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
   SmallVector<Bucket> buckets;
   DenseMap<Value, std::pair<unsigned, int64_t>>
       bucketSlot; // member -> (bucket, offset in it)
+  ShardAttr shard = shardOf(func->getParentOfType<ModuleOp>());
   for (Operation &op : block) {
     ValueRange grads;
     if (auto r = dyn_cast<AllReduceOp>(op))
@@ -176,9 +205,22 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
       grads = bk.getGrads();
     else if (auto st = dyn_cast<AllReduceStartOp>(op))
       grads = st.getGrads();
+    else if (auto rs = dyn_cast<ReduceScatterStartOp>(op))
+      grads = rs.getGrads();
     else
       continue;
     Bucket bucket{&op};
+    // A reduce-scatter's bucket is padded to its shards (bucketLayout).
+    if (auto rs = dyn_cast<ReduceScatterStartOp>(op)) {
+      BucketLayout layout =
+          bucketLayout(grads.getTypes(), shard ? shard.getRanks() : 0);
+      if (!shard || layout.shard != rs.getShard().getType().getNumElements()) {
+        op.emitError("the shard does not fit the bucket's layout for the "
+                     "module's dtc.shard");
+        return std::nullopt;
+      }
+      bucket.padded = layout.count * 4;
+    }
     for (Value g : grads) {
       Value s = storageOf(g);
       auto t = cast<RankedTensorType>(s.getType());
@@ -191,6 +233,7 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
       bucket.bytes += alignTo(bytesOf(t), kBucketMemberAlign);
       ++bucket.live;
     }
+    bucket.bytes = std::max(bucket.bytes, bucket.padded);
     buckets.push_back(bucket);
   }
 
@@ -303,10 +346,15 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
     }
   }
   MLIRContext *ctx = func.getContext();
-  for (Bucket &bucket : buckets)
+  for (Bucket &bucket : buckets) {
+    std::optional<int64_t> shardFloats;
+    if (auto rs = dyn_cast<ReduceScatterStartOp>(bucket.op))
+      shardFloats = rs.getShard().getType().getNumElements();
     dialect->getBucketPlanAttrHelper().setAttr(
-        bucket.op, BucketPlanAttr::get(ctx, bucket.offset, bucket.bytes / 4,
-                                       std::nullopt));
+        bucket.op,
+        BucketPlanAttr::get(ctx, bucket.offset, bucket.bytes / 4, std::nullopt,
+                            shardFloats, std::nullopt, std::nullopt));
+  }
   plan.perSample = batched.peakBytes();
   plan.fixed = fixedRegion.peakBytes();
   dialect->getArenaAttrHelper().setAttr(
@@ -340,18 +388,72 @@ void PlanMemoryPass::runOnOperation() {
                         << " B/sample + " << plan.naiveFixed << " B)";
   }
 
-  layoutPersistent(module, alignment, {});
+  // Sharded: every bucket's parameters laid out like it.
+  SmallVector<MirroredBucket> sharded;
+  if (shardOf(module)) {
+    llvm::StringSet<> seen;
+    bool failed = false;
+    module.walk([&](ReduceScatterStartOp rs) {
+      if (std::optional<MirroredBucket> bucket = mirroredBucket(rs, seen))
+        sharded.push_back(std::move(*bucket));
+      else
+        failed = true;
+    });
+    if (failed ||
+        seen.size() != size_t(llvm::range_size(module.getOps<ParamOp>()))) {
+      module.emitError("sharded training needs every parameter's gradient in "
+                       "a reduce-scattered bucket (dtc-shard-weight-update)");
+      return signalPassFailure();
+    }
+  }
+  layoutPersistent(module, alignment, {}, sharded);
+}
+
+std::optional<MirroredBucket> dtc::mirroredBucket(Operation *op,
+                                                  llvm::StringSet<> &seen) {
+  DtcDialect *dialect = op->getContext()->getLoadedDialect<DtcDialect>();
+  BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(op);
+  if (!plan)
+    return std::nullopt;
+  MirroredBucket bucket{op, plan.getCount() * 4, {}};
+  for (auto [grad, param] : llvm::zip(op->getOperands(), updatedParams(op))) {
+    auto def = grad.getDefiningOp();
+    auto offsets = def ? dialect->getOffsetsAttrHelper().getAttr(def) : nullptr;
+    if (!offsets || param.empty())
+      return std::nullopt;
+    int64_t at =
+        offsets[cast<OpResult>(grad).getResultNumber()] - plan.getOffset();
+    // Each parameter once, each gradient inside its bucket (hand-written
+    // IR may break either).
+    if (!seen.insert(param).second || at < 0 ||
+        at + cast<RankedTensorType>(grad.getType()).getNumElements() * 4 >
+            bucket.bytes)
+      return std::nullopt;
+    bucket.members.push_back({param, at});
+  }
+  return bucket;
 }
 
 void dtc::layoutPersistent(ModuleOp module, int64_t alignment,
-                           ArrayRef<MomentumBucket> mirrored) {
+                           ArrayRef<MirroredBucket> momentum,
+                           ArrayRef<MirroredBucket> sharded) {
   MLIRContext *ctx = module.getContext();
   DtcDialect *dialect = ctx->getLoadedDialect<DtcDialect>();
-  // Parameters first, in order.
+  // Parameters first: each sharded bucket's laid out like it (one
+  // all-gather fills them), then the others in order.
   int64_t offset = 0;
   SmallVector<ParamOp> params(module.getOps<ParamOp>());
   llvm::StringMap<int64_t> paramOffset;
+  SmallVector<int64_t> bucketParams;
+  for (const MirroredBucket &bucket : sharded) {
+    bucketParams.push_back(offset);
+    for (const auto &[param, within] : bucket.members)
+      paramOffset[param] = offset + within;
+    offset = alignTo(offset + bucket.bytes, alignment);
+  }
   for (ParamOp p : params) {
+    if (paramOffset.count(p.getSymName()))
+      continue;
     paramOffset[p.getSymName()] = offset;
     offset = alignTo(offset + bytesOf(p.getType()), alignment);
   }
@@ -365,23 +467,37 @@ void dtc::layoutPersistent(ModuleOp module, int64_t alignment,
     offset = alignTo(offset + bytesOf(buf.getType()), alignment);
   }
   const int64_t bufferBytes = offset - paramBytes;
-  // Then the optimizer state: the momentum regions that mirror buckets, then
-  // each other parameter's state buffers.
+  int states = optimizerStateBuffers(module);
+  // Then the optimizer state: each sharded bucket's shard of it, the
+  // momentum regions that mirror buckets, then each other parameter's state
+  // buffers.
   llvm::StringMap<int64_t> stateOffset;
-  for (const MomentumBucket &bucket : mirrored) {
+  for (auto [bucket, at] : llvm::zip(sharded, bucketParams)) {
     BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(bucket.op);
     dialect->getBucketPlanAttrHelper().setAttr(
         bucket.op,
-        BucketPlanAttr::get(ctx, plan.getOffset(), plan.getCount(), offset));
+        BucketPlanAttr::get(ctx, plan.getOffset(), plan.getCount(),
+                            std::nullopt, plan.getShard(), at, offset));
+    for (const auto &member : bucket.members)
+      stateOffset[member.first] = -1; // in the shard
+    offset =
+        alignTo(offset + states * plan.getShard().value_or(0) * 4, alignment);
+  }
+  for (const MirroredBucket &bucket : momentum) {
+    BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(bucket.op);
+    dialect->getBucketPlanAttrHelper().setAttr(
+        bucket.op,
+        BucketPlanAttr::get(ctx, plan.getOffset(), plan.getCount(), offset,
+                            std::nullopt, std::nullopt, std::nullopt));
     for (const auto &[param, within] : bucket.members)
       stateOffset[param] = offset + within;
     offset = alignTo(offset + bucket.bytes, alignment);
   }
-  int states = optimizerStateBuffers(module);
   for (ParamOp p : params) {
-    int64_t state;
+    std::optional<int64_t> state;
     if (auto it = stateOffset.find(p.getSymName()); it != stateOffset.end()) {
-      state = it->second;
+      if (it->second >= 0)
+        state = it->second;
     } else {
       state = offset;
       offset = alignTo(offset + states * bytesOf(p.getType()), alignment);

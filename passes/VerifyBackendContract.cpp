@@ -69,6 +69,9 @@ struct Checker {
       if (at.getOffset() + bytes > persistent.getParamBytes())
         violation(p) << "parameter '" << p.getSymName()
                      << "' lies outside the parameters of the persistent block";
+      // (Sharded: the state is in the buckets' shards, checked with them.)
+      if (!at.getStateOffset() && shardOf(module))
+        continue;
       if (!at.getStateOffset()) {
         violation(p) << "parameter '" << p.getSymName()
                      << "' has no optimizer state offset";
@@ -169,8 +172,11 @@ struct Checker {
       }
       checkBuffers(&op, arena);
       checkScratch(&op, arena);
-      if (isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(op))
+      if (isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp,
+              ReduceScatterStartOp>(op))
         checkBucket(&op, arena);
+      if (auto rs = dyn_cast<ReduceScatterStartOp>(op))
+        checkShardedBucket(rs);
     }
   }
 
@@ -211,6 +217,35 @@ struct Checker {
       violation(op) << "scratch ends at byte " << at.getInt() + bytes
                     << ", past the arena's fixed region (" << arena.getFixed()
                     << ")";
+  }
+
+  /// A sharded bucket: its ranks' shards make it, its parameters and this
+  /// rank's shard of their state lie in the persistent block.
+  void checkShardedBucket(ReduceScatterStartOp rs) {
+    BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(rs);
+    ModuleOp module = rs->getParentOfType<ModuleOp>();
+    ShardAttr shard = shardOf(module);
+    auto persistent = dialect->getPersistentAttrHelper().getAttr(module);
+    if (!plan || !shard || !persistent) {
+      violation(rs) << "a reduce-scatter needs the module's dtc.shard and a "
+                       "memory plan";
+      return;
+    }
+    int64_t n = rs.getShard().getType().getNumElements();
+    if (plan.getShard() != n || plan.getCount() != n * shard.getRanks() ||
+        !plan.getParamOffset() || !plan.getStateOffset()) {
+      violation(rs) << "the bucket is not planned as " << shard.getRanks()
+                    << " shards of " << n
+                    << " floats with its parameters and state "
+                       "(dtc.bucket_plan; run dtc-plan-memory)";
+      return;
+    }
+    int64_t states = optimizerStateBuffers(module);
+    if (*plan.getParamOffset() + plan.getCount() * 4 >
+            persistent.getParamBytes() ||
+        *plan.getStateOffset() + states * n * 4 > persistent.getBytes())
+      violation(rs) << "the bucket's parameters or its shard of their state "
+                       "lie outside the persistent block";
   }
 
   void checkBucket(Operation *op, ArenaAttr arena) {

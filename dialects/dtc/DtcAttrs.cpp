@@ -242,15 +242,36 @@ PersistentAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult
-BucketPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       int64_t offset, int64_t count,
-                       std::optional<int64_t> momentumOffset) {
+LogicalResult BucketPlanAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t offset, int64_t count,
+    std::optional<int64_t> momentumOffset, std::optional<int64_t> shard,
+    std::optional<int64_t> paramOffset, std::optional<int64_t> stateOffset) {
   if (count < 1)
     return emitError() << "#dtc.bucket_plan: count must be >= 1, got " << count;
-  return nonNegative(
-      emitError, "bucket_plan",
-      {{"offset", offset}, {"momentum_offset", momentumOffset.value_or(0)}});
+  if (shard && (*shard < 1 || count % *shard))
+    return emitError() << "#dtc.bucket_plan: a shard of " << *shard
+                       << " floats does not divide the bucket's " << count;
+  if ((paramOffset || stateOffset) && !shard)
+    return emitError() << "#dtc.bucket_plan: param_offset and state_offset "
+                          "belong to a sharded bucket (with shard)";
+  if (shard && momentumOffset)
+    return emitError() << "#dtc.bucket_plan: a sharded bucket has no folded "
+                          "momentum";
+  return nonNegative(emitError, "bucket_plan",
+                     {{"offset", offset},
+                      {"momentum_offset", momentumOffset.value_or(0)},
+                      {"param_offset", paramOffset.value_or(0)},
+                      {"state_offset", stateOffset.value_or(0)}});
+}
+
+LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                ShardStage stage, int64_t ranks) {
+  // (0: not given yet, the front end's when the recipe names no ranks;
+  // dtc-shard-weight-update needs them.)
+  if (ranks < 0)
+    return emitError() << "#dtc.shard: ranks must be >= 0, got " << ranks;
+  (void)stage;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -291,6 +312,8 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
   if (name == getTargetAttrHelper().getName())
     return expect(isa<TargetAttr>(value), onModule, "#dtc.target",
                   "the module");
+  if (name == getShardAttrHelper().getName())
+    return expect(isa<ShardAttr>(value), onModule, "#dtc.shard", "the module");
   if (name == getRecipeAttrHelper().getName())
     return expect(isa<RecipeAttr>(value), onModule, "#dtc.recipe",
                   "the module");
@@ -399,7 +422,8 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
         "dtc.take_accumulated");
   if (name == getBucketPlanAttrHelper().getName())
     return expect(isa<BucketPlanAttr>(value),
-                  isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp>(op),
+                  isa<AllReduceOp, AllReduceBucketOp, AllReduceStartOp,
+                      ReduceScatterStartOp>(op),
                   "#dtc.bucket_plan", "a gradient collective");
   return op->emitError() << "unknown dtc attribute '" << name << "'";
 }

@@ -83,6 +83,39 @@ def Dtc_TargetAttr : EnumAttr<Dtc_Dialect, Dtc_Target, "target"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Sharded data parallelism
+//===----------------------------------------------------------------------===//
+
+def Dtc_ShardStage : I32EnumAttr<"ShardStage", "what the ranks shard (ZeRO's stages)", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Optimizer", 1, "optimizer">,
+    I32EnumAttrCase<"Gradients", 2, "gradients">,
+    I32EnumAttrCase<"Parameters", 3, "parameters">]> {
+  let cppNamespace = "::dtc";
+  let genSpecializedAttr = 0;
+}
+
+def Dtc_ShardAttr : Dtc_Attr<"Shard", "shard"> {
+  let summary = "Sharded data parallelism: the stage and the world size planned for";
+  let description = [{
+    The module's `dtc.shard`, set by dtc's `--shard` and `--ranks` (or the
+    recipe's `shard` and `ranks`): which of the optimizer state, the
+    gradients and the parameters each of `ranks` ranks holds only its
+    part of (ZeRO's stages 1, 2, 3). dtc-shard-weight-update rewrites the
+    training step for it, and the memory plan sizes every shard for
+    `ranks`; the program refuses to start at another world size.
+
+    ```mlir
+    module attributes {dtc.shard = #dtc.shard<gradients, ranks = 4>} { ... }
+    ```
+  }];
+  let parameters = (ins EnumParameter<Dtc_ShardStage>:$stage,
+                        Dtc_I64Param<"the world size">:$ranks);
+  let assemblyFormat = "`<` $stage `,` struct($ranks) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // The optimizer and the recipe
 //===----------------------------------------------------------------------===//
 
@@ -257,12 +290,24 @@ def Dtc_BucketPlanAttr : Dtc_Attr<"BucketPlan", "bucket_plan"> {
     arena's fixed region and its size in floats; with a folded momentum
     (dtc-fold-momentum), `momentum_offset` is the byte offset in the
     persistent block of the momentum buffers laid out like the bucket, on
-    which the all-reduce then works.
+    which the all-reduce then works. A sharded bucket (`dtc.shard`,
+    dtc-shard-weight-update) is padded to `shard` floats per rank (`count`
+    is `shard` times the ranks); `param_offset` is where its parameters
+    live in the persistent block, laid out like the bucket (FSDP's flat
+    parameter), and `state_offset` where this rank's shard of their
+    optimizer state lives (the state buffers one after the other, `shard`
+    floats each).
   }];
   let parameters = (ins Dtc_I64Param<"byte offset in the fixed region">:$offset,
                         Dtc_I64Param<"size in floats">:$count,
                         OptionalParameter<"std::optional<int64_t>",
-                                          "byte offset of the momentum buffers">:$momentum_offset);
+                                          "byte offset of the momentum buffers">:$momentum_offset,
+                        OptionalParameter<"std::optional<int64_t>",
+                                          "floats of each rank's shard (sharded buckets)">:$shard,
+                        OptionalParameter<"std::optional<int64_t>",
+                                          "byte offset of the bucket's parameters (sharded)">:$param_offset,
+                        OptionalParameter<"std::optional<int64_t>",
+                                          "byte offset of the shard's optimizer state (sharded)">:$state_offset);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -540,7 +540,8 @@ LogicalResult FusedOp::verify() {
 static LogicalResult verifyInPlace(Operation *op, ValueRange grads) {
   for (Value g : grads)
     for (Operation *user : g.getUsers())
-      if (user != op && !isa<AllReduceStartOp, AllReduceWaitOp>(user))
+      if (user != op && !isa<AllReduceStartOp, AllReduceWaitOp,
+                             ReduceScatterStartOp, ReduceScatterWaitOp>(user))
         return op->emitOpError("reduces its operands in place, but one is "
                                "also used by '")
                << user->getName() << "'";
@@ -573,6 +574,61 @@ LogicalResult AllReduceWaitOp::verify() {
                        "start");
   if (getGrads().getTypes() != getResultTypes())
     return emitOpError("result types must match the gradients");
+  return success();
+}
+
+LogicalResult ReduceScatterStartOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  int64_t count = 0;
+  for (Value g : getGrads())
+    count += cast<RankedTensorType>(g.getType()).getNumElements();
+  if (getShard().getType().getNumElements() < 1)
+    return emitOpError("needs a shard of at least one float");
+  if (getShard().getType().getNumElements() > count)
+    return emitOpError("has a shard (")
+           << getShard().getType().getNumElements()
+           << " floats) larger than its bucket (" << count << ")";
+  for (Operation *user : getShard().getUsers())
+    if (!isa<ReduceScatterWaitOp>(user))
+      return emitOpError("shard is written until the wait: only "
+                         "dtc.reduce_scatter_wait may read it, not '")
+             << user->getName() << "'";
+  return verifyInPlace(*this, getGrads());
+}
+
+LogicalResult ReduceScatterWaitOp::verify() {
+  auto start = getRequest().getDefiningOp<ReduceScatterStartOp>();
+  if (!start)
+    return emitOpError("request must come from dtc.reduce_scatter_start");
+  if (!llvm::equal(start.getGrads(), getGrads()) ||
+      start.getBucket() != getBucket() || start.getShard() != getShard())
+    return emitOpError("must wait for the same gradients, shard and bucket as "
+                       "its start");
+  if (getResult().getType() != getShard().getType())
+    return emitOpError("result type must be the shard's");
+  return success();
+}
+
+LogicalResult ShardUpdateOp::verify() {
+  auto wait = getShard().getDefiningOp<ReduceScatterWaitOp>();
+  if (!wait || wait.getBucket() != getBucket())
+    return emitOpError("shard must come from the dtc.reduce_scatter_wait of "
+                       "bucket ")
+           << getBucket();
+  if (getParams().size() != wait.getGrads().size())
+    return emitOpError("updates ")
+           << getParams().size() << " parameters of a bucket of "
+           << wait.getGrads().size() << " gradients";
+  return success();
+}
+
+LogicalResult AllGatherWaitOp::verify() {
+  auto start = getRequest().getDefiningOp<AllGatherStartOp>();
+  if (!start || start.getBucket() != getBucket())
+    return emitOpError("request must come from the dtc.all_gather_start of "
+                       "bucket ")
+           << getBucket();
   return success();
 }
 
@@ -609,6 +665,12 @@ Value AllReduceBucketOp::getTiedOperand(unsigned index) {
 Value AllReduceWaitOp::getTiedOperand(unsigned index) {
   return getGrads()[index];
 }
+// Stage 1: the shard is this rank's part of the bucket's own buffer (whose
+// first gradient stands for it); stage 2: a buffer of its own.
+Value ReduceScatterStartOp::getTiedOperand(unsigned index) {
+  return index == 1 && getInPlace() ? getGrads()[0] : Value();
+}
+Value ReduceScatterWaitOp::getTiedOperand(unsigned) { return getShard(); }
 
 //===----------------------------------------------------------------------===//
 // Gradient collectives and the updates that read their sums
@@ -626,6 +688,18 @@ ResultRange dtc::sumsOf(Operation *collective) {
 
 SmallVector<StringRef> dtc::updatedParams(Operation *collective) {
   SmallVector<StringRef> params;
+  // A reduce-scatter: the parameters of the update of its shard.
+  if (auto start = dyn_cast<ReduceScatterStartOp>(collective)) {
+    for (Operation *user : start.getRequest().getUsers())
+      if (auto wait = dyn_cast<ReduceScatterWaitOp>(user))
+        for (Operation *reader : wait.getResult().getUsers())
+          if (auto update = dyn_cast<ShardUpdateOp>(reader))
+            for (Attribute p : update.getParams())
+              params.push_back(cast<FlatSymbolRefAttr>(p).getValue());
+    if (params.empty())
+      params.resize(start.getGrads().size());
+    return params;
+  }
   for (Value sum : sumsOf(collective)) {
     StringRef param;
     if (sum.hasOneUse()) {

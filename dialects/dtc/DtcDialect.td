@@ -24,6 +24,7 @@ def Dtc_Dialect : Dialect {
   // DtcDialect::verifyOperationAttribute checks their types and places.
   let discardableAttrs = (ins
     "::dtc::TargetAttr":$target,
+    "::dtc::ShardAttr":$shard,
     "::dtc::RecipeAttr":$recipe,
     "::dtc::OptimizerAttr":$optimizer,
     "::dtc::ScheduleAttr":$schedule,

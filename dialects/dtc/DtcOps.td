@@ -1234,6 +1234,87 @@ def Dtc_AllReduceWaitOp : Dtc_Op<"all_reduce_wait", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Sharded data parallelism (dtc-shard-weight-update)
+//===----------------------------------------------------------------------===//
+
+def Dtc_ReduceScatterStartOp : Dtc_Op<"reduce_scatter_start", [
+    MemoryEffects<[MemWrite]>, DeclareOpInterfaceMethods<Dtc_TiedOpInterface>]> {
+  let summary = "Starts the reduce-scatter of a gradient bucket into this rank's shard";
+  let description = [{
+    The bucket's gradients live contiguously in one buffer, padded to a
+    multiple of the ranks (`#dtc.shard`'s `ranks`): the collective sums it
+    over the ranks and leaves in `shard` this rank's part of the sum,
+    elements `[rank * n, (rank + 1) * n)` of the bucket, n the shard's
+    length. With `in_place` (stage 1, the gradients stay whole) the shard is
+    that part of the bucket itself (tied to the bucket's buffer); else
+    (stage 2) it is a buffer of its own, and the bucket's buffer is free
+    once the wait returns. Placed where the all-reduce started: right after
+    the bucket's last gradient.
+  }];
+  let arguments = (ins Variadic<Dtc_F32Tensor>:$grads, I64Attr:$bucket,
+                       UnitAttr:$in_place);
+  let results = (outs Dtc_RequestType:$request, 1DTensorOf<[F32]>:$shard);
+  let assemblyFormat = "`(` $grads `)` attr-dict `:` type($grads) `->` type($shard)";
+  let hasVerifier = 1;
+}
+
+def Dtc_ReduceScatterWaitOp : Dtc_Op<"reduce_scatter_wait", [
+    MemoryEffects<[MemWrite]>, DeclareOpInterfaceMethods<Dtc_TiedOpInterface>,
+    AllTypesMatch<["shard", "result"]>]> {
+  let summary = "Waits for a bucket's reduce-scatter; its result is this rank's shard of the sum";
+  let description = [{
+    Takes the request, the shard its start wrote and the bucket's gradients
+    (read by the collective until it completes); the result lives in the
+    shard's buffer.
+  }];
+  let arguments = (ins Dtc_RequestType:$request, 1DTensorOf<[F32]>:$shard,
+                       Variadic<Dtc_F32Tensor>:$grads, I64Attr:$bucket);
+  let results = (outs 1DTensorOf<[F32]>:$result);
+  let assemblyFormat = "$request `,` $shard `,` `(` $grads `)` attr-dict `:` type($grads) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Dtc_ShardUpdateOp : Dtc_Op<"shard_update"> {
+  let summary = "Updates this rank's shard of a bucket's parameters";
+  let description = [{
+    The module's optimizer on the elements `[rank * n, (rank + 1) * n)` of
+    the bucket's parameters, laid out like the bucket in the persistent
+    block (the bucket plan's `param_offset`), with `shard` (n floats: this
+    rank's part of the summed gradients) and this rank's shard of their
+    optimizer state (the plan's `state_offset`): one elementwise pass, the
+    same arithmetic as each parameter's update. With `grad_scale`
+    (dtc-clip-grad-norm's factor) every gradient element is multiplied by
+    it as it is read.
+  }];
+  let arguments = (ins 1DTensorOf<[F32]>:$shard,
+                       TypedArrayAttrBase<FlatSymbolRefAttr, "parameters">:$params,
+                       I64Attr:$bucket, Optional<Dtc_F32Scalar>:$grad_scale);
+  let assemblyFormat =
+      "$params `(` $shard `)` (`*` $grad_scale^)? attr-dict `:` type($shard)";
+  let hasVerifier = 1;
+}
+
+def Dtc_AllGatherStartOp : Dtc_Op<"all_gather_start", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Starts gathering a bucket's parameters from their shards";
+  let description = [{
+    In place in the bucket's parameters (the plan's `param_offset`): rank
+    r's part, the one its `dtc.shard_update` wrote, reaches every rank.
+    Placed right after the update, so that it overlaps the next bucket's.
+  }];
+  let arguments = (ins TypedArrayAttrBase<FlatSymbolRefAttr, "parameters">:$params,
+                       I64Attr:$bucket);
+  let results = (outs Dtc_RequestType:$request);
+  let assemblyFormat = "$params attr-dict";
+}
+
+def Dtc_AllGatherWaitOp : Dtc_Op<"all_gather_wait", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Waits for a bucket's all-gather: its parameters are whole again";
+  let arguments = (ins Dtc_RequestType:$request, I64Attr:$bucket);
+  let assemblyFormat = "$request attr-dict";
+  let hasVerifier = 1;
+}
+
 def Dtc_FusedOp : Dtc_Op<"fused", [Pure, IsolatedFromAbove, SingleBlock]> {
   let summary = "A chain of elementwise ops computed in one loop nest";
   let description = [{

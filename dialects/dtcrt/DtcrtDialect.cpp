@@ -130,6 +130,24 @@ LogicalResult SpecOp::verify() {
         return emitOpError("bucket ")
                << cast<BucketSpecAttr>(a).getId() << " carries parameter " << i
                << " of " << getParams().size();
+  ShardAttr shard = getShardAttr();
+  for (Attribute a : getBuckets()) {
+    auto b = cast<BucketSpecAttr>(a);
+    if (b.getShard().has_value() != bool(shard) ||
+        (b.getShard() &&
+         (!b.getWithin() || b.getWithin().size() != b.getParams().size())))
+      return emitOpError("bucket ")
+             << b.getId()
+             << ": a sharded program's buckets have a shard and each "
+                "parameter's offset, a replicated program's neither";
+    if (b.getShard() && *b.getShard() * shard.getRanks() != b.getCount())
+      return emitOpError("bucket ")
+             << b.getId() << " of " << b.getCount() << " floats is not "
+             << shard.getRanks() << " shards of " << *b.getShard();
+  }
+  if (shard &&
+      (shard.getStage() < 1 || shard.getStage() > 3 || shard.getRanks() < 1))
+    return emitOpError("shard: a stage 1-3 and ranks >= 1");
   MemoryAttr m = getMemory();
   for (int64_t v : {m.getPersistent(), m.getParams(), m.getBuffers(),
                     m.getStates(), m.getPerSample(), m.getFixed()})

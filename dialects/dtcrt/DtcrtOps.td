@@ -592,8 +592,36 @@ def Dtcrt_AllreduceStartOp : Dtcrt_Op<"allreduce_start"> {
   let assemblyFormat = "$buf `,` $count `bucket` $bucket attr-dict `:` type($buf)";
 }
 
-def Dtcrt_AllreduceWaitOp : Dtcrt_Op<"allreduce_wait"> {
-  let summary = "Waits for an all-reduce";
+def Dtcrt_ReduceScatterStartOp : Dtcrt_Op<"reduce_scatter_start", [
+    AllTypesMatch<["buf", "shard"]>]> {
+  let summary = "Starts the sum over the ranks of the `count` floats at `buf`, this rank's part into `shard`";
+  let description = [{
+    `count` is `shard_count` times the ranks; `shard` receives elements
+    `[rank * shard_count, (rank + 1) * shard_count)` of the sum: a buffer of
+    its own, or that part of `buf` itself (in place).
+  }];
+  let arguments = (ins Dtcrt_F32Ptr:$buf, Dtcrt_F32Ptr:$shard,
+                       I64:$shard_count, I64Attr:$bucket);
+  let results = (outs Dtcrt_RequestType:$request);
+  let assemblyFormat = "$buf `,` $shard `,` $shard_count `bucket` $bucket attr-dict `:` type($buf)";
+}
+
+def Dtcrt_AllgatherStartOp : Dtcrt_Op<"allgather_start"> {
+  let summary = "Starts gathering each rank's `shard_count` floats of `buf` to every rank (in place)";
+  let arguments = (ins Dtcrt_F32Ptr:$buf, I64:$shard_count, I64Attr:$bucket);
+  let results = (outs Dtcrt_RequestType:$request);
+  let assemblyFormat = "$buf `,` $shard_count `bucket` $bucket attr-dict `:` type($buf)";
+}
+
+def Dtcrt_RankOffsetOp : Dtcrt_Op<"rank_offset", [Pure]> {
+  let summary = "This rank's shard of a buffer: `shard` floats times the rank past `base`";
+  let arguments = (ins Dtcrt_F32Ptr:$base, I64Attr:$shard);
+  let results = (outs Dtcrt_F32Ptr:$ptr);
+  let assemblyFormat = "$base `[` `rank` `*` $shard `]` attr-dict `:` type($base) `->` type($ptr)";
+}
+
+def Dtcrt_WaitOp : Dtcrt_Op<"wait"> {
+  let summary = "Waits for a collective: an all-reduce, reduce-scatter or all-gather";
   let arguments = (ins Dtcrt_RequestType:$request);
   let assemblyFormat = "$request attr-dict";
 }

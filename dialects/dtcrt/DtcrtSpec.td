@@ -94,11 +94,25 @@ def Dtcrt_BucketSpecAttr : Dtcrt_Attr<"BucketSpec", "bucket"> {
   let summary = "A gradient bucket (dtc::rt::BucketSpec)";
   let description = [{
     Its id (the all-reduce's `bucket`), its floats, and the indices (in
-    `params` order) of the parameters whose gradients it carries.
+    `params` order) of the parameters whose gradients it carries. A sharded
+    bucket (dtc-shard-weight-update) also has its `shard` (floats per
+    rank), the byte offsets of its parameters (laid out like the bucket)
+    and of this rank's shard of their optimizer state in the persistent
+    block, and each parameter's offset in the bucket (`within`, floats).
   }];
   let parameters = (ins "int64_t":$id, "int64_t":$count,
-                        "::mlir::DenseI32ArrayAttr":$params);
-  let assemblyFormat = "`<` $id `,` $count `,` $params `>`";
+                        "::mlir::DenseI32ArrayAttr":$params,
+                        OptionalParameter<"std::optional<int64_t>",
+                                          "floats of each rank's shard">:$shard,
+                        DefaultValuedParameter<"int64_t", "0",
+                                               "byte offset of its parameters">:$param_offset,
+                        DefaultValuedParameter<"int64_t", "0",
+                                               "byte offset of the shard's state">:$state_offset,
+                        OptionalParameter<"::mlir::DenseI64ArrayAttr",
+                                          "each parameter's offset in floats">:$within);
+  let assemblyFormat = "`<` $id `,` $count `,` $params (`,` `shard` $shard^ "
+                       "`,` `params` `at` $param_offset `,` `state` `at` "
+                       "$state_offset `,` `within` $within)? `>`";
 }
 
 def Dtcrt_InputAttr : Dtcrt_Attr<"Input", "input"> {
@@ -176,6 +190,12 @@ def Dtcrt_ScheduleAttr : Dtcrt_Attr<"Schedule", "schedule"> {
                        "$step_size, $gamma) `>`";
 }
 
+def Dtcrt_ShardAttr : Dtcrt_Attr<"Shard", "shard"> {
+  let summary = "Sharded data parallelism: the stage (1-3) and the ranks planned for";
+  let parameters = (ins "int64_t":$stage, "int64_t":$ranks);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 def Dtcrt_SpecOp : Dtcrt_Op<"spec", [HasParent<"::mlir::ModuleOp">]> {
   let summary = "What the runtime reads of the program (dtc::rt::ModelSpec)";
   let description = [{
@@ -193,7 +213,8 @@ def Dtcrt_SpecOp : Dtcrt_Op<"spec", [HasParent<"::mlir::ModuleOp">]> {
       TypedArrayAttrBase<Dtcrt_BucketSpecAttr, "buckets">:$buckets,
       Dtcrt_MemoryAttr:$memory, StrArrayAttr:$outputs, I64Attr:$predict_width,
       Dtcrt_RecipeAttr:$recipe, Dtcrt_HyperAttr:$hyper,
-      OptionalAttr<Dtcrt_ScheduleAttr>:$schedule);
+      OptionalAttr<Dtcrt_ScheduleAttr>:$schedule,
+      OptionalAttr<Dtcrt_ShardAttr>:$shard);
   let assemblyFormat = "$target attr-dict";
   let hasVerifier = 1;
 }

@@ -219,6 +219,8 @@ void Gen::genRecipe(const Program &p) {
   ScheduleAttr schedule;
   std::optional<double> clipNorm;
   int64_t accumulate = 1;
+  std::optional<ShardStage> shard;
+  int64_t ranks = 0;
   llvm::StringMap<Loc> seen;
   for (const Setting &s : p.train) {
     // Aliases name the same setting.
@@ -265,6 +267,19 @@ void Gen::genRecipe(const Program &p) {
                      << *x;
       else if (x)
         clipNorm = *x;
+    } else if (s.key == "shard") {
+      // A stage's name (dtc --shard's) or its number.
+      if (v.kind == Expr::Kind::Number && v.isInteger && v.number >= 0 &&
+          v.number <= 3)
+        shard = ShardStage(int(v.number));
+      else if (v.kind == Expr::Kind::Name || v.kind == Expr::Kind::String)
+        shard = symbolizeShardStage(v.text);
+      if (!shard)
+        error(v.loc) << "shard is none, optimizer, gradients or parameters "
+                        "(or the stage, 0 to 3)";
+    } else if (s.key == "ranks") {
+      if (auto n = integer(v, "the ranks the shards are planned for", 1))
+        ranks = *n;
     } else if (s.key == "lr") {
       auto x = number(v, "the learning rate");
       if (x && *x <= 0)
@@ -274,8 +289,8 @@ void Gen::genRecipe(const Program &p) {
     } else {
       error(s.loc) << "unknown train setting '" << s.key
                    << "' (expected data, batch, epochs, optimizer, lr, "
-                      "schedule, clip_grad_norm, accumulate, seed, "
-                      "validation)";
+                      "schedule, clip_grad_norm, accumulate, shard, ranks, "
+                      "seed, validation)";
     }
   }
   if (hadError)
@@ -313,4 +328,8 @@ void Gen::genRecipe(const Program &p) {
   if (clipNorm)
     dialect->getClipGradNormAttrHelper().setAttr(module,
                                                  b.getF64FloatAttr(*clipNorm));
+  // (ranks 0: not given; dtc --ranks may give it.)
+  if (shard || ranks)
+    dialect->getShardAttrHelper().setAttr(
+        module, ShardAttr::get(ctx, shard.value_or(ShardStage::None), ranks));
 }

@@ -288,6 +288,8 @@ void Printer::uses(Value v, SmallVectorImpl<Value> &named) {
   Operation *def = v.getDefiningOp();
   if (auto o = dyn_cast_or_null<dtcrt::OffsetOp>(def))
     return uses(o.getBase(), named);
+  if (auto o = dyn_cast_or_null<dtcrt::RankOffsetOp>(def))
+    return uses(o.getBase(), named);
   if (auto u = dyn_cast_or_null<dtcrt::UpdateItemsOp>(def))
     for (Value x : u->getOperands())
       uses(x, named);
@@ -344,16 +346,18 @@ LogicalResult Printer::printStep(func::FuncOp f, StringRef name) {
         exprs.count(op.getResult(0)) && text.size() > start)
       decls[op.getResult(0)] = {text.substr(start), part};
     parts.back() += text;
-    if (isa<dtcrt::AllreduceStartOp>(op))
+    if (isa<dtcrt::AllreduceStartOp, dtcrt::ReduceScatterStartOp,
+            dtcrt::AllgatherStartOp>(op))
       ++pending;
-    else if (isa<dtcrt::AllreduceWaitOp>(op) && pending)
+    else if (isa<dtcrt::WaitOp>(op) && pending)
       --pending;
     else if (isa<dtcrt::TraceBeginOp>(op))
       ++traced;
     else if (isa<dtcrt::TraceEndOp>(op) && traced)
       --traced;
     if (op.hasTrait<dtcrt::OpTrait::KernelCall>() ||
-        isa<dtcrt::ElementwiseOp, dtcrt::AllreduceStartOp>(op))
+        isa<dtcrt::ElementwiseOp, dtcrt::AllreduceStartOp,
+            dtcrt::ReduceScatterStartOp, dtcrt::AllgatherStartOp>(op))
       ++calls;
     if (calls >= kCallsPerPart && pending == 0 && traced == 0 &&
         !isa<func::ReturnOp>(op)) {
@@ -435,6 +439,11 @@ LogicalResult Printer::printOp(Operation *op) {
       .Case([&](dtcrt::OffsetOp o) {
         exprs[o] =
             "(" + e(o.getBase()) + " + " + std::to_string(o.getCount()) + ")";
+        return success();
+      })
+      .Case([&](dtcrt::RankOffsetOp o) {
+        exprs[o] = "(" + e(o.getBase()) + " + int64_t(a.comm->rank()) * " +
+                   std::to_string(o.getShard()) + ")";
         return success();
       })
       .Case([&](dtcrt::NullOp z) {
@@ -520,7 +529,24 @@ LogicalResult Printer::printOp(Operation *op) {
              << e(s.getCount()) << ");\n";
         return success();
       })
-      .Case([&](dtcrt::AllreduceWaitOp w) {
+      .Case([&](dtcrt::ReduceScatterStartOp s) {
+        std::string r = fresh("r");
+        exprs[s.getRequest()] = r;
+        *out << "  const dtc::rt::Request " << r
+             << " = a.comm->reduceScatterStart(" << s.getBucket() << ", "
+             << e(s.getBuf()) << ", " << e(s.getShard()) << ", "
+             << e(s.getShardCount()) << ");\n";
+        return success();
+      })
+      .Case([&](dtcrt::AllgatherStartOp s) {
+        std::string r = fresh("r");
+        exprs[s.getRequest()] = r;
+        *out << "  const dtc::rt::Request " << r << " = a.comm->allgatherStart("
+             << s.getBucket() << ", " << e(s.getBuf()) << ", "
+             << e(s.getShardCount()) << ");\n";
+        return success();
+      })
+      .Case([&](dtcrt::WaitOp w) {
         *out << "  a.comm->wait(" << e(w.getRequest()) << ");\n";
         return success();
       })
@@ -727,11 +753,22 @@ void printSpec(dtcrt::SpecOp spec, bool hasAccumulate, llvm::raw_ostream &os,
     for (auto [j, p] : llvm::enumerate(b.getParams().asArrayRef()))
       os << (j ? ", " : "") << p;
     os << "};\n";
+    if (b.getShard()) {
+      os << "static const int64_t kBucket" << i << "Within[] = {";
+      for (auto [j, w] : llvm::enumerate(b.getWithin().asArrayRef()))
+        os << (j ? ", " : "") << w;
+      os << "};\n";
+    }
   }
   os << "static const dtc::rt::BucketSpec kBuckets[] = {\n";
-  for (auto [i, b] : llvm::enumerate(buckets))
+  for (auto [i, b] : llvm::enumerate(buckets)) {
     os << "    {" << b.getId() << ", " << b.getCount() << ", "
-       << b.getParams().size() << ", kBucket" << i << "Params},\n";
+       << b.getParams().size() << ", kBucket" << i << "Params";
+    if (b.getShard())
+      os << ", " << *b.getShard() << ", " << b.getParamOffset() << ", "
+         << b.getStateOffset() << ", kBucket" << i << "Within";
+    os << "},\n";
+  }
   if (spec.getBuckets().empty())
     os << "    {0, 0, 0, nullptr},\n";
   os << "};\n\n";
@@ -824,8 +861,11 @@ void printSpec(dtcrt::SpecOp spec, bool hasAccumulate, llvm::raw_ostream &os,
      << "  s.fingerprint = 0x" << llvm::format_hex_no_prefix(fingerprint, 16)
      << "ULL;\n"
      << "  s.numBuckets = " << spec.getBuckets().size() << ";\n"
-     << "  s.buckets = kBuckets;\n"
-     << "  return s;\n}\n\n";
+     << "  s.buckets = kBuckets;\n";
+  if (dtcrt::ShardAttr shard = spec.getShardAttr())
+    os << "  s.shardStage = " << shard.getStage() << ";\n"
+       << "  s.shardRanks = " << shard.getRanks() << ";\n";
+  os << "  return s;\n}\n\n";
 }
 
 } // namespace

@@ -25,27 +25,109 @@ Value start(Operation *op, int64_t bucket, Lowering &l) {
     l.map(sum, l.ptr(g));
   return s;
 }
+/// The reduce-scatter that made a sharded bucket `id` of the step.
+ReduceScatterStartOp reduceScatterOf(int64_t id, Lowering &l) {
+  ReduceScatterStartOp found;
+  l.step.walk([&](ReduceScatterStartOp rs) {
+    if (rs.getBucket() == id)
+      found = rs;
+  });
+  return found;
+}
 } // namespace
+
+BucketPlanAttr dtc::lowering::shardedBucketPlan(int64_t bucket, Lowering &l) {
+  ReduceScatterStartOp rs = reduceScatterOf(bucket, l);
+  return rs ? l.dtc->getBucketPlanAttrHelper().getAttr(rs) : BucketPlanAttr();
+}
 
 void dtc::lowering::populateCollectiveLowerings(LoweringTable &t) {
   t.add<AllReduceOp>([](AllReduceOp op, Lowering &l) {
     // Not bucketed (dtc-bucket-allreduce did not run): a bucket of one,
     // numbered after the planned ones.
     Value r = start(op, -1 - l.looseCollectives++, l);
-    dtcrt::AllreduceWaitOp::create(l.b, l.loc, r);
+    dtcrt::WaitOp::create(l.b, l.loc, r);
     return success();
   });
   t.add<AllReduceBucketOp>([](AllReduceBucketOp op, Lowering &l) {
     Value r = start(op, op.getBucket(), l);
-    dtcrt::AllreduceWaitOp::create(l.b, l.loc, r);
+    dtcrt::WaitOp::create(l.b, l.loc, r);
     return success();
   });
   t.add<AllReduceStartOp>([](AllReduceStartOp op, Lowering &l) {
     l.map(op.getRequest(), start(op, op.getBucket(), l));
     return success();
   });
+  // Sharded data parallelism (dtc-shard-weight-update).
+  t.add<ReduceScatterStartOp>([](ReduceScatterStartOp op, Lowering &l) {
+    BucketPlanAttr plan = l.dtc->getBucketPlanAttrHelper().getAttr(op);
+    auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
+    Value buf = dtcrt::BufferOp::create(l.b, l.loc, f32Ptr, dtcrt::Space::Fixed,
+                                        plan.getOffset());
+    // The bucket's gaps (between its gradients, and its padding) are
+    // zeroed: a shard is summed, clipped and updated whole, and its
+    // parameters' gaps stay zero.
+    SmallVector<std::pair<int64_t, int64_t>> members; // [begin, end) floats
+    for (Value g : op.getGrads()) {
+      auto r = cast<OpResult>(g);
+      int64_t at = (l.dtc->getOffsetsAttrHelper().getAttr(
+                        r.getOwner())[r.getResultNumber()] -
+                    plan.getOffset()) /
+                   4;
+      members.push_back(
+          {at, at + cast<RankedTensorType>(g.getType()).getNumElements()});
+    }
+    llvm::sort(members);
+    members.push_back({plan.getCount(), plan.getCount()});
+    int64_t end = 0;
+    for (auto [begin, next] : members) {
+      if (begin > end) {
+        Value gap = dtcrt::OffsetOp::create(l.b, l.loc, f32Ptr, buf, end);
+        Value n = l.i64(begin - end);
+        Value zero = l.f32(0.0f);
+        dtcrt::FillOp::create(l.b, l.loc, gap, n, zero);
+      }
+      end = std::max(end, next);
+    }
+    const int64_t shard = *plan.getShard();
+    Value out =
+        op.getInPlace()
+            ? dtcrt::RankOffsetOp::create(l.b, l.loc, f32Ptr, buf, shard)
+                  .getResult()
+            : l.resultBuffer(op, 1);
+    Value n = l.i64(shard);
+    l.map(op.getShard(), out);
+    l.map(op.getRequest(),
+          dtcrt::ReduceScatterStartOp::create(
+              l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()), buf, out,
+              n, op.getBucket()));
+    return success();
+  });
+  t.add<ReduceScatterWaitOp>([](ReduceScatterWaitOp op, Lowering &l) {
+    dtcrt::WaitOp::create(l.b, l.loc, l.ptr(op.getRequest()));
+    l.map(op.getResult(), l.ptr(op.getShard()));
+    return success();
+  });
+  t.add<AllGatherStartOp>([](AllGatherStartOp op, Lowering &l) {
+    BucketPlanAttr plan = shardedBucketPlan(op.getBucket(), l);
+    if (!plan) {
+      op.emitError("no reduce-scatter of bucket ") << op.getBucket();
+      return failure();
+    }
+    Value params = l.persistent(*plan.getParamOffset());
+    Value n = l.i64(*plan.getShard());
+    l.map(op.getRequest(),
+          dtcrt::AllgatherStartOp::create(
+              l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()), params, n,
+              op.getBucket()));
+    return success();
+  });
+  t.add<AllGatherWaitOp>([](AllGatherWaitOp op, Lowering &l) {
+    dtcrt::WaitOp::create(l.b, l.loc, l.ptr(op.getRequest()));
+    return success();
+  });
   t.add<AllReduceWaitOp>([](AllReduceWaitOp op, Lowering &l) {
-    dtcrt::AllreduceWaitOp::create(l.b, l.loc, l.ptr(op.getRequest()));
+    dtcrt::WaitOp::create(l.b, l.loc, l.ptr(op.getRequest()));
     return success();
   });
 }

@@ -164,7 +164,8 @@ namespace {
 bool isTraced(Operation *op) {
   return !isa<ParamRefOp, ReshapeOp, ConstantOp, BatchSizeOp, GradSeedOp,
               func::ReturnOp, AllReduceOp, AllReduceBucketOp, AllReduceStartOp,
-              AllReduceWaitOp>(op);
+              AllReduceWaitOp, ReduceScatterStartOp, ReduceScatterWaitOp,
+              AllGatherStartOp, AllGatherWaitOp>(op);
 }
 
 /// "matmul", "fused(add,relu)", "update fc1.weight fc1.bias".

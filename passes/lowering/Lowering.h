@@ -89,6 +89,9 @@ private:
   llvm::StringMap<std::pair<PlacementAttr, int32_t>> params;
 };
 
+/// The plan of sharded bucket `bucket` (its reduce-scatter's), or null.
+BucketPlanAttr shardedBucketPlan(int64_t bucket, Lowering &l);
+
 /// A shape with the batch dimension as -1 (dtcrt's arrays and kernels).
 llvm::SmallVector<int64_t> batchAsMinusOne(llvm::ArrayRef<int64_t> shape);
 

@@ -6,6 +6,33 @@ using namespace mlir;
 using namespace dtc;
 using namespace dtc::lowering;
 
+namespace {
+/// One call of the optimizer's kernel over `weights` (their gradients,
+/// `states` state buffers each, and sizes); with `scale` (the clip factor,
+/// a float in the arena) every gradient is multiplied by it as it is read.
+void update(Lowering &l, ArrayRef<Value> weights, ArrayRef<Value> grads,
+            ArrayRef<Value> stateBufs, ArrayRef<Value> sizes, int states,
+            bool folded, Value scale) {
+  OptimizerAttr opt = optimizerOf(l.module);
+  Value items = dtcrt::UpdateItemsOp::create(
+      l.b, l.loc, dtcrt::ItemsType::get(l.b.getContext()), weights, grads,
+      stateBufs, sizes, states);
+  Value count = l.i32(weights.size());
+  auto gradScale = [&] { return scale ? l.ptr(scale) : l.null(); };
+  if (folded)
+    dtcrt::SgdApplyMomentumOp::create(l.b, l.loc, items, count, l.hyper());
+  else if (opt.getKind() == OptimizerKind::SGD)
+    dtcrt::SgdUpdateOp::create(l.b, l.loc, items, count, l.hyper(),
+                               gradScale());
+  else {
+    Value hyper = l.hyper();
+    Value s = gradScale();
+    Value decoupled = l.i1(opt.getKind() == OptimizerKind::AdamW);
+    dtcrt::AdamUpdateOp::create(l.b, l.loc, items, count, hyper, s, decoupled);
+  }
+}
+} // namespace
+
 void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
   // Gradient clipping: the squares of every gradient added into one float,
   // then the factor from the run's max norm.
@@ -65,26 +92,29 @@ void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
         stateBufs.push_back(l.persistent(state + s * bytes));
       sizes.push_back(l.size(grad.getType()));
     }
-    Value items = dtcrt::UpdateItemsOp::create(
-        l.b, l.loc, dtcrt::ItemsType::get(l.b.getContext()), weights, grads,
-        stateBufs, sizes, states);
-    Value count = l.i32(weights.size());
-    // The clip factor (a float in the arena), else null: no scaling.
-    auto gradScale = [&] {
-      return op.getGradScale() ? l.ptr(op.getGradScale()) : l.null();
-    };
-    if (folded)
-      dtcrt::SgdApplyMomentumOp::create(l.b, l.loc, items, count, l.hyper());
-    else if (opt.getKind() == OptimizerKind::SGD)
-      dtcrt::SgdUpdateOp::create(l.b, l.loc, items, count, l.hyper(),
-                                 gradScale());
-    else {
-      Value hyper = l.hyper();
-      Value scale = gradScale();
-      Value decoupled = l.i1(opt.getKind() == OptimizerKind::AdamW);
-      dtcrt::AdamUpdateOp::create(l.b, l.loc, items, count, hyper, scale,
-                                  decoupled);
+    update(l, weights, grads, stateBufs, sizes, states, folded,
+           op.getGradScale());
+    return success();
+  });
+  // Sharded: one item, this rank's shard of the bucket's parameters, its
+  // summed gradients and its state.
+  t.add<ShardUpdateOp>([](ShardUpdateOp op, Lowering &l) {
+    BucketPlanAttr plan = shardedBucketPlan(op.getBucket(), l);
+    if (!plan) {
+      op.emitError("no reduce-scatter of bucket ") << op.getBucket();
+      return failure();
     }
+    const int64_t shard = *plan.getShard();
+    const int states = optimizerOf(l.module).numStateBuffers();
+    auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
+    Value params = l.persistent(*plan.getParamOffset());
+    Value w = dtcrt::RankOffsetOp::create(l.b, l.loc, f32Ptr, params, shard);
+    SmallVector<Value> stateBufs;
+    for (int s = 0; s < states; ++s)
+      stateBufs.push_back(l.persistent(*plan.getStateOffset() + s * shard * 4));
+    Value n = l.i64(shard);
+    update(l, {w}, {l.ptr(op.getShard())}, stateBufs, {n}, states,
+           /*folded=*/false, op.getGradScale());
     return success();
   });
   // The gradient-only step: each gradient to its place in the packed vector.

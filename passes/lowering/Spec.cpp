@@ -116,22 +116,38 @@ SpecPlan dtc::lowering::planSpec(ModuleOp module) {
   for (ParamOp p : module.getOps<ParamOp>())
     index[p.getSymName()] = index.size();
   auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
+  // (A sharded program lists its reduce-scatters only: an all-reduce there
+  // sums clip_grad_norm_'s partial norms, no gradients.)
+  const bool sharded = bool(shardOf(module));
   train.walk([&](Operation *op) {
-    if (!isa<AllReduceBucketOp, AllReduceStartOp>(op))
+    if (!(sharded ? isa<ReduceScatterStartOp>(op)
+                  : isa<AllReduceBucketOp, AllReduceStartOp>(op)))
       return;
-    int64_t id = isa<AllReduceBucketOp>(op)
-                     ? cast<AllReduceBucketOp>(op).getBucket()
-                     : cast<AllReduceStartOp>(op).getBucket();
+    int64_t id = op->getAttrOfType<IntegerAttr>("bucket").getInt();
     if (id < 0)
       return;
     SmallVector<int32_t> params;
     for (StringRef p : updatedParams(op))
       if (!p.empty())
         params.push_back(index.lookup(p));
+    BucketPlanAttr bucket = dtc->getBucketPlanAttrHelper().getAttr(op);
+    DenseI64ArrayAttr within;
+    if (bucket.getShard()) {
+      SmallVector<int64_t> offsets;
+      for (Value g : op->getOperands()) {
+        Operation *def = g.getDefiningOp();
+        offsets.push_back((dtc->getOffsetsAttrHelper().getAttr(
+                               def)[cast<OpResult>(g).getResultNumber()] -
+                           bucket.getOffset()) /
+                          4);
+      }
+      within = DenseI64ArrayAttr::get(module.getContext(), offsets);
+    }
     plan.buckets.push_back(dtcrt::BucketSpecAttr::get(
-        module.getContext(), id,
-        dtc->getBucketPlanAttrHelper().getAttr(op).getCount(),
-        DenseI32ArrayAttr::get(module.getContext(), params)));
+        module.getContext(), id, bucket.getCount(),
+        DenseI32ArrayAttr::get(module.getContext(), params), bucket.getShard(),
+        bucket.getParamOffset().value_or(0),
+        bucket.getStateOffset().value_or(0), within));
   });
   return plan;
 }
@@ -155,9 +171,10 @@ dtcrt::SpecOp dtc::lowering::buildSpec(ModuleOp module, const SpecPlan &plan) {
     PlacementAttr at = dtc->getPlacementAttrHelper().getAttr(p);
     params.push_back(dtcrt::ParamSpecAttr::get(
         ctx, p.getSymName(), b.getDenseI64ArrayAttr(s), at.getOffset(),
-        at.getStateOffset().value_or(0), runtimeInit(p.getInit()),
-        f64(p.getA().convertToDouble()), f64(p.getB().convertToDouble()), fanIn,
-        fanOut));
+        // (-1: sharded, its state is in its buckets' shards.)
+        at.getStateOffset().value_or(shardOf(module) ? -1 : 0),
+        runtimeInit(p.getInit()), f64(p.getA().convertToDouble()),
+        f64(p.getB().convertToDouble()), fanIn, fanOut));
   }
   SmallVector<Attribute> buffers;
   for (BufferOp buf : module.getOps<BufferOp>()) {
@@ -245,5 +262,9 @@ dtcrt::SpecOp dtc::lowering::buildSpec(ModuleOp module, const SpecPlan &plan) {
       b.getArrayAttr(params), b.getArrayAttr(buffers),
       b.getArrayAttr(plan.buckets), memory,
       plan.outputs ? plan.outputs : b.getArrayAttr({}), predictWidth, recipe,
-      hyper, schedule);
+      hyper, schedule,
+      shardOf(module)
+          ? dtcrt::ShardAttr::get(ctx, int64_t(shardOf(module).getStage()),
+                                  shardOf(module).getRanks())
+          : dtcrt::ShardAttr());
 }

@@ -18,7 +18,6 @@
 #include <mutex>
 #include <thread>
 #include <unistd.h>
-#include <unordered_map>
 
 namespace dtc::rt {
 
@@ -41,22 +40,6 @@ Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-// Per-bucket request bookkeeping, indexed by bucket id (grown on first use).
-struct Slots {
-  struct Slot {
-    uint64_t serial = 0;  // the latest request's; 0: never started
-    bool pending = false; // between allreduceStart and wait
-  };
-  std::vector<Slot> v;
-  Slot &at(int bucket) {
-    if (bucket < 0)
-      throw Error(fmt::format("internal error: negative bucket id {}", bucket));
-    if (size_t(bucket) >= v.size())
-      v.resize(size_t(bucket) + 1);
-    return v[size_t(bucket)];
-  }
-};
-
 //===--- one rank ---------------------------------------------------------===//
 
 class CudaLocalComm final : public DeviceComm {
@@ -73,25 +56,31 @@ public:
   int device() const override { return device_; }
 
   Request allreduceStart(int bucket, float *data, int64_t count) override {
-    (void)data;
-    Slots::Slot &slot = slots_.at(bucket);
-    if (slot.pending)
-      throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
-                              bucketName(bucket)));
-    const Request r = newRequest(bucket);
-    slot.serial = r.serial();
-    slot.pending = true;
-    const auto start = Clock::now();
-    if (tracer_)
-      tracer_->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", bucket), start,
-                    Clock::now(), count * int64_t(sizeof(float)));
-    return r;
+    (void)data; // the sum over one rank
+    return start(CollectiveKind::Allreduce, bucket, count * int64_t(sizeof(float)), [] {});
+  }
+
+  Request reduceScatterStart(int bucket, float *data, float *shard, int64_t shardCount) override {
+    checkShard(bucket, data, shard, shardCount);
+    const size_t bytes = size_t(shardCount) * sizeof(float);
+    if (shard != data && bytes > 0 && !compute_) // in place: shard is data (rank 0)
+      throw Error("internal error: a reduce-scatter started before the compute stream was set");
+    return start(CollectiveKind::ReduceScatter, bucket, int64_t(bytes), [&] {
+      if (shard != data && bytes > 0) // ordered after the step's work, as its kernels
+        cudaCheck(cudaMemcpyAsync(shard, data, bytes, cudaMemcpyDeviceToDevice, compute_),
+                  "cudaMemcpyAsync");
+    });
+  }
+
+  Request allgatherStart(int bucket, float *data, int64_t shardCount) override {
+    (void)data; // this rank's part is the whole
+    return start(CollectiveKind::Allgather, bucket, shardCount * int64_t(sizeof(float)), [] {});
   }
 
   void wait(Request r) override {
     const auto start = Clock::now();
     checkOwn(r);
-    Slots::Slot &slot = slots_.at(r.bucket());
+    Slot &slot = slots_.at(r.kind(), r.bucket());
     checkInFlight(r, slot.serial, slot.pending);
     slot.pending = false;
     if (tracer_)
@@ -107,13 +96,34 @@ public:
     base_->allgather(send, recv, bytesPerRank);
   }
   void barrier() override { base_->barrier(); }
-  Clock::time_point finishedAt(int) const override { return {}; }
+  Clock::time_point finishedAt(CollectiveKind, int) const override { return {}; }
 
 private:
+  struct Slot {
+    uint64_t serial = 0;  // the latest request's; 0: never started
+    bool pending = false; // between the start and wait
+  };
+
+  // Every bucket collective: checks and records the start, queues `work`
+  // (what the collective does over one rank) and traces it.
+  template <class Work>
+  Request start(CollectiveKind kind, int bucket, int64_t bytes, const Work &work) {
+    Slot &slot = slots_.at(kind, bucket);
+    checkStart(kind, bucket, slot.pending);
+    const auto began = Clock::now();
+    work();
+    const Request r = newRequest(kind, bucket);
+    slot.serial = r.serial();
+    slot.pending = true;
+    if (tracer_)
+      tracer_->span(Tracer::kCommTid, spanName(kind, bucket), began, Clock::now(), bytes);
+    return r;
+  }
+
   std::unique_ptr<CommBase> base_;
   int device_;
   cudaStream_t compute_ = nullptr;
-  Slots slots_;
+  BucketSlots<Slot> slots_;
 };
 
 //===--- NCCL -------------------------------------------------------------===//
@@ -143,9 +153,10 @@ public:
         ncclCommDestroy(comm_);
       }
     }
-    for (auto &[id, b] : buckets_)
+    buckets_.forEach([](CollectiveKind, int, Bucket &b) {
       if (b.done)
         cudaEventDestroy(b.done);
+    });
     if (ready_)
       cudaEventDestroy(ready_);
     if (hostDone_)
@@ -206,43 +217,39 @@ public:
   bool canHang() const override { return size_ > 1; }
 
   Request allreduceStart(int bucket, float *data, int64_t count) override {
-    if (!compute_)
-      throw Error("internal error: an all-reduce started before the compute stream was set");
-    Bucket &b = buckets_[bucket];
-    if (!b.done) // first use (the first step)
-      cudaCheck(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming), "cudaEventCreate");
-    if (b.pending)
-      throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
-                              bucketName(bucket)));
-    const auto start = Clock::now();
-    cudaCheck(cudaEventRecord(ready_, compute_), "cudaEventRecord");
-    cudaCheck(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
-    const ncclResult_t r =
-        ncclAllReduce(data, data, size_t(count), ncclFloat, ncclSum, comm_, stream_);
-    if (r != ncclSuccess) {
-      broken_ = true;
-      throw Error(fmt::format("all-reduce of {} failed: {}", bucketName(bucket),
-                              ncclMessage(r, comm_)));
-    }
-    cudaCheck(cudaEventRecord(b.done, stream_), "cudaEventRecord");
-    const Request request = newRequest(bucket);
-    b.pending = true;
-    b.seq = request.serial(); // start order
-    if (tracer_) // when it was queued; the device timeline is in Nsight Systems
-      tracer_->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", bucket), start,
-                    Clock::now(), count * int64_t(sizeof(float)));
-    return request;
+    return start(CollectiveKind::Allreduce, bucket, count * int64_t(sizeof(float)), [&] {
+      return ncclAllReduce(data, data, size_t(count), ncclFloat, ncclSum, comm_, stream_);
+    });
+  }
+
+  // In place when shard is data + rank * shardCount (NCCL's convention).
+  Request reduceScatterStart(int bucket, float *data, float *shard, int64_t shardCount) override {
+    checkShard(bucket, data, shard, shardCount);
+    const int64_t bytes = shardCount * size_ * int64_t(sizeof(float));
+    return start(CollectiveKind::ReduceScatter, bucket, bytes, [&] {
+      return ncclReduceScatter(data, shard, size_t(shardCount), ncclFloat, ncclSum, comm_,
+                               stream_);
+    });
+  }
+
+  // In place: this rank's part is data + rank * shardCount.
+  Request allgatherStart(int bucket, float *data, int64_t shardCount) override {
+    const int64_t bytes = shardCount * size_ * int64_t(sizeof(float));
+    return start(CollectiveKind::Allgather, bucket, bytes, [&] {
+      return ncclAllGather(data + int64_t(rank_) * shardCount, data, size_t(shardCount),
+                           ncclFloat, comm_, stream_);
+    });
   }
 
   void wait(Request r) override {
     const auto start = Clock::now();
     checkOwn(r);
-    auto it = buckets_.find(r.bucket());
-    if (it == buckets_.end())
+    Bucket *b = buckets_.find(r.kind(), r.bucket());
+    if (!b || !b->done)
       checkInFlight(r, 0, false); // throws: never started here
-    checkInFlight(r, it->second.seq, it->second.pending);
-    cudaCheck(cudaStreamWaitEvent(compute_, it->second.done, 0), "cudaStreamWaitEvent");
-    it->second.pending = false;
+    checkInFlight(r, b->seq, b->pending);
+    cudaCheck(cudaStreamWaitEvent(compute_, b->done, 0), "cudaStreamWaitEvent");
+    b->pending = false;
     if (tracer_)
       tracer_->span(Tracer::kComputeTid, fmt::format("wait bucket {}", r.bucket()), start,
                     Clock::now());
@@ -260,15 +267,18 @@ public:
     if (std::string error = asyncError(); !error.empty())
       return error;
     int oldest = -1;
+    CollectiveKind oldestKind = CollectiveKind::Allreduce;
     uint64_t oldestSeq = 0;
-    for (auto &[id, b] : buckets_)
+    buckets_.forEach([&](CollectiveKind kind, int bucket, Bucket &b) {
       if (b.done && cudaEventQuery(b.done) == cudaErrorNotReady &&
           (oldest < 0 || b.seq < oldestSeq)) {
-        oldest = id;
+        oldest = bucket;
+        oldestKind = kind;
         oldestSeq = b.seq;
       }
+    });
     cudaGetLastError(); // clear cudaErrorNotReady
-    return oldest < 0 ? std::string() : bucketName(oldest);
+    return oldest < 0 ? std::string() : collectiveName(oldestKind, oldest);
   }
 
   void broadcast(void *data, int64_t bytes, int root) override {
@@ -325,7 +335,7 @@ public:
     finish("barrier");
   }
 
-  Clock::time_point finishedAt(int) const override { return {}; }
+  Clock::time_point finishedAt(CollectiveKind, int) const override { return {}; }
 
 protected:
   void abortCollectives() override {
@@ -340,9 +350,40 @@ private:
 
   struct Bucket {
     cudaEvent_t done = nullptr;
-    bool pending = false; // between allreduceStart and wait
+    bool pending = false; // between the start and wait
     uint64_t seq = 0;     // the latest request's serial (start order)
   };
+
+  // Every bucket collective: orders `collective` (the NCCL call, on the
+  // communication stream) after the work queued on the compute stream,
+  // records the done event of the bucket's slot for `kind` and traces the
+  // start (bytes: the bucket's).
+  template <class Collective>
+  Request start(CollectiveKind kind, int bucket, int64_t bytes, const Collective &collective) {
+    if (!compute_)
+      throw Error(fmt::format("internal error: {} {} started before the compute stream was set",
+                              kind == CollectiveKind::Allreduce ? "an" : "a", kindName(kind)));
+    Bucket &b = buckets_.at(kind, bucket);
+    if (!b.done) // first use (the first step)
+      cudaCheck(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming), "cudaEventCreate");
+    checkStart(kind, bucket, b.pending);
+    const auto began = Clock::now();
+    cudaCheck(cudaEventRecord(ready_, compute_), "cudaEventRecord");
+    cudaCheck(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
+    const ncclResult_t r = collective();
+    if (r != ncclSuccess) {
+      broken_ = true;
+      throw Error(
+          fmt::format("{} failed: {}", collectiveName(kind, bucket), ncclMessage(r, comm_)));
+    }
+    cudaCheck(cudaEventRecord(b.done, stream_), "cudaEventRecord");
+    const Request request = newRequest(kind, bucket);
+    b.pending = true;
+    b.seq = request.serial(); // start order
+    if (tracer_) // when it was queued; the device timeline is in Nsight Systems
+      tracer_->span(Tracer::kCommTid, spanName(kind, bucket), began, Clock::now(), bytes);
+    return request;
+  }
 
   void check(ncclResult_t r, const char *what) {
     if (r == ncclSuccess)
@@ -395,7 +436,7 @@ private:
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr, compute_ = nullptr;
   cudaEvent_t ready_ = nullptr, hostDone_ = nullptr;
-  std::unordered_map<int, Bucket> buckets_;
+  BucketSlots<Bucket> buckets_; // per (kind, bucket)
   void *scratch_ = nullptr;
   size_t scratchBytes_ = 0;
   bool broken_ = false;

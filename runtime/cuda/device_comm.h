@@ -1,14 +1,18 @@
 //===- device_comm.h - Communicators whose all-reduces run on the device --===//
 //
-// Under CUDA, StepArgs::comm is a DeviceComm: allreduceStart and wait take
-// device pointers and order work on CUDA streams instead of blocking the
-// host (see dtc/cuda.h). Two of them:
-//   local  one rank: allreduceStart and wait do nothing.
-//   nccl   allreduceStart records an event on the compute stream, makes the
-//          communication stream wait for it, runs ncclAllReduce(ncclSum) in
-//          place (the gradients come weighted by StepArgs::gradSeed) and
-//          records the bucket's done event; wait makes the compute stream
-//          wait for that event.
+// Under CUDA, StepArgs::comm is a DeviceComm: the bucket collectives
+// (allreduceStart, reduceScatterStart, allgatherStart) and wait take device
+// pointers and order work on CUDA streams instead of blocking the host (see
+// dtc/cuda.h). Two of them:
+//   local  one rank: allreduceStart, allgatherStart and wait do nothing; an
+//          out-of-place reduceScatterStart copies the data to the shard on
+//          the compute stream.
+//   nccl   each start records an event on the compute stream, makes the
+//          communication stream wait for it, runs the collective there
+//          (ncclAllReduce(ncclSum) in place, the gradients weighted by
+//          StepArgs::gradSeed; ncclReduceScatter(ncclSum); ncclAllGather in
+//          place) and records the done event of the bucket's slot for that
+//          kind; wait makes the compute stream wait for that event.
 // The driver's blocking collectives (host memory) go through the MPI
 // communicator NCCL was bootstrapped with, else through NCCL (staged through
 // device memory).
@@ -37,9 +41,9 @@ public:
   // Whether a step can wait forever on another rank (NCCL with several
   // ranks): the executor then polls with the --comm-timeout watchdog.
   virtual bool canHang() const { return false; }
-  // "bucket 3 (fc1.weight)" for the oldest all-reduce started and not yet
-  // complete on the device; empty when none, or "NCCL error: ..." when NCCL
-  // reported an asynchronous error.
+  // "all-reduce of bucket 3 (fc1.weight)" for the oldest bucket collective
+  // started and not yet complete on the device; empty when none, or "NCCL
+  // error: ..." when NCCL reported an asynchronous error.
   virtual std::string stalled() { return {}; }
   // "NCCL error: ..." when NCCL reported an asynchronous error (a peer's
   // connection lost, ...); empty otherwise. Cheap: polled while waiting.

@@ -383,8 +383,7 @@ private:
           comm_.abortJob(stalled);
         comm_.abortJob(fmt::format(
             "{} did not complete within {:g} s; another rank may have died or stopped",
-            stalled.empty() ? std::string("a step on cuda:") + std::to_string(device_)
-                            : "all-reduce of " + stalled,
+            stalled.empty() ? std::string("a step on cuda:") + std::to_string(device_) : stalled,
             comm_.timeoutSeconds()));
       }
       std::this_thread::sleep_for(pause);

@@ -20,12 +20,14 @@
 #include <gloo/broadcast.h>
 #include <gloo/config.h>
 #include <gloo/math.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -508,6 +510,55 @@ int allreduceDoubleSum(double *data, int64_t count, char *err, size_t errLen) {
   return allreduceSum(data, count, err, errLen);
 }
 
+// An out-of-place reduce-scatter's working copy (gloo reduces in its
+// buffer, and data is to be left as it was); grows to the largest bucket.
+std::vector<float> reduceScatterScratch;
+
+int reduceScatterFloatSum(const float *data, float *shard, int64_t shardCount, int inPlace,
+                          char *err, size_t errLen) {
+  if (shardCount <= 0)
+    return 0;
+  // ReduceScatterHalvingDoubling counts the bucket's elements and bytes in
+  // ints.
+  constexpr int64_t kMaxCount = INT_MAX / int64_t(sizeof(float));
+  if (shardCount > kMaxCount / config.size) {
+    std::snprintf(err, errLen,
+                  "gloo reduce-scatter: a bucket of %lld floats per rank (%d ranks) is too large "
+                  "for gloo (at most %lld floats in all); use smaller buckets",
+                  static_cast<long long>(shardCount), config.size,
+                  static_cast<long long>(kMaxCount));
+    return 1;
+  }
+  const int64_t count = shardCount * config.size;
+  return guarded(err, errLen, "gloo reduce-scatter", [&] {
+    float *buf = shard - int64_t(config.rank) * shardCount; // in place: data
+    if (!inPlace) {
+      reduceScatterScratch.assign(data, data + count);
+      buf = reduceScatterScratch.data();
+    }
+    gloo::ReduceScatterHalvingDoubling<float> algorithm(
+        context, std::vector<float *>{buf}, int(count),
+        std::vector<int>(size_t(config.size), int(shardCount)));
+    algorithm.run();
+    // This rank's part of the sum is now buf[0 .. shardCount).
+    if (shard != buf)
+      std::memmove(shard, buf, size_t(shardCount) * sizeof(float));
+  });
+}
+
+int allgatherFloat(float *data, int64_t shardCount, char *err, size_t errLen) {
+  if (shardCount <= 0)
+    return 0;
+  return guarded(err, errLen, "gloo allgather", [&] {
+    gloo::AllgatherOptions opts(context);
+    // No input: in place (this rank's part is already in the output).
+    opts.setOutput(data, size_t(shardCount) * size_t(config.size));
+    opts.setTag(nextTag++);
+    opts.setTimeout(timeoutMs());
+    gloo::allgather(opts);
+  });
+}
+
 int broadcast(void *data, int64_t bytes, int root, char *err, size_t errLen) {
   if (bytes <= 0)
     return 0;
@@ -553,9 +604,18 @@ int finalize(char *err, size_t errLen) {
   });
 }
 
-const DtcrtMpiApi kApi = {
-    DTCRT_MPI_PLUGIN_ABI, "gloo",    setRendezvous, init,    allreduceFloatSum,
-    allreduceDoubleSum,   broadcast, allgather,     barrier, finalize};
+const DtcrtMpiApi kApi = {DTCRT_MPI_PLUGIN_ABI,
+                          "gloo",
+                          setRendezvous,
+                          init,
+                          allreduceFloatSum,
+                          reduceScatterFloatSum,
+                          allgatherFloat,
+                          allreduceDoubleSum,
+                          broadcast,
+                          allgather,
+                          barrier,
+                          finalize};
 
 } // namespace
 

@@ -19,6 +19,8 @@ namespace {
 // Counts per MPI call stay far below INT_MAX.
 constexpr int64_t kChunk = int64_t(1) << 28;
 
+int worldRank = 0; // this rank in MPI_COMM_WORLD (set by init)
+
 int fail(char *err, size_t errLen, const char *what, int code) {
   char text[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
@@ -42,6 +44,7 @@ int init(int *rank, int *size, int *localRank, int *localSize, char *version, si
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, rank);
   MPI_Comm_size(MPI_COMM_WORLD, size);
+  worldRank = *rank;
   MPI_Comm node;
   rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   if (rc != MPI_SUCCESS)
@@ -76,6 +79,49 @@ int allreduceDoubleSum(double *data, int64_t count, char *err, size_t errLen) {
       return fail(err, errLen, "MPI_Allreduce", rc);
   }
   return 0;
+}
+
+// A shard of more than kChunk elements: MPI's per-rank counts are ints (and
+// a shard cannot be split into contiguous calls), so it is refused.
+int tooLarge(char *err, size_t errLen, const char *what, int64_t shardCount) {
+  std::snprintf(err, errLen,
+                "%s of %lld floats per rank is too large for MPI (at most %lld per rank); use "
+                "smaller buckets",
+                what, static_cast<long long>(shardCount), static_cast<long long>(kChunk));
+  return 1;
+}
+
+int reduceScatterFloatSum(const float *data, float *shard, int64_t shardCount, int inPlace,
+                          char *err, size_t errLen) {
+  if (shardCount <= 0)
+    return 0;
+  if (shardCount > kChunk)
+    return tooLarge(err, errLen, "reduce-scatter", shardCount);
+  if (!inPlace) {
+    int rc = MPI_Reduce_scatter_block(data, shard, int(shardCount), MPI_FLOAT, MPI_SUM,
+                                      MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? 0 : fail(err, errLen, "MPI_Reduce_scatter_block", rc);
+  }
+  // In place, MPI leaves this rank's part of the sum at the start of the
+  // buffer; it belongs at shard (data + rank * shardCount).
+  float *buf = shard - int64_t(worldRank) * shardCount;
+  int rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, buf, int(shardCount), MPI_FLOAT, MPI_SUM,
+                                    MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS)
+    return fail(err, errLen, "MPI_Reduce_scatter_block", rc);
+  if (shard != buf)
+    std::memmove(shard, buf, size_t(shardCount) * sizeof(float));
+  return 0;
+}
+
+int allgatherFloat(float *data, int64_t shardCount, char *err, size_t errLen) {
+  if (shardCount <= 0)
+    return 0;
+  if (shardCount > kChunk)
+    return tooLarge(err, errLen, "all-gather", shardCount);
+  int rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, int(shardCount), MPI_FLOAT,
+                         MPI_COMM_WORLD);
+  return rc == MPI_SUCCESS ? 0 : fail(err, errLen, "MPI_Allgather", rc);
 }
 
 int broadcast(void *data, int64_t bytes, int root, char *err, size_t errLen) {
@@ -115,6 +161,8 @@ const DtcrtMpiApi kApi = {DTCRT_MPI_PLUGIN_ABI,
                           nullptr, // MPI's launcher is the rendezvous
                           init,
                           allreduceFloatSum,
+                          reduceScatterFloatSum,
+                          allgatherFloat,
                           allreduceDoubleSum,
                           broadcast,
                           allgather,

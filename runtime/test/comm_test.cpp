@@ -157,6 +157,129 @@ TEST(LocalComm, AnotherCommunicatorsRequestIsAnError) {
   other->wait(theirs);
 }
 
+// ZeRO's bucket collectives over one rank: the reduce-scatter's sum is the
+// data, whose only part is this rank's; the all-gather has nothing to bring.
+TEST(LocalComm, ReduceScatterAndAllgatherOverOneRank) {
+  auto comm = createLocalCommunicator();
+  std::vector<float> data(5), shard(5, -1.0f);
+  for (int i = 0; i < 5; ++i)
+    data[size_t(i)] = float(i) + 0.5f;
+  const std::vector<float> want = data;
+  const Request out = comm->reduceScatterStart(4, data.data(), shard.data(), 5);
+  EXPECT_EQ(out.kind(), CollectiveKind::ReduceScatter);
+  EXPECT_EQ(out.bucket(), 4);
+  comm->wait(out);
+  EXPECT_EQ(shard, want); // bit-identical: the sum over one rank
+  EXPECT_EQ(data, want);  // out of place: the data is left alone
+  const Request in = comm->reduceScatterStart(4, data.data(), data.data(), 5); // in place
+  comm->wait(in);
+  EXPECT_EQ(data, want);
+  const Request gather = comm->allgatherStart(4, data.data(), 5);
+  EXPECT_EQ(gather.kind(), CollectiveKind::Allgather);
+  comm->wait(gather);
+  EXPECT_EQ(data, want);
+  // Empty shards are fine.
+  comm->wait(comm->reduceScatterStart(5, data.data(), shard.data(), 0));
+  comm->wait(comm->allgatherStart(5, data.data(), 0));
+  EXPECT_NE(comm->finishedAt(CollectiveKind::ReduceScatter, 4), CommBase::Clock::time_point());
+  EXPECT_NE(comm->finishedAt(CollectiveKind::Allgather, 4), CommBase::Clock::time_point());
+  EXPECT_EQ(comm->finishedAt(4), CommBase::Clock::time_point()); // no all-reduce of bucket 4
+}
+
+// A bucket has one request in flight per collective kind: its all-reduce,
+// reduce-scatter and all-gather may be in flight together, each checked on
+// its own.
+TEST(LocalComm, OneRequestPerKindAndBucket) {
+  auto comm = createLocalCommunicator();
+  comm->setBuckets(dtc::test::SoftmaxReg::spec());
+  std::vector<float> data = {1, 2, 3}, shard(3), gathered = {4, 5, 6};
+  const Request ar = comm->allreduceStart(0, data.data(), 3);
+  const Request rs = comm->reduceScatterStart(0, data.data(), shard.data(), 3);
+  const Request ag = comm->allgatherStart(0, gathered.data(), 3);
+  EXPECT_EQ(ar.kind(), CollectiveKind::Allreduce);
+  EXPECT_EQ(rs.serial(), ar.serial() + 1); // one count of starts, every kind
+  EXPECT_EQ(ag.serial(), rs.serial() + 1);
+  EXPECT_NE(ar, rs);
+  EXPECT_EQ(errorOf([&] { (void)comm->reduceScatterStart(0, data.data(), shard.data(), 3); }),
+            "internal error: reduce-scatter of bucket 0 (fc.weight, fc.bias) started again "
+            "before its wait");
+  EXPECT_EQ(errorOf([&] { (void)comm->allgatherStart(0, gathered.data(), 3); }),
+            "internal error: all-gather of bucket 0 (fc.weight, fc.bias) started again before "
+            "its wait");
+  comm->wait(ag); // in any order
+  comm->wait(ar);
+  EXPECT_EQ(errorOf([&] { comm->wait(ag); }),
+            "internal error: wait for all-gather request 3 of bucket 0 (fc.weight, fc.bias), "
+            "which was already waited for");
+  comm->wait(rs);
+  EXPECT_EQ(errorOf([&] { comm->wait(rs); }),
+            "internal error: wait for reduce-scatter request 2 of bucket 0 (fc.weight, "
+            "fc.bias), which was already waited for");
+  // Started again: the first reduce-scatter is stale, and waiting for it
+  // neither waits for nor consumes the second (nor touches the all-reduce).
+  const Request rs2 = comm->reduceScatterStart(0, data.data(), shard.data(), 3);
+  EXPECT_EQ(errorOf([&] { comm->wait(rs); }),
+            "internal error: wait for reduce-scatter request 2 of bucket 0 (fc.weight, "
+            "fc.bias), which is stale: the bucket's reduce-scatter was started again since "
+            "(request 4)");
+  EXPECT_EQ(errorOf([&] { (void)comm->reduceScatterStart(0, data.data(), shard.data(), 3); }),
+            "internal error: reduce-scatter of bucket 0 (fc.weight, fc.bias) started again "
+            "before its wait");
+  comm->wait(rs2);
+  const Request ar2 = comm->allreduceStart(0, data.data(), 3); // all-reduces are as before
+  comm->wait(ar2);
+  EXPECT_EQ(errorOf([&] { comm->wait(ar); }),
+            "internal error: wait for request 1 of bucket 0 (fc.weight, fc.bias), which is "
+            "stale: the bucket was started again since (request 5)");
+  auto other = createLocalCommunicator();
+  const Request foreign = other->allgatherStart(0, gathered.data(), 3);
+  EXPECT_EQ(errorOf([&] { comm->wait(foreign); }),
+            "internal error: wait for all-gather request 1 of bucket 0, which another "
+            "communicator started");
+  other->wait(foreign);
+}
+
+TEST(LocalComm, AShardMustBeInPlaceOrABufferOfItsOwn) {
+  auto comm = createLocalCommunicator();
+  std::vector<float> data(8, 1.0f);
+  EXPECT_EQ(errorOf([&] { (void)comm->reduceScatterStart(1, data.data(), data.data() + 2, 4); }),
+            "internal error: reduce-scatter of bucket 1: its shard overlaps its data but is not "
+            "this rank's part of it (data + 0 * 4 elements, in place)");
+  EXPECT_EQ(errorOf([&] { (void)comm->reduceScatterStart(1, data.data() + 3, data.data(), 4); }),
+            "internal error: reduce-scatter of bucket 1: its shard overlaps its data but is not "
+            "this rank's part of it (data + 0 * 4 elements, in place)");
+  EXPECT_EQ(errorOf([&] { (void)comm->reduceScatterStart(1, data.data(), data.data(), -1); }),
+            "internal error: reduce-scatter of bucket 1 with -1 elements per rank");
+  // The refusals started nothing; adjacent buffers do not overlap.
+  comm->wait(comm->reduceScatterStart(1, data.data(), data.data() + 4, 4));
+}
+
+TEST(LocalComm, TracesNameTheCollective) {
+  auto comm = createLocalCommunicator();
+  Tracer t(0);
+  comm->setTracer(&t);
+  std::vector<float> data(6, 1.0f), shard(6);
+  comm->wait(comm->reduceScatterStart(3, data.data(), shard.data(), 6));
+  comm->wait(comm->allgatherStart(3, data.data(), 6));
+  comm->wait(comm->allreduceStart(3, data.data(), 6));
+  comm->setTracer(nullptr);
+  std::map<std::string, int> count;
+  std::map<std::string, int> tid;
+  const nlohmann::json doc = nlohmann::json::parse(t.json());
+  for (const auto &e : doc.at("traceEvents"))
+    if (e.at("ph") == "X") {
+      ++count[e.at("name").get<std::string>()];
+      tid[e.at("name").get<std::string>()] = e.at("tid").get<int>();
+    }
+  EXPECT_EQ(count, (std::map<std::string, int>{{"reducescatter bucket 3", 1},
+                                               {"allgather bucket 3", 1},
+                                               {"allreduce bucket 3", 1},
+                                               {"wait bucket 3", 3}}));
+  EXPECT_EQ(tid["reducescatter bucket 3"], Tracer::kCommTid);
+  EXPECT_EQ(tid["allgather bucket 3"], Tracer::kCommTid);
+  EXPECT_EQ(tid["wait bucket 3"], Tracer::kComputeTid);
+}
+
 TEST(LocalComm, DriverCollectivesAreIdentities) {
   auto comm = createLocalCommunicator();
   double d[2] = {1.25, -3};
@@ -538,6 +661,20 @@ TEST(CommSetup, CommGlooRefusalsAndSingleton) {
             "internal error: wait for a request that no all-reduce started (a "
             "default-constructed dtc::rt::Request)");
   EXPECT_EQ(x, (std::vector<float>{1.5f, -2.0f}));
+  // ZeRO's collectives over one gloo rank (gloo's algorithms, in the plugin).
+  std::vector<float> data = {0.5f, 1.5f, 2.5f}, shard(3);
+  const Request rs = single->reduceScatterStart(0, data.data(), shard.data(), 3);
+  const Request ag = single->allgatherStart(0, x.data(), 2); // the same bucket, in flight too
+  single->wait(ag);
+  single->wait(rs);
+  EXPECT_EQ(shard, data);
+  EXPECT_EQ(data, (std::vector<float>{0.5f, 1.5f, 2.5f}));
+  EXPECT_EQ(x, (std::vector<float>{1.5f, -2.0f}));
+  single->wait(single->reduceScatterStart(0, data.data(), data.data(), 3)); // in place
+  EXPECT_EQ(data, (std::vector<float>{0.5f, 1.5f, 2.5f}));
+  EXPECT_EQ(errorOf([&] { single->wait(rs); }),
+            "internal error: wait for reduce-scatter request 2 of bucket 0, which is stale: the "
+            "bucket's reduce-scatter was started again since (request 4)");
   double d = 2.5;
   single->allreduceSum(&d, 1);
   EXPECT_EQ(d, 2.5);

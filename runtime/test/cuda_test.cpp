@@ -951,6 +951,39 @@ TEST_F(DeviceComms, NcclWithOneRank) {
   comm->barrier();
 }
 
+// ZeRO's bucket collectives over one rank, on both device communicators:
+// the reduce-scatter leaves the data's (only) part in the shard, in place or
+// not; the all-gather has nothing to bring. A bucket's reduce-scatter and
+// all-gather are in flight together.
+TEST_F(DeviceComms, ReduceScatterAndAllgatherOverOneRank) {
+  for (bool nccl : {false, true}) {
+    SCOPED_TRACE(nccl ? "nccl" : "local");
+    auto comm = make(nccl);
+    const std::vector<float> values = {0.5f, 1001, 2002.5f, -3};
+    DevVec<float> data(values), shard(size_t(4)), gathered(values);
+    const rt::Request rs = comm->reduceScatterStart(2, data.get(), shard.get(), 4);
+    const rt::Request ag = comm->allgatherStart(2, gathered.get(), 4);
+    EXPECT_EQ(rs.kind(), rt::CollectiveKind::ReduceScatter);
+    EXPECT_EQ(ag.kind(), rt::CollectiveKind::Allgather);
+    EXPECT_EQ(ag.serial(), rs.serial() + 1);
+    EXPECT_THROW((void)comm->reduceScatterStart(2, data.get(), shard.get(), 4), rt::Error);
+    EXPECT_THROW((void)comm->allgatherStart(2, gathered.get(), 4), rt::Error);
+    comm->wait(ag);
+    comm->wait(rs);
+    EXPECT_THROW(comm->wait(rs), rt::Error); // waited for already
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    expectClose(shard.host(), values, 0, 0, "the reduce-scatter over one rank");
+    expectClose(data.host(), values, 0, 0, "out of place: the data is left alone");
+    expectClose(gathered.host(), values, 0, 0, "the all-gather over one rank");
+    const rt::Request in = comm->reduceScatterStart(2, data.get(), data.get(), 4); // in place
+    EXPECT_THROW(comm->wait(rs), rt::Error); // stale: started again
+    comm->wait(in);
+    EXPECT_THROW((void)comm->reduceScatterStart(3, data.get(), data.get() + 1, 2), rt::Error);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    expectClose(data.host(), values, 0, 0, "in place over one rank");
+  }
+}
+
 //===--- launches (no GPU needed) ---------------------------------------------===//
 
 // The launch shape generated kernels and the runtime's share (dtc/cuda.h).

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "comm/comm_impl.h"
+#include "support/tracer.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -187,6 +188,186 @@ TEST(MpiCollectives, DeferredAllreducesRunBeforeALaterCollective) {
   c.wait(r);
   EXPECT_EQ(big[123], 2.0f);
   c.setDeferredStarts(false);
+}
+
+//===--- ZeRO's bucket collectives: reduce-scatter and all-gather ------------===//
+
+// Rank r contributes 1000 * r + i at element i of the bucket; the sum at i
+// over W ranks is 1000 * W * (W - 1) / 2 + W * i (exact in float here).
+float contribution(int rank, int64_t i) { return float(1000 * rank + i); }
+float sumAt(int W, int64_t i) { return float(1000 * W * (W - 1) / 2 + W * i); }
+
+TEST(MpiSharded, ReduceScatterOutOfPlace) {
+  CommBase &c = *gComm;
+  const int r = c.rank(), W = c.size();
+  for (int64_t shardCount : {int64_t(1), int64_t(1000), int64_t(4097), int64_t(0)}) {
+    std::vector<float> data(size_t(shardCount * W)), shard(size_t(shardCount), -1.0f);
+    for (int64_t i = 0; i < shardCount * W; ++i)
+      data[size_t(i)] = contribution(r, i);
+    const std::vector<float> before = data;
+    const Request q = c.reduceScatterStart(20, data.data(), shard.data(), shardCount);
+    EXPECT_EQ(q.kind(), CollectiveKind::ReduceScatter);
+    c.wait(q);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < shardCount; ++i)
+      wrong += shard[size_t(i)] != sumAt(W, r * shardCount + i);
+    EXPECT_EQ(wrong, 0) << shardCount << " per rank; shard[0] = "
+                        << (shardCount ? shard[0] : 0.0f);
+    EXPECT_EQ(data, before) << "out of place: the data is left alone";
+  }
+}
+
+TEST(MpiSharded, ReduceScatterInPlace) {
+  CommBase &c = *gComm;
+  const int r = c.rank(), W = c.size();
+  for (int64_t shardCount : {int64_t(1), int64_t(3000), int64_t(1) << 20}) {
+    std::vector<float> data(size_t(shardCount * W));
+    for (int64_t i = 0; i < shardCount * W; ++i)
+      data[size_t(i)] = contribution(r, i % 4096);
+    float *shard = data.data() + r * shardCount;
+    c.wait(c.reduceScatterStart(21, data.data(), shard, shardCount));
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < shardCount; ++i)
+      wrong += shard[i] != sumAt(W, (r * shardCount + i) % 4096);
+    EXPECT_EQ(wrong, 0) << shardCount << " per rank";
+  }
+}
+
+TEST(MpiSharded, AllgatherInPlace) {
+  CommBase &c = *gComm;
+  const int r = c.rank(), W = c.size();
+  for (int64_t shardCount : {int64_t(1), int64_t(1001), int64_t(1) << 20, int64_t(0)}) {
+    // Only this rank's part is its own; the others' are garbage until gathered.
+    std::vector<float> data(size_t(shardCount * W), -7.0f);
+    for (int64_t i = 0; i < shardCount; ++i)
+      data[size_t(r * shardCount + i)] = contribution(r, i % 4096);
+    const Request q = c.allgatherStart(22, data.data(), shardCount);
+    EXPECT_EQ(q.kind(), CollectiveKind::Allgather);
+    c.wait(q);
+    int64_t wrong = 0;
+    for (int p = 0; p < W; ++p)
+      for (int64_t i = 0; i < shardCount; ++i)
+        wrong += data[size_t(p * shardCount + i)] != contribution(p, i % 4096);
+    EXPECT_EQ(wrong, 0) << shardCount << " per rank";
+  }
+}
+
+// ZeRO's step: reduce-scatter the gradients, update the shard, all-gather
+// the parameters. A reduce-scatter and an all-gather of the same bucket (and
+// its all-reduce) are in flight together, waited for in any order.
+TEST(MpiSharded, OneRequestPerKindOfABucketInFlightTogether) {
+  CommBase &c = *gComm;
+  const int r = c.rank(), W = c.size();
+  const int64_t n = 5000;
+  for (int round = 0; round < 2; ++round) { // buckets are reused step after step
+    std::vector<float> grads(size_t(n * W)), params(size_t(n * W), -1.0f);
+    std::vector<float> shard(static_cast<size_t>(n)), sums(size_t(n), float(r + round));
+    for (int64_t i = 0; i < n * W; ++i)
+      grads[size_t(i)] = contribution(r, i) + float(round);
+    for (int64_t i = 0; i < n; ++i)
+      params[size_t(r * n + i)] = contribution(r, i) - float(round);
+    const Request rs = c.reduceScatterStart(23, grads.data(), shard.data(), n);
+    const Request ag = c.allgatherStart(23, params.data(), n);
+    const Request ar = c.allreduceStart(23, sums.data(), n);
+    EXPECT_EQ(rs.bucket(), 23);
+    EXPECT_EQ(ag.bucket(), 23);
+    EXPECT_EQ(ag.serial(), rs.serial() + 1);
+    EXPECT_EQ(errorOf([&] { (void)c.reduceScatterStart(23, grads.data(), shard.data(), n); }),
+              "internal error: reduce-scatter of bucket 23 started again before its wait");
+    EXPECT_EQ(errorOf([&] { (void)c.allgatherStart(23, params.data(), n); }),
+              "internal error: all-gather of bucket 23 started again before its wait");
+    c.wait(ar);
+    c.wait(ag);
+    c.wait(rs);
+    int64_t wrongShard = 0, wrongParams = 0;
+    for (int64_t i = 0; i < n; ++i)
+      wrongShard += shard[size_t(i)] != sumAt(W, r * n + i) + float(W * round);
+    for (int p = 0; p < W; ++p)
+      for (int64_t i = 0; i < n; ++i)
+        wrongParams += params[size_t(p * n + i)] != contribution(p, i) - float(round);
+    EXPECT_EQ(wrongShard, 0) << "round " << round;
+    EXPECT_EQ(wrongParams, 0) << "round " << round;
+    EXPECT_EQ(std::count(sums.begin(), sums.end(), float(W * (W - 1) / 2 + W * round)), n);
+    EXPECT_EQ(errorOf([&] { c.wait(rs); }),
+              fmt::format("internal error: wait for reduce-scatter request {} of bucket 23, "
+                          "which was already waited for",
+                          rs.serial()));
+    EXPECT_EQ(errorOf([&] { c.wait(ag); }),
+              fmt::format("internal error: wait for all-gather request {} of bucket 23, which "
+                          "was already waited for",
+                          ag.serial()));
+  }
+  // Started again: the old all-gather request is stale, and waiting for it
+  // neither waits for nor consumes the new one.
+  std::vector<float> params(size_t(n * W), float(r));
+  const Request first = c.allgatherStart(24, params.data(), n);
+  c.wait(first);
+  const Request again = c.allgatherStart(24, params.data(), n);
+  EXPECT_EQ(errorOf([&] { c.wait(first); }),
+            fmt::format("internal error: wait for all-gather request {} of bucket 24, which is "
+                        "stale: the bucket's all-gather was started again since (request {})",
+                        first.serial(), again.serial()));
+  c.wait(again);
+  for (int p = 0; p < W; ++p)
+    EXPECT_EQ(params[size_t(p * n)], float(p));
+  EXPECT_FALSE(c.broken());
+}
+
+// Deferred starts (train --overlap off) run every kind at the wait, in the
+// order the step started them. Only rank 0 defers: the collectives' order
+// is the start order either way.
+TEST(MpiSharded, DeferredStartsKeepTheStartOrder) {
+  CommBase &c = *gComm;
+  const int r = c.rank(), W = c.size();
+  c.setDeferredStarts(r == 0);
+  const int64_t n = 1 << 18;
+  std::vector<float> grads(size_t(n * W), 1.0f), params(size_t(n * W), 0.0f);
+  std::vector<float> shard(static_cast<size_t>(n)), sums(1000, float(r + 1));
+  for (int64_t i = 0; i < n; ++i)
+    params[size_t(r * n + i)] = float(r + 5);
+  const Request rs = c.reduceScatterStart(64, grads.data(), shard.data(), n);
+  const Request ar = c.allreduceStart(65, sums.data(), int64_t(sums.size()));
+  const Request ag = c.allgatherStart(64, params.data(), n);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (r == 0) {
+    EXPECT_EQ(c.finishedAt(CollectiveKind::ReduceScatter, 64), Clock::time_point())
+        << "started before its wait";
+    EXPECT_EQ(c.finishedAt(65), Clock::time_point()) << "started before its wait";
+    EXPECT_EQ(c.finishedAt(CollectiveKind::Allgather, 64), Clock::time_point())
+        << "started before its wait";
+  }
+  c.wait(ag); // runs the reduce-scatter, the all-reduce, then the all-gather
+  const auto rsDone = c.finishedAt(CollectiveKind::ReduceScatter, 64),
+             arDone = c.finishedAt(65), agDone = c.finishedAt(CollectiveKind::Allgather, 64);
+  ASSERT_NE(rsDone, Clock::time_point());
+  ASSERT_NE(arDone, Clock::time_point());
+  EXPECT_LE(rsDone, arDone);
+  EXPECT_LE(arDone, agDone);
+  c.wait(rs);
+  c.wait(ar);
+  EXPECT_EQ(std::count(shard.begin(), shard.end(), float(W)), n);
+  EXPECT_EQ(std::count(sums.begin(), sums.end(), 3.0f), int64_t(sums.size()));
+  for (int p = 0; p < W; ++p)
+    EXPECT_EQ(std::count(params.begin() + p * n, params.begin() + (p + 1) * n, float(p + 5)), n)
+        << "part " << p;
+  c.setDeferredStarts(false);
+}
+
+TEST(MpiSharded, TracesNameTheCollective) {
+  CommBase &c = *gComm;
+  const int W = c.size();
+  Tracer t(c.rank());
+  c.setTracer(&t);
+  std::vector<float> grads(size_t(100 * W), 1.0f), shard(100);
+  const Request rs = c.reduceScatterStart(66, grads.data(), shard.data(), 100);
+  const Request ag = c.allgatherStart(66, grads.data(), 100);
+  c.wait(rs);
+  c.wait(ag);
+  c.setTracer(nullptr);
+  const std::string json = t.json();
+  for (const char *name : {"\"reducescatter bucket 66\"", "\"allgather bucket 66\"",
+                           "\"wait bucket 66\""})
+    EXPECT_NE(json.find(name), std::string::npos) << name << " in " << json;
 }
 
 TEST(MpiErrors, MisuseIsAnInternalError) {

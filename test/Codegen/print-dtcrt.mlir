@@ -87,7 +87,7 @@ module {
     %g = dtcrt.buffer fixed[32] : !dtcrt.ptr<f32>
     %c = dtcrt.size 6
     %r = dtcrt.allreduce_start %g, %c bucket 0 : !dtcrt.ptr<f32>
-    dtcrt.allreduce_wait %r
+    dtcrt.wait %r
     return
   }
   func.func @grad_step() attributes {dtcrt.fixed_bytes = 96 : i64} {

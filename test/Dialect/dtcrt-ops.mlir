@@ -33,8 +33,8 @@ func.func @step() {
   %c16 = dtcrt.constant 16 : i64
   // CHECK: %[[R:.*]] = dtcrt.allreduce_start %{{.*}}, %{{.*}} bucket 0 : <f32>
   %req = dtcrt.allreduce_start %g, %c16 bucket 0 : !dtcrt.ptr<f32>
-  // CHECK: dtcrt.allreduce_wait %[[R]]
-  dtcrt.allreduce_wait %req
+  // CHECK: dtcrt.wait %[[R]]
+  dtcrt.wait %req
   // CHECK: dtcrt.update_items weights(%[[W]] : !dtcrt.ptr<f32>) grads(%{{.*}} : !dtcrt.ptr<f32>) states(%{{.*}} : !dtcrt.ptr<f32>) sizes(%{{.*}}) {states_per_item = 1 : i64}
   %items = dtcrt.update_items weights(%w : !dtcrt.ptr<f32>) grads(%g : !dtcrt.ptr<f32>) states(%h : !dtcrt.ptr<f32>) sizes(%k) {states_per_item = 1 : i64}
   %count = dtcrt.constant 1 : i32

@@ -57,7 +57,7 @@
 // CHECK: dtcrt.gemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[X2:.*]], %[[BETA]], %[[MW]])
 // CHECK: %[[BUCKET:.*]] = dtcrt.buffer persistent[128]
 // CHECK: %[[REQ:.*]] = dtcrt.allreduce_start %[[BUCKET]], %{{.*}} bucket 0
-// CHECK-NEXT: dtcrt.allreduce_wait %[[REQ]]
+// CHECK-NEXT: dtcrt.wait %[[REQ]]
 // CHECK: dtcrt.copy
 // CHECK: dtcrt.copy
 // CHECK: dtcrt.trace_begin "update fc.bias fc.weight"

@@ -106,6 +106,25 @@ cl::opt<bool> noOverlap("no-overlap",
                         cl::desc("Do not overlap all-reduces with backward "
                                  "(each bucket waits where it starts)"),
                         cl::cat(category));
+cl::opt<bool> noFoldMomentum(
+    "no-fold-momentum",
+    cl::desc("Do not fold SGD momentum into the gradient buckets (each "
+             "rank's share of it added before the all-reduce, "
+             "dtc-fold-momentum): the update as torch.optim.SGD computes it, "
+             "after the all-reduce"),
+    cl::cat(category));
+cl::opt<std::string> shardStage(
+    "shard",
+    cl::desc("Sharded data parallelism (ZeRO's stages; the recipe's shard): "
+             "none (replicated, the default), optimizer (1: the optimizer "
+             "state), gradients (2: and the gradients) or parameters (3: and "
+             "the parameters); a stage number is accepted too. Needs --ranks"),
+    cl::value_desc("stage"), cl::cat(category));
+cl::opt<int64_t> shardRanks(
+    "ranks",
+    cl::desc("The world size the shards are planned for (the recipe's "
+             "ranks); the program refuses to start at another"),
+    cl::init(0), cl::cat(category));
 cl::opt<std::string> cxx("cxx", cl::desc("Host C++ compiler"),
                          cl::init(DTC_DEFAULT_CXX), cl::cat(category));
 // -O2, not -O3: g++ -O3 grows faster than linearly in the size of the step
@@ -448,6 +467,30 @@ int main(int argc, char **argv) {
           *module, dtc::TargetAttr::get(&context, cuda ? dtc::Target::Cuda
                                                        : dtc::Target::Cpu));
     }
+    // The sharding: the command line's over the recipe's.
+    if (shardStage.getNumOccurrences() || shardRanks.getNumOccurrences()) {
+      auto *dialect = context.getLoadedDialect<dtc::DtcDialect>();
+      dtc::ShardAttr recipe = dialect->getShardAttrHelper().getAttr(*module);
+      std::optional<dtc::ShardStage> stage =
+          recipe ? recipe.getStage() : dtc::ShardStage::None;
+      if (shardStage.getNumOccurrences()) {
+        StringRef s = shardStage;
+        stage = s.size() == 1 && s[0] >= '0' && s[0] <= '3'
+                    ? dtc::ShardStage(s[0] - '0')
+                    : dtc::symbolizeShardStage(s);
+        if (!stage)
+          return fail("unknown --shard '" + shardStage +
+                      "' (expected none, optimizer, gradients, parameters, or "
+                      "0 to 3)");
+      }
+      if (shardRanks.getNumOccurrences() && shardRanks < 1)
+        return fail("--ranks must be >= 1");
+      int64_t ranks = shardRanks.getNumOccurrences()
+                          ? int64_t(shardRanks)
+                          : (recipe ? recipe.getRanks() : 0);
+      dialect->getShardAttrHelper().setAttr(
+          *module, dtc::ShardAttr::get(&context, *stage, ranks));
+    }
     if (emitKind == Emit::MLIR)
       return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
 
@@ -459,6 +502,7 @@ int main(int argc, char **argv) {
     options.bucketBytes = int64_t(bucketMB * 1048576.0);
     options.firstBucketBytes = int64_t(firstBucketMB * 1048576.0);
     options.overlap = !noOverlap;
+    options.foldMomentum = !noFoldMomentum;
     options.channelsLast = activations == "channels-last";
     options.blocked = activations == "blocked";
     // IR that already has its training step (a .mlir input) keeps it.

@@ -10,10 +10,11 @@
 // host: the runtime reads outputs once per logging interval.
 //
 // Collectives from CUDA steps go through the same Communicator (comm.h); a
-// device-aware backend (NCCL) orders allreduceStart after the work already
-// queued on the compute stream (an event), runs it on its own stream, and
-// makes wait() order the compute stream after it (an event) without
-// blocking the host.
+// device-aware backend (NCCL) orders each bucket collective
+// (allreduceStart, reduceScatterStart, allgatherStart) after the work
+// already queued on the compute stream (an event), runs it on its own
+// stream, and makes wait() order the compute stream after it (an event)
+// without blocking the host.
 //
 // The device kernels below are the CUDA twins of kernels.h, with the same
 // names and, after the context, the same parameters (kernels.h says what

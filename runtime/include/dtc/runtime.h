@@ -43,7 +43,7 @@ struct ParamSpec {
   // (SGD: momentum_buffer; Adam, AdamW: exp_avg then exp_avg_sq). Where the
   // plan folds momentum into the gradient buckets, the buffers of a bucket
   // mirror its layout; at a step boundary each holds the momentum itself.
-  int64_t stateOffset;
+  int64_t stateOffset;     // -1 when sharded (see BucketSpec)
 };
 
 // A non-trainable tensor of the model's state (a torch.nn buffer: batch
@@ -245,6 +245,18 @@ struct BucketSpec {
   int64_t count;
   int32_t numParams;
   const int32_t *params;
+  // Sharded programs (ModelSpec::shardStage > 0; else 0 and null): the
+  // bucket is reduce-scattered into shards of `shard` floats (count is
+  // shard times ModelSpec::shardRanks); its parameters live laid out like
+  // it at byte `paramOffset` of the persistent block (parameter i at float
+  // within[i]; the gaps and the padding are zero), and this rank's shard of
+  // their optimizer state at byte `stateOffset`: ModelSpec::numStates
+  // buffers of `shard` floats, one after the other, holding elements
+  // [rank * shard, (rank + 1) * shard) of the bucket's.
+  int64_t shard;
+  int64_t paramOffset;
+  int64_t stateOffset;
+  const int64_t *within;
 };
 
 enum class LabelKind : int32_t { Class = 0, Value };
@@ -308,6 +320,12 @@ struct ModelSpec {
   StepFn evalStepCuda;
   StepFn gradStepCuda;
   StepFn accumulateStepCuda;
+  // Sharded data parallelism (dtc --shard, --ranks): the stage (0:
+  // replicated, 1: optimizer state, 2: and gradients, 3: and parameters) and
+  // the world size the shards are planned for. Sharded parameters have
+  // ParamSpec::stateOffset -1: their state is in their buckets' shards.
+  int32_t shardStage;
+  int32_t shardRanks;
 };
 
 // Runs the `train` program: parses options, loads data, trains, evaluates.

@@ -4,6 +4,7 @@
 #include "support/error.h"
 #include "support/files.h"
 #include "checkpoint/params.h"
+#include "checkpoint/shards.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -423,14 +424,22 @@ std::vector<std::string> stateTensorNames(const ModelSpec &spec, const ParamSpec
 }
 
 void saveTrainingState(const std::string &path, const ModelSpec &spec, const char *persistent,
-                       const TrainingState &state, const std::string &alsoLinkAs) {
+                       const TrainingState &state, const std::string &alsoLinkAs,
+                       const float *gathered) {
+  if (spec.shardStage > 0 && !gathered)
+    throw Error("internal error: a sharded program's state is saved gathered");
   std::vector<OutTensor> tensors = parameterTensors(spec, persistent);
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec &p = spec.params[i];
     const size_t bytes = static_cast<size_t>(p.numel) * sizeof(float);
     std::vector<std::string> names = stateTensorNames(spec, p);
     for (size_t k = 0; k < names.size(); ++k)
-      tensors.push_back({names[k], shapeOf(p), persistent + p.stateOffset + k * bytes, bytes});
+      tensors.push_back(
+          {names[k], shapeOf(p),
+           spec.shardStage > 0
+               ? reinterpret_cast<const char *>(gathered + gatheredStateOffset(spec, i, int(k)))
+               : persistent + p.stateOffset + k * bytes,
+           bytes});
   }
   std::map<std::string, std::string> meta = stateMetadata(state);
   meta["dtc.kind"] = kTrainingStateKind;
@@ -514,15 +523,23 @@ LoadedTrainingState loadTrainingState(const std::string &path, const ModelSpec &
 
   LoadedTrainingState out;
   out.state = stateFromMetadata(st.metadata, where.c_str());
-  out.persistent.assign(static_cast<size_t>(spec.persistentBytes), 0);
+  // (Sharded: the state gathered, after the block; each rank takes its
+  // shards of it.)
+  out.persistent.assign(static_cast<size_t>(spec.persistentBytes +
+                                            gatheredStateFloats(spec) * int64_t(sizeof(float))),
+                        0);
   copyModelTensors(st, spec, out.persistent.data());
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec &p = spec.params[i];
     const size_t bytes = static_cast<size_t>(p.numel) * sizeof(float);
     std::vector<std::string> names = stateTensorNames(spec, p);
-    for (size_t k = 0; k < names.size(); ++k)
-      std::memcpy(out.persistent.data() + p.stateOffset + k * bytes, st.find(names[k])->data,
-                  bytes);
+    for (size_t k = 0; k < names.size(); ++k) {
+      const int64_t at = spec.shardStage > 0
+                             ? spec.persistentBytes +
+                                   gatheredStateOffset(spec, i, int(k)) * int64_t(sizeof(float))
+                             : p.stateOffset + int64_t(k * bytes);
+      std::memcpy(out.persistent.data() + at, st.find(names[k])->data, bytes);
+    }
   }
   return out;
 }

@@ -69,8 +69,11 @@ std::vector<std::string> stateTensorNames(const ModelSpec &spec, const ParamSpec
 // Writes the parameters, the optimizer state (the whole persistent block as
 // the ModelSpec lays it out) and `state` to path through an AtomicFile; with
 // alsoLinkAs, the file is also hard-linked under that name.
+// A sharded program passes its optimizer state `gathered` (shards.h),
+// which the file holds whole as a replicated program's.
 void saveTrainingState(const std::string &path, const ModelSpec &spec, const char *persistent,
-                       const TrainingState &state, const std::string &alsoLinkAs = std::string());
+                       const TrainingState &state, const std::string &alsoLinkAs = std::string(),
+                       const float *gathered = nullptr);
 
 // A training state read and checked against spec: the persistent block it
 // describes (parameters and optimizer state at the spec's offsets; bytes the
@@ -78,6 +81,8 @@ void saveTrainingState(const std::string &path, const ModelSpec &spec, const cha
 // what differs when the file is not a training state of this program
 // (another model, other parameter names or shapes, another optimizer,
 // another compiled program) or is damaged (CRC-32).
+// A sharded program's `persistent` holds the parameters and buffers, then
+// (after spec.persistentBytes) the optimizer state gathered (shards.h).
 struct LoadedTrainingState {
   std::vector<char> persistent;
   TrainingState state;

@@ -21,6 +21,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include <cmath>
 #include <string>
 
@@ -68,7 +70,7 @@ void validateSpec(const ModelSpec &spec) {
         p.offset % 4 != 0 || p.offset + p.numel * 4 > spec.paramBytes)
       throw bad(fmt::format("parameter {} ('{}') has an inconsistent shape or offset", i,
                             p.name ? p.name : "?"));
-    if (spec.numStates > 0 &&
+    if (spec.numStates > 0 && spec.shardStage == 0 &&
         (p.stateOffset < spec.paramBytes + spec.bufferBytes || p.stateOffset % 4 != 0 ||
          p.stateOffset + spec.numStates * p.numel * 4 > spec.persistentBytes))
       throw bad(fmt::format("parameter {} ('{}') has its optimizer state outside the "
@@ -98,6 +100,33 @@ void validateSpec(const ModelSpec &spec) {
       ok = b.params[k] >= 0 && b.params[k] < spec.numParams;
     if (!ok)
       throw bad(fmt::format("gradient bucket {} is inconsistent", b.id));
+  }
+  // Sharded: every parameter in one bucket, inside its parameters; each
+  // bucket's parameters and state shard inside the persistent block.
+  if (spec.shardStage < 0 || spec.shardStage > 3 || (spec.shardStage > 0) != (spec.shardRanks > 0))
+    throw bad(fmt::format("sharding stage {} over {} ranks", spec.shardStage, spec.shardRanks));
+  if (spec.shardStage > 0) {
+    std::vector<int> holders(size_t(spec.numParams), 0);
+    for (int32_t i = 0; i < spec.numBuckets; ++i) {
+      const BucketSpec &b = spec.buckets[i];
+      bool ok = b.within && b.shard > 0 && b.shard * spec.shardRanks == b.count &&
+                b.paramOffset >= 0 && b.paramOffset % 4 == 0 &&
+                b.paramOffset + b.count * 4 <= spec.paramBytes &&
+                b.stateOffset >= spec.paramBytes + spec.bufferBytes && b.stateOffset % 4 == 0 &&
+                b.stateOffset + int64_t(spec.numStates) * b.shard * 4 <= spec.persistentBytes;
+      for (int32_t k = 0; ok && k < b.numParams; ++k) {
+        const ParamSpec &p = spec.params[b.params[k]];
+        ok = b.within[k] >= 0 && b.within[k] + p.numel <= b.count &&
+             p.offset == b.paramOffset + b.within[k] * 4;
+        ++holders[size_t(b.params[k])];
+      }
+      if (!ok)
+        throw bad(fmt::format("sharded bucket {} is inconsistent", b.id));
+    }
+    for (int32_t i = 0; i < spec.numParams; ++i)
+      if (holders[size_t(i)] != 1)
+        throw bad(fmt::format("parameter {} ('{}') is in {} sharded buckets", i,
+                              spec.params[i].name, holders[size_t(i)]));
   }
 }
 

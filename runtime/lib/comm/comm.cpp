@@ -41,27 +41,27 @@ public:
   const char *backend() const override { return "local"; }
 
   Request allreduceStart(int bucket, float *data, int64_t count) override {
-    Slot &slot = this->slot(bucket);
-    if (slot.pending)
-      throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
-                              bucketName(bucket)));
-    (void)data;
-    const Request r = newRequest(bucket);
-    slot.serial = r.serial();
-    slot.pending = true;
-    const auto start = Clock::now();
-    const auto end = start;
-    slot.finished = end;
-    if (tracer_)
-      tracer_->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", bucket), start, end,
-                    count * int64_t(sizeof(float)));
-    return r;
+    (void)data; // the sum over one rank
+    return start(CollectiveKind::Allreduce, bucket, count * int64_t(sizeof(float)), [] {});
+  }
+
+  Request reduceScatterStart(int bucket, float *data, float *shard, int64_t shardCount) override {
+    checkShard(bucket, data, shard, shardCount);
+    return start(CollectiveKind::ReduceScatter, bucket, shardCount * int64_t(sizeof(float)), [&] {
+      if (shard != data && shardCount > 0) // in place: shard is data (rank 0)
+        std::memcpy(shard, data, size_t(shardCount) * sizeof(float));
+    });
+  }
+
+  Request allgatherStart(int bucket, float *data, int64_t shardCount) override {
+    (void)data; // this rank's part is the whole
+    return start(CollectiveKind::Allgather, bucket, shardCount * int64_t(sizeof(float)), [] {});
   }
 
   void wait(Request r) override {
     const auto start = Clock::now();
     checkOwn(r);
-    Slot &slot = this->slot(r.bucket());
+    Slot &slot = slots_.at(r.kind(), r.bucket());
     checkInFlight(r, slot.serial, slot.pending);
     slot.pending = false;
     if (tracer_)
@@ -80,29 +80,38 @@ public:
   }
   void barrier() override {}
 
-  Clock::time_point finishedAt(int bucket) const override {
-    return bucket >= 0 && size_t(bucket) < slots_.size() ? slots_[size_t(bucket)].finished
-                                                         : Clock::time_point();
+  Clock::time_point finishedAt(CollectiveKind kind, int bucket) const override {
+    const Slot *slot = slots_.find(kind, bucket);
+    return slot ? slot->finished : Clock::time_point();
   }
 
 private:
   struct Slot {
     uint64_t serial = 0;  // the latest request's; 0: never started
-    bool pending = false; // between allreduceStart and wait
+    bool pending = false; // between the start and wait
     Clock::time_point finished;
   };
-  // Per-bucket state, indexed by bucket id (grown on first use, so steps do
-  // not allocate).
-  Slot &slot(int bucket) {
-    if (bucket < 0)
-      throw Error(fmt::format("internal error: negative bucket id {}", bucket));
-    if (size_t(bucket) >= slots_.size())
-      slots_.resize(size_t(bucket) + 1);
-    return slots_[size_t(bucket)];
+
+  // Every bucket collective: checks and records the start, runs `work` (what
+  // the collective does over one rank) and traces it (`bytes`: the data's).
+  template <class Work>
+  Request start(CollectiveKind kind, int bucket, int64_t bytes, const Work &work) {
+    Slot &slot = slots_.at(kind, bucket);
+    checkStart(kind, bucket, slot.pending);
+    const Request r = newRequest(kind, bucket);
+    slot.serial = r.serial();
+    slot.pending = true;
+    const auto began = Clock::now();
+    work();
+    const auto end = Clock::now();
+    slot.finished = end;
+    if (tracer_)
+      tracer_->span(Tracer::kCommTid, spanName(kind, bucket), began, end, bytes);
+    return r;
   }
 
   int localRank_;
-  std::vector<Slot> slots_;
+  BucketSlots<Slot> slots_;
 };
 
 // "host:port" or "[v6addr]:port" of TF_CONFIG's cluster lists.
@@ -313,30 +322,86 @@ std::atomic<uint32_t> lastCommunicatorId{0};
 
 Communicator::Communicator() : id_(++lastCommunicatorId) {}
 
+const char *CommBase::kindName(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::Allreduce:
+    return "all-reduce";
+  case CollectiveKind::ReduceScatter:
+    return "reduce-scatter";
+  case CollectiveKind::Allgather:
+    return "all-gather";
+  }
+  return "collective";
+}
+
+std::string CommBase::spanName(CollectiveKind kind, int bucket) {
+  const char *name = kind == CollectiveKind::Allreduce       ? "allreduce"
+                     : kind == CollectiveKind::ReduceScatter ? "reducescatter"
+                                                             : "allgather";
+  return fmt::format("{} bucket {}", name, bucket);
+}
+
+std::string CommBase::collectiveName(CollectiveKind kind, int bucket) const {
+  return fmt::format("{} of {}", kindName(kind), bucketName(bucket));
+}
+
+void CommBase::checkStart(CollectiveKind kind, int bucket, bool pending) const {
+  if (pending)
+    throw Error(fmt::format("internal error: {} started again before its wait",
+                            collectiveName(kind, bucket)));
+}
+
+void CommBase::checkShard(int bucket, const float *data, const float *shard,
+                          int64_t shardCount) const {
+  if (shardCount < 0)
+    throw Error(fmt::format("internal error: reduce-scatter of {} with {} elements per rank",
+                            bucketName(bucket), shardCount));
+  // As integers: shard may lie in another allocation (or on a device).
+  const uintptr_t d = reinterpret_cast<uintptr_t>(data), s = reinterpret_cast<uintptr_t>(shard);
+  const uintptr_t part = uintptr_t(shardCount) * sizeof(float);
+  if (s == d + uintptr_t(rank()) * part || part == 0)
+    return; // in place (or nothing to place)
+  if (s + part <= d || s >= d + part * uintptr_t(size()))
+    return; // a buffer of its own
+  throw Error(fmt::format("internal error: reduce-scatter of {}: its shard overlaps its data "
+                          "but is not this rank's part of it (data + {} * {} elements, in "
+                          "place)",
+                          bucketName(bucket), rank(), shardCount));
+}
+
 void CommBase::checkOwn(const Request &r) const {
   if (!r)
     throw Error("internal error: wait for a request that no all-reduce started (a "
                 "default-constructed dtc::rt::Request)");
   if (!owns(r))
-    throw Error(fmt::format("internal error: wait for request {} of bucket {}, which another "
+    throw Error(fmt::format("internal error: wait for {}request {} of bucket {}, which another "
                             "communicator started",
+                            r.kind() == CollectiveKind::Allreduce
+                                ? std::string()
+                                : std::string(kindName(r.kind())) + " ",
                             r.serial(), r.bucket()));
 }
 
 void CommBase::checkInFlight(const Request &r, uint64_t latest, bool pending) const {
   if (r.serial() == latest && pending)
     return;
+  // All-reduces (the common case) are "request 3 of bucket 1 (...)", the
+  // others "reduce-scatter request 3 of bucket 1 (...)".
+  const bool allreduce = r.kind() == CollectiveKind::Allreduce;
+  const std::string request =
+      fmt::format("{}{}request {} of {}", allreduce ? "" : kindName(r.kind()),
+                  allreduce ? "" : " ", r.serial(), bucketName(r.bucket()));
   if (r.serial() == latest)
-    throw Error(fmt::format("internal error: wait for request {} of {}, which was already "
-                            "waited for",
-                            r.serial(), bucketName(r.bucket())));
+    throw Error(
+        fmt::format("internal error: wait for {}, which was already waited for", request));
   if (r.serial() < latest)
-    throw Error(fmt::format("internal error: wait for request {} of {}, which is stale: the "
-                            "bucket was started again since (request {})",
-                            r.serial(), bucketName(r.bucket()), latest));
-  throw Error(fmt::format("internal error: wait for request {} of {}, which this communicator "
-                          "has no record of",
-                          r.serial(), bucketName(r.bucket())));
+    throw Error(fmt::format("internal error: wait for {}, which is stale: the bucket{} was "
+                            "started again since (request {})",
+                            request, allreduce ? "" : fmt::format("'s {}", kindName(r.kind())),
+                            latest));
+  throw Error(fmt::format("internal error: wait for {}, which this communicator has no "
+                          "record of",
+                          request));
 }
 
 std::string CommBase::bucketName(int bucket) const {

@@ -2,8 +2,9 @@
 //
 // The driver's side of dtc/comm.h: how a process finds out whether (and by
 // whom) it was launched as one of several ranks, and the backends:
-//   local  one rank; allreduceStart and wait return at once (requests are
-//          checked as by every backend).
+//   local  one rank; the bucket collectives (allreduceStart,
+//          reduceScatterStart, allgatherStart) and wait return at once
+//          (requests are checked as by every backend).
 //   mpi    libdtcrt_mpi.so (dlopen'ed; libdtcrt.a never links libmpi) driven
 //          by a dedicated communication thread that owns every MPI call
 //          (comm_mpi.cpp).
@@ -17,11 +18,13 @@
 #include "dtc/runtime.h"
 #include "support/error.h"
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace dtc::rt {
 
@@ -90,49 +93,105 @@ public:
   // "Open MPI v4.1.4, ..." for the mpi backend, "gloo 0.5.0 (tcp, ...)" for
   // gloo; empty otherwise.
   virtual std::string libraryVersion() const { return {}; }
-  // When the communication thread finished the latest all-reduce of bucket
+  // When the communication thread finished the latest `kind` of bucket
   // (for tests and measurements); the epoch if it never ran, or was started
-  // again and has not finished since.
-  virtual Clock::time_point finishedAt(int bucket) const = 0;
+  // again and has not finished since. finishedAt(bucket): its all-reduce.
+  virtual Clock::time_point finishedAt(CollectiveKind kind, int bucket) const = 0;
+  Clock::time_point finishedAt(int bucket) const {
+    return finishedAt(CollectiveKind::Allreduce, bucket);
+  }
   // True once an operation timed out: the communication thread may be stuck
   // inside MPI (or gloo), so the process must end with _exit, not a clean
   // shutdown.
   virtual bool broken() const { return false; }
-  // With `defer`, a bucket's all-reduce starts at its wait rather than at
-  // allreduceStart (train --overlap off, or auto without a core for the
-  // communication thread): overlap then cannot take the compute thread's
-  // core. Collectives still run in the order the step starts them, so ranks
-  // may differ in this. Backends whose communication needs no CPU (NCCL)
-  // ignore it.
+  // With `defer`, a bucket collective starts at its wait rather than at its
+  // start (allreduceStart, reduceScatterStart, allgatherStart; train
+  // --overlap off, or auto without a core for the communication thread):
+  // overlap then cannot take the compute thread's core. Collectives still
+  // run in the order the step starts them, so ranks may differ in this.
+  // Backends whose communication needs no CPU (NCCL) ignore it.
   virtual void setDeferredStarts(bool defer) { (void)defer; }
   virtual bool deferredStarts() const { return false; }
 
-  // Records all-reduce and wait spans into t (null: stop recording). Called by
-  // the compute thread between steps.
+  // Records the bucket collectives' spans ("allreduce bucket 3",
+  // "reducescatter bucket 3", "allgather bucket 3"; the communication
+  // thread's) and the waits' ("wait bucket 3"; the compute thread's) into t
+  // (null: stop recording). Called by the compute thread between steps.
   void setTracer(Tracer *t) { tracer_ = t; }
   // Bucket names for messages, from the compiled bucket plan.
   void setBuckets(const ModelSpec &spec);
   // "bucket 3 (fc1.weight, fc1.bias)"
   std::string bucketName(int bucket) const;
+  // "reduce-scatter of bucket 3 (fc1.weight, fc1.bias)", for messages.
+  std::string collectiveName(CollectiveKind kind, int bucket) const;
+  // "all-reduce", "reduce-scatter", "all-gather"
+  static const char *kindName(CollectiveKind kind);
+  // The communication thread's trace spans: "allreduce bucket 3",
+  // "reducescatter bucket 3", "allgather bucket 3".
+  static std::string spanName(CollectiveKind kind, int bucket);
   double timeoutSeconds() const { return timeout_; }
 
 protected:
-  // The request of the all-reduce of `bucket` being started: the next serial
-  // number of this communicator (the compute thread's starts, from 1).
-  Request newRequest(int bucket) { return makeRequest(bucket, ++serial_); }
+  // The request of the `kind` of `bucket` being started: the next serial
+  // number of this communicator (the compute thread's starts of every kind,
+  // from 1).
+  Request newRequest(CollectiveKind kind, int bucket) {
+    return makeRequest(kind, bucket, ++serial_);
+  }
+  // For the starts: throws unless the `kind` of bucket may start, i.e. its
+  // previous one is not `pending` (started and not yet waited for).
+  void checkStart(CollectiveKind kind, int bucket, bool pending) const;
+  // For reduceScatterStart, before checkStart: throws unless shardCount >= 0
+  // and shard is in place (data + rank() * shardCount) or overlaps no
+  // element of data[0 .. shardCount * size()).
+  void checkShard(int bucket, const float *data, const float *shard, int64_t shardCount) const;
   // For wait: throws unless r is one of this communicator's requests (not
   // default-constructed, not another communicator's).
   void checkOwn(const Request &r) const;
   // For wait, after checkOwn: throws unless r is the request in flight of its
-  // bucket, whose latest start had serial `latest` (0: never started) and is
-  // `pending` (not yet waited for): r waited for already, or stale (the
-  // bucket was started again since).
+  // kind and bucket, whose latest start had serial `latest` (0: never
+  // started) and is `pending` (not yet waited for): r waited for already, or
+  // stale (the bucket's collective of that kind was started again since).
   void checkInFlight(const Request &r, uint64_t latest, bool pending) const;
 
   Tracer *tracer_ = nullptr;
   double timeout_;
   std::unordered_map<int, std::string> bucketNames_;
   uint64_t serial_ = 0; // the latest request's
+};
+
+constexpr size_t kCollectiveKinds = 3; // CollectiveKind's values
+
+// A backend's per-bucket state for each collective kind (a bucket may have
+// one request of each kind in flight), indexed by bucket id and grown on
+// first use, so steps do not allocate.
+template <class Slot> class BucketSlots {
+public:
+  Slot &at(CollectiveKind kind, int bucket) {
+    if (bucket < 0)
+      throw Error("internal error: negative bucket id " + std::to_string(bucket));
+    std::vector<Slot> &v = slots_[size_t(kind)];
+    if (size_t(bucket) >= v.size())
+      v.resize(size_t(bucket) + 1);
+    return v[size_t(bucket)];
+  }
+  // Null when the bucket has never had a `kind`.
+  const Slot *find(CollectiveKind kind, int bucket) const {
+    const std::vector<Slot> &v = slots_[size_t(kind)];
+    return bucket >= 0 && size_t(bucket) < v.size() ? &v[size_t(bucket)] : nullptr;
+  }
+  Slot *find(CollectiveKind kind, int bucket) {
+    return const_cast<Slot *>(static_cast<const BucketSlots *>(this)->find(kind, bucket));
+  }
+  // fn(kind, bucket, slot) for every slot (of every bucket ever used).
+  template <class Fn> void forEach(Fn fn) {
+    for (size_t k = 0; k < kCollectiveKinds; ++k)
+      for (size_t b = 0; b < slots_[k].size(); ++b)
+        fn(CollectiveKind(k), int(b), slots_[k][b]);
+  }
+
+private:
+  std::array<std::vector<Slot>, kCollectiveKinds> slots_;
 };
 
 std::unique_ptr<CommBase> createLocalCommunicator(int localRank = 0);

@@ -4,9 +4,12 @@
 // call runs, so an MPI_Iallreduce started by the step would mostly run
 // inside the step's final wait. Instead, one dedicated thread owns every MPI
 // call: it calls MPI_Init_thread(MPI_THREAD_FUNNELED) (so it is MPI's main
-// thread), then executes a FIFO of operations (bucket all-reduces from
-// allreduceStart, and the driver's blocking collectives, which queue behind
-// pending all-reduces) with blocking MPI calls, and finally MPI_Finalize.
+// thread), then executes a FIFO of operations (the bucket collectives:
+// all-reduces from allreduceStart, reduce-scatters from reduceScatterStart,
+// all-gathers from allgatherStart; and the driver's blocking collectives,
+// which queue behind pending bucket collectives) with blocking MPI calls,
+// and finally MPI_Finalize. A bucket has one slot (an Op) per collective
+// kind, so that its all-gather can be in flight with its reduce-scatter.
 // The gloo plugin (torchrun, TF_CONFIG) has the same table and runs under
 // the same thread: its init is the rendezvous, its calls gloo's collectives.
 // The compute thread only enqueues and waits on a condition variable, with
@@ -111,35 +114,16 @@ public:
   bool broken() const override { return broken_; }
 
   Request allreduceStart(int bucket, float *data, int64_t count) override {
-    Request r;
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      std::unique_ptr<Op> &slot = buckets_[bucket];
-      if (!slot)
-        slot = std::make_unique<Op>();
-      if (slot->pending)
-        throw Error(fmt::format("internal error: all-reduce of {} started again before its wait",
-                                bucketName(bucket)));
-      r = newRequest(bucket);
-      Op &op = *slot;
-      op.kind = Kind::AllreduceFloat;
-      op.bucket = bucket;
-      op.serial = r.serial();
-      op.data = data;
-      op.count = count;
-      op.tracer = tracer_;
-      op.pending = true;
-      op.done = false;
-      op.error.clear();
-      op.finished = Clock::time_point();
-      if (defer_) { // enqueued by its wait, or by a later collective
-        deferred_.push_back(&op);
-        return r;
-      }
-      push(&op);
-    }
-    work_.notify_one();
-    return r;
+    return start(Kind::AllreduceFloat, bucket, data, nullptr, count);
+  }
+
+  Request reduceScatterStart(int bucket, float *data, float *shard, int64_t shardCount) override {
+    checkShard(bucket, data, shard, shardCount);
+    return start(Kind::ReduceScatterFloat, bucket, data, shard, shardCount);
+  }
+
+  Request allgatherStart(int bucket, float *data, int64_t shardCount) override {
+    return start(Kind::AllgatherFloat, bucket, data, nullptr, shardCount);
   }
 
   void setDeferredStarts(bool defer) override {
@@ -160,25 +144,26 @@ public:
   void wait(Request r) override {
     const auto start = Clock::now();
     checkOwn(r);
+    const CollectiveKind kind = r.kind();
     const int bucket = r.bucket();
     std::unique_lock<std::mutex> lock(m_);
-    auto it = buckets_.find(bucket);
-    if (it == buckets_.end())
+    const std::unique_ptr<Op> *slot = buckets_.find(kind, bucket);
+    if (!slot || !*slot)
       checkInFlight(r, 0, false); // throws: never started here
-    Op &op = *it->second;
+    Op &op = **slot;
     checkInFlight(r, op.serial, op.pending);
     if (pushDeferred(&op))
       work_.notify_one();
     if (!done_.wait_until(lock, deadline(start), [&] { return op.done; })) {
       broken_ = true;
-      throw Error(fmt::format("all-reduce of {} did not complete within {:g} s; another rank "
-                              "may have died or stopped",
-                              bucketName(bucket), timeout_));
+      throw Error(fmt::format("{} did not complete within {:g} s; another rank may have died "
+                              "or stopped",
+                              collectiveName(kind, bucket), timeout_));
     }
     op.pending = false;
     if (!op.error.empty()) {
       broken_ = true;
-      throw Error(fmt::format("all-reduce of {} failed: {}", bucketName(bucket), op.error));
+      throw Error(fmt::format("{} failed: {}", collectiveName(kind, bucket), op.error));
     }
     lock.unlock();
     if (tracer_)
@@ -197,24 +182,43 @@ public:
   }
   void barrier() override { blocking(Kind::Barrier, nullptr, nullptr, 0, 0); }
 
-  Clock::time_point finishedAt(int bucket) const override {
+  Clock::time_point finishedAt(CollectiveKind kind, int bucket) const override {
     std::lock_guard<std::mutex> lock(m_);
-    auto it = buckets_.find(bucket);
-    return it == buckets_.end() ? Clock::time_point() : it->second->finished;
+    const std::unique_ptr<Op> *slot = buckets_.find(kind, bucket);
+    return slot && *slot ? (*slot)->finished : Clock::time_point();
   }
 
 private:
-  enum class Kind { AllreduceFloat, AllreduceDouble, Broadcast, Allgather, Barrier, Shutdown };
+  // The bucket collectives (the first three: see collectiveOf), then the
+  // driver's.
+  enum class Kind {
+    AllreduceFloat,
+    ReduceScatterFloat,
+    AllgatherFloat,
+    AllreduceDouble,
+    Broadcast,
+    Allgather,
+    Barrier,
+    Shutdown
+  };
+  static bool isBucket(Kind kind) { return kind <= Kind::AllgatherFloat; }
+  static CollectiveKind collectiveOf(Kind kind) {
+    return kind == Kind::AllreduceFloat       ? CollectiveKind::Allreduce
+           : kind == Kind::ReduceScatterFloat ? CollectiveKind::ReduceScatter
+                                              : CollectiveKind::Allgather;
+  }
   struct Op {
     Kind kind = Kind::Barrier;
     int bucket = -1;
-    uint64_t serial = 0; // the latest request's (an all-reduce)
+    uint64_t serial = 0; // the latest request's (a bucket collective)
     void *data = nullptr;
     const void *send = nullptr;
-    int64_t count = 0; // floats/doubles, or bytes
+    float *shard = nullptr; // a reduce-scatter's result
+    int64_t count = 0; // floats/doubles (per rank: reduce-scatter, all-gather), or bytes
     int root = 0;
     Tracer *tracer = nullptr;
-    bool pending = false; // a bucket between allreduceStart and wait
+    int64_t bytes = 0;    // a bucket's, for the trace
+    bool pending = false; // a bucket collective between its start and wait
     bool done = false;
     std::string error;
     Clock::time_point finished;
@@ -248,9 +252,46 @@ private:
     --count_;
     return op;
   }
-  // Enqueues the deferred all-reduces in the order they were started: up to
-  // and including `upTo` when it is deferred, else (null) all of them; m_
-  // held. Returns whether it enqueued any.
+  // Every bucket collective: checks and records the start in the bucket's
+  // slot for its kind, and enqueues it (or, deferred, leaves it to its wait
+  // or the next collective). count: floats (per rank for a reduce-scatter
+  // or all-gather).
+  Request start(Kind kind, int bucket, float *data, float *shard, int64_t count) {
+    const CollectiveKind collective = collectiveOf(kind);
+    Request r;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      std::unique_ptr<Op> &slot = buckets_.at(collective, bucket);
+      if (!slot)
+        slot = std::make_unique<Op>();
+      checkStart(collective, bucket, slot->pending);
+      r = newRequest(collective, bucket);
+      Op &op = *slot;
+      op.kind = kind;
+      op.bucket = bucket;
+      op.serial = r.serial();
+      op.data = data;
+      op.shard = shard;
+      op.count = count;
+      op.tracer = tracer_;
+      op.bytes = count * int64_t(sizeof(float)) * (kind == Kind::AllreduceFloat ? 1 : size_);
+      op.pending = true;
+      op.done = false;
+      op.error.clear();
+      op.finished = Clock::time_point();
+      if (defer_) { // enqueued by its wait, or by a later collective
+        deferred_.push_back(&op);
+        return r;
+      }
+      push(&op);
+    }
+    work_.notify_one();
+    return r;
+  }
+
+  // Enqueues the deferred bucket collectives in the order they were
+  // started: up to and including `upTo` when it is deferred, else (null) all
+  // of them; m_ held. Returns whether it enqueued any.
   bool pushDeferred(const Op *upTo) {
     size_t n = deferred_.size();
     if (upTo) {
@@ -306,6 +347,13 @@ private:
     switch (op.kind) {
     case Kind::AllreduceFloat:
       return api_->allreduceFloatSum(static_cast<float *>(op.data), op.count, err, kErrLen);
+    case Kind::ReduceScatterFloat: {
+      float *data = static_cast<float *>(op.data);
+      const bool inPlace = op.shard == data + int64_t(rank_) * op.count;
+      return api_->reduceScatterFloatSum(data, op.shard, op.count, inPlace, err, kErrLen);
+    }
+    case Kind::AllgatherFloat:
+      return api_->allgatherFloat(static_cast<float *>(op.data), op.count, err, kErrLen);
     case Kind::AllreduceDouble:
       return api_->allreduceDoubleSum(static_cast<double *>(op.data), op.count, err, kErrLen);
     case Kind::Broadcast:
@@ -352,9 +400,9 @@ private:
       err[0] = 0;
       const int failed = execute(*op, err);
       const auto end = Clock::now();
-      if (op->tracer && op->kind == Kind::AllreduceFloat)
-        op->tracer->span(Tracer::kCommTid, fmt::format("allreduce bucket {}", op->bucket), start,
-                         end, op->count * int64_t(sizeof(float)));
+      if (op->tracer && isBucket(op->kind))
+        op->tracer->span(Tracer::kCommTid, spanName(collectiveOf(op->kind), op->bucket), start,
+                         end, op->bytes);
       const bool shutdown = op->kind == Kind::Shutdown;
       {
         std::lock_guard<std::mutex> lock(m_);
@@ -379,9 +427,9 @@ private:
   std::condition_variable work_, done_;
   std::vector<Op *> ring_;
   size_t head_ = 0, count_ = 0;
-  std::unordered_map<int, std::unique_ptr<Op>> buckets_;
+  BucketSlots<std::unique_ptr<Op>> buckets_; // an Op per (kind, bucket) ever started
   bool defer_ = false;
-  std::vector<Op *> deferred_; // started, not yet enqueued (start order)
+  std::vector<Op *> deferred_; // started, not yet enqueued (start order, every kind)
   Op blocking_; // the driver's collectives, one at a time
   bool initDone_ = false, exited_ = false;
   std::string initError_;

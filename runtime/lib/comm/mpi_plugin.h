@@ -21,7 +21,7 @@
 
 extern "C" {
 
-#define DTCRT_MPI_PLUGIN_ABI 2
+#define DTCRT_MPI_PLUGIN_ABI 3
 #define DTCRT_MPI_PLUGIN_FACTORY "dtcrt_mpi_plugin"
 #define DTCRT_GLOO_PLUGIN_FACTORY "dtcrt_gloo_plugin"
 
@@ -42,6 +42,18 @@ struct DtcrtMpiApi {
               size_t versionLen, char *err, size_t errLen);
   // In place, MPI_SUM over MPI_COMM_WORLD.
   int (*allreduceFloatSum)(float *data, int64_t count, char *err, size_t errLen);
+  // Sums data[0 .. shardCount * size) over the ranks and leaves this rank's
+  // part of the sum (elements [rank * shardCount, (rank + 1) * shardCount))
+  // in shard[0 .. shardCount). Out of place (inPlace 0), shard overlaps no
+  // element of data, which is left as it was; in place (inPlace 1), shard is
+  // data + rank * shardCount and the rest of data is undefined afterwards
+  // (MPI_Reduce_scatter_block with MPI_IN_PLACE; gloo's
+  // ReduceScatterHalvingDoubling).
+  int (*reduceScatterFloatSum)(const float *data, float *shard, int64_t shardCount, int inPlace,
+                               char *err, size_t errLen);
+  // In place: rank r's data[r * shardCount .. (r + 1) * shardCount) reaches
+  // every rank (MPI_Allgather with MPI_IN_PLACE; gloo's allgather).
+  int (*allgatherFloat)(float *data, int64_t shardCount, char *err, size_t errLen);
   int (*allreduceDoubleSum)(double *data, int64_t count, char *err, size_t errLen);
   int (*broadcast)(void *data, int64_t bytes, int root, char *err, size_t errLen);
   int (*allgather)(const void *send, void *recv, int64_t bytesPerRank, char *err, size_t errLen);

@@ -3,10 +3,10 @@
 // A Tracer collects complete ("X") events of one rank: spans the compute
 // thread opens and closes (traceBegin/traceEnd from generated code, the
 // trace sink's `step K`, the communicator's `wait bucket K`; tid 1) and spans
-// the communication thread records (`allreduce bucket K`; tid 2). write()
-// produces the Chrome trace JSON ({"traceEvents": [...]}, ts/dur in
-// microseconds since the tracer was created, pid = rank) that
-// chrome://tracing and Perfetto open.
+// the communication thread records (`allreduce bucket K`, `reducescatter
+// bucket K`, `allgather bucket K`; tid 2). write() produces the Chrome
+// trace JSON ({"traceEvents": [...]}, ts/dur in microseconds since the
+// tracer was created, pid = rank) that chrome://tracing and Perfetto open.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -442,7 +442,8 @@ int train(Session &s, Executor &exec, const RunStart &begin) {
   std::vector<TrainingSink *> sinks;
   if (!o.tracePath.empty()) // every rank its own
     sinks.push_back(&trace.emplace(o.tracePath, o.traceSteps, root && !o.quiet, exec, s.comm));
-  if (root && !o.checkpointPath.empty())
+  // (Sharded: every rank, whose shards of the state rank 0 gathers.)
+  if ((root || s.spec.shardStage > 0) && !o.checkpointPath.empty())
     sinks.push_back(&checkpoint.emplace(s, exec));
   if (root && !o.metricsPath.empty())
     sinks.push_back(&metrics.emplace(o.metricsPath, s.spec));

@@ -4,8 +4,11 @@
 #include "checkpoint/checkpoint.h"
 #include "support/error.h"
 #include "checkpoint/params.h"
+#include "checkpoint/shards.h"
+#include "comm/comm_impl.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -38,11 +41,21 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
       arena(hostSteps ? static_cast<size_t>(arenaBytes(spec, this->opts.batch)) : 0),
       batch(hostSteps ? this->opts.batch : 0, this->data.train),
       outputs(static_cast<size_t>(spec.numOutputs), 0.0f), hyper(spec.recipe.hyper) {
+  if (spec.shardStage > 0 && comm.size() != spec.shardRanks)
+    throw CollectiveError(fmt::format(
+        "this program shards its {} over {} ranks (dtc --shard --ranks {}), and was started "
+        "on {}: start {} ranks, or compile it again with --ranks {}",
+        spec.shardStage == 1   ? "optimizer state"
+        : spec.shardStage == 2 ? "optimizer state and gradients"
+                               : "optimizer state, gradients and parameters",
+        spec.shardRanks, spec.shardRanks, comm.size(), spec.shardRanks, comm.size()));
   const bool resume = resumed != nullptr && !resumed->empty();
+  // Sharded: the state gathered after the block (rank 0's, broadcast).
+  const int64_t gathered = gatheredStateFloats(spec) * int64_t(sizeof(float));
   if (resume) {
-    if (int64_t(resumed->size()) != spec.persistentBytes)
+    if (int64_t(resumed->size()) != spec.persistentBytes + gathered)
       throw Error("internal error: the resumed state does not fit the persistent block");
-    std::copy(resumed->begin(), resumed->end(), persistent.data());
+    std::copy(resumed->begin(), resumed->begin() + spec.persistentBytes, persistent.data());
   } else {
     initParams(spec, this->opts.seed, persistent.data());
     if (!this->opts.initPath.empty() && comm.rank() == 0)
@@ -53,8 +66,19 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
   // (whether the others were given a state or not).
   const bool resumedAnywhere = this->opts.resumeActive;
   if (comm.size() > 1)
-    comm.broadcast(persistent.data(), resumedAnywhere ? spec.persistentBytes : spec.paramBytes + spec.bufferBytes,
+    comm.broadcast(persistent.data(),
+                   resumedAnywhere && !gathered ? spec.persistentBytes
+                                                : spec.paramBytes + spec.bufferBytes,
                    0);
+  // Sharded: each rank takes its shards of the resumed state.
+  if (resumedAnywhere && gathered) {
+    std::vector<float> state(size_t(gathered) / sizeof(float));
+    if (resume)
+      std::memcpy(state.data(), resumed->data() + spec.persistentBytes, size_t(gathered));
+    if (comm.size() > 1)
+      comm.broadcast(state.data(), gathered, 0);
+    scatterShardedState(spec, comm.rank(), state.data(), persistent.data());
+  }
   hyper.lr = this->opts.lr;
   hyper.maxGradNorm = this->opts.maxGradNorm;
   hyper.step = 0;

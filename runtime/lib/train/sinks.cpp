@@ -2,6 +2,7 @@
 #include "train/sinks.h"
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/shards.h"
 #include "comm/comm_impl.h"
 #include "support/error.h"
 #include "train/executor.h"
@@ -248,6 +249,13 @@ CheckpointSink::CheckpointSink(Session &s, Executor &exec)
 void CheckpointSink::onCheckpoint(const TrainingPosition &at) {
   const Options &o = s_.opts;
   exec_.persistentToHost();
+  // Sharded: the optimizer state gathered from every rank's shards.
+  std::vector<float> gathered;
+  if (s_.spec.shardStage > 0) {
+    gathered = gatherShardedState(s_.spec, s_.comm, s_.persistent.data());
+    if (s_.comm.rank() != 0)
+      return;
+  }
   TrainingState st;
   st.step = at.step;
   st.epoch = at.epoch;
@@ -266,7 +274,8 @@ void CheckpointSink::onCheckpoint(const TrainingPosition &at) {
   st.trainDigest = trainDigest_;
   const std::string kept =
       o.checkpointKeep > 1 ? keptCheckpointName(o.checkpointPath, at.step) : std::string();
-  saveTrainingState(o.checkpointPath, s_.spec, s_.persistent.data(), st, kept);
+  saveTrainingState(o.checkpointPath, s_.spec, s_.persistent.data(), st, kept,
+                    gathered.empty() ? nullptr : gathered.data());
   if (!kept.empty())
     pruneKeptCheckpoints(o.checkpointPath, o.checkpointKeep, kept);
 }

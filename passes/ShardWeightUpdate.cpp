@@ -1,0 +1,191 @@
+//===- ShardWeightUpdate.cpp - Reduce-scatter, update the shard, gather ---===//
+//
+// Sharded data parallelism as a rewrite of the data-parallel plan (ZeRO's
+// stages 1 and 2; XLA's weight-update sharding, Xu et al. 2020): the
+// buckets dtc-bucket-allreduce made and dtc-overlap-allreduce scheduled keep
+// their gradients, their order and their starts; what each rank does with
+// a bucket's sum changes. Instead of all ranks updating every parameter
+// with the whole sum, each rank receives its part of the sum
+// (reduce-scatter), updates that part of the bucket's parameters with that
+// part of their optimizer state (which is all it holds), and the parts
+// travel back to every rank (all-gather). The same bytes cross the network
+// as an all-reduce; each rank does 1/N of the update and holds 1/N of the
+// optimizer state.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/Steps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_SHARDWEIGHTUPDATE
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+
+/// A bucket of the replicated plan: its collective (a start and its wait,
+/// or one dtc.all_reduce_bucket), gradients, and the parameters their sums
+/// update.
+struct Bucket {
+  int64_t id;
+  Operation *start, *wait; // the same op for dtc.all_reduce_bucket
+  SmallVector<Value> grads;
+  SmallVector<ApplyGradientOp> updates;
+  SmallVector<Attribute> params;
+};
+
+struct ShardWeightUpdatePass
+    : public dtc::impl::ShardWeightUpdateBase<ShardWeightUpdatePass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void ShardWeightUpdatePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  ShardAttr shard = shardOf(module);
+  if (!shard || shard.getStage() == ShardStage::None)
+    return;
+  if (shard.getStage() == ShardStage::Parameters) {
+    module.emitError("dtc-shard-weight-update: stage 3 (parameters) is not "
+                     "implemented yet; use optimizer or gradients");
+    return signalPassFailure();
+  }
+  if (shard.getRanks() < 1) {
+    module.emitError("sharding (")
+        << stringifyShardStage(shard.getStage())
+        << ") plans the shards for a world size: give it with dtc --ranks N "
+           "or the recipe's ranks = N";
+    return signalPassFailure();
+  }
+  if (inflight < 1) {
+    module.emitError("dtc-shard-weight-update: inflight must be >= 1");
+    return signalPassFailure();
+  }
+  func::FuncOp step = steps::trainStep(module, *this);
+  if (!step)
+    return signalPassFailure();
+  const bool inPlace = shard.getStage() == ShardStage::Optimizer;
+  MLIRContext *ctx = &getContext();
+
+  SmallVector<Bucket> buckets;
+  bool failed = false;
+  auto addBucket = [&](Operation *start, Operation *wait, int64_t id,
+                       ValueRange grads, ValueRange sums) {
+    Bucket b{id, start, wait, SmallVector<Value>(grads), {}, {}};
+    for (Value sum : sums) {
+      auto update = sum.hasOneUse()
+                        ? dyn_cast<ApplyGradientOp>(*sum.getUsers().begin())
+                        : ApplyGradientOp();
+      if (!update || update.getGrad() != sum || update.getScale()) {
+        wait->emitError("dtc-shard-weight-update: each summed gradient must "
+                        "feed one parameter update (run it before "
+                        "dtc-clip-grad-norm and dtc-group-updates)");
+        failed = true;
+        return;
+      }
+      b.updates.push_back(update);
+      b.params.push_back(update.getParamAttr());
+    }
+    buckets.push_back(std::move(b));
+  };
+  for (Operation &op : step.front()) {
+    if (auto start = dyn_cast<AllReduceStartOp>(op)) {
+      AllReduceWaitOp wait;
+      for (Operation *user : start.getRequest().getUsers())
+        wait = dyn_cast<AllReduceWaitOp>(user);
+      if (!wait) {
+        start.emitError("dtc-shard-weight-update: an all-reduce without its "
+                        "wait");
+        return signalPassFailure();
+      }
+      addBucket(start, wait, start.getBucket(), start.getGrads(),
+                wait.getResults());
+    } else if (auto bucket = dyn_cast<AllReduceBucketOp>(op)) {
+      addBucket(bucket, bucket, bucket.getBucket(), bucket.getGrads(),
+                bucket.getResults());
+    } else if (isa<AllReduceOp>(op)) {
+      op.emitError("dtc-shard-weight-update shards buckets: run "
+                   "dtc-bucket-allreduce first");
+      return signalPassFailure();
+    }
+  }
+  if (failed)
+    return signalPassFailure();
+  llvm::DenseSet<Operation *> bucketed;
+  for (Bucket &b : buckets)
+    for (ApplyGradientOp u : b.updates)
+      bucketed.insert(u);
+  for (ApplyGradientOp u : step.getOps<ApplyGradientOp>())
+    if (!bucketed.contains(u)) {
+      u.emitError("dtc-shard-weight-update: the gradient of ")
+          << u.getParamAttr() << " is in no bucket";
+      return signalPassFailure();
+    }
+  llvm::stable_sort(
+      buckets, [](const Bucket &a, const Bucket &b) { return a.id < b.id; });
+
+  // Each bucket's first gradient, where stage 2 must have freed the bucket
+  // `inflight` places before.
+  auto firstMade = [](const Bucket &b) {
+    Operation *first = nullptr;
+    for (Value g : b.grads) {
+      Operation *def = g.getDefiningOp();
+      if (def && (!first || def->isBeforeInBlock(first)))
+        first = def;
+    }
+    return first;
+  };
+  Operation *ret = step.front().getTerminator();
+  SmallVector<ReduceScatterWaitOp> waits;
+  for (auto [i, b] : llvm::enumerate(buckets)) {
+    BucketLayout layout =
+        bucketLayout(ValueRange(b.grads).getTypes(), shard.getRanks());
+    auto shardType =
+        RankedTensorType::get({layout.shard}, Float32Type::get(ctx));
+    OpBuilder builder(b.start);
+    Location loc = b.start->getLoc();
+    auto start = ReduceScatterStartOp::create(
+        builder, loc, RequestType::get(ctx), shardType, b.grads, b.id, inPlace);
+    // The wait: where the all-reduce waited (stage 1, and without overlap
+    // right after the start); stage 2 frees the bucket before bucket
+    // i + inflight's first gradient.
+    Operation *waitBefore = b.wait == b.start ? b.start->getNextNode() : b.wait;
+    if (!inPlace && b.wait != b.start && i + inflight < buckets.size())
+      if (Operation *next = firstMade(buckets[i + inflight]);
+          next && start->isBeforeInBlock(next))
+        waitBefore = next;
+    builder.setInsertionPoint(waitBefore);
+    waits.push_back(
+        ReduceScatterWaitOp::create(builder, loc, shardType, start.getRequest(),
+                                    start.getShard(), b.grads, b.id));
+  }
+  // The updates after the last wait, in bucket order, each followed by the
+  // start of its all-gather; the gathers' waits end the step.
+  OpBuilder builder(ret);
+  SmallVector<AllGatherStartOp> gathers;
+  for (auto [b, wait] : llvm::zip(buckets, waits)) {
+    Location loc = b.updates.front().getLoc();
+    ArrayAttr params = builder.getArrayAttr(b.params);
+    ShardUpdateOp::create(builder, loc, wait.getResult(), params, b.id,
+                          Value());
+    gathers.push_back(AllGatherStartOp::create(
+        builder, loc, RequestType::get(ctx), params, b.id));
+  }
+  for (auto [b, gather] : llvm::zip(buckets, gathers))
+    AllGatherWaitOp::create(builder, gather.getLoc(), gather.getRequest(),
+                            b.id);
+  for (Bucket &b : buckets) {
+    for (ApplyGradientOp u : b.updates)
+      u.erase();
+    if (b.wait != b.start)
+      b.wait->erase();
+    b.start->erase();
+  }
+}
+
+} // namespace

@@ -1,0 +1,42 @@
+//===- shards.h - Sharded optimizer state, gathered and scattered ---------===//
+//
+// A sharded program (dtc --shard, ModelSpec::shardStage > 0) holds on each
+// rank only its shard of every bucket's optimizer state (BucketSpec). A
+// training state file holds each parameter's state whole, whatever the
+// stage and world size that wrote it (as a replicated run's), so that any
+// program can read it: the state is gathered whole to write it, and each
+// rank takes its shards of it when it resumes.
+//
+// The gathered layout: for each bucket in spec order, ModelSpec::numStates
+// runs of its `count` floats (the bucket's state laid out like the
+// bucket).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "dtc/runtime.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace dtc::rt {
+
+class Communicator;
+
+// The floats of the gathered state (0 for a replicated program).
+int64_t gatheredStateFloats(const ModelSpec &spec);
+
+// Where parameter `param`'s state buffer `k` starts in the gathered state,
+// in floats; -1 if no sharded bucket holds the parameter.
+int64_t gatheredStateOffset(const ModelSpec &spec, int32_t param, int k);
+
+// Every rank's shards, gathered (collective: every rank calls it, each
+// gets the whole state).
+std::vector<float> gatherShardedState(const ModelSpec &spec, Communicator &comm,
+                                      const char *persistent);
+
+// This rank's shards of a gathered state into its persistent block.
+void scatterShardedState(const ModelSpec &spec, int rank, const float *gathered,
+                         char *persistent);
+
+} // namespace dtc::rt
