@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Sharded data parallelism (dtc --shard, dtc-shard-weight-update) against
+# replicated data parallelism, on compiled programs, 100 optimizer steps:
+#  1. At 2 ranks, stages 1 (optimizer) and 2 (gradients) train bit-identical
+#     parameters and optimizer state to replicated training: the seed MLP
+#     (SGD with momentum), the CNN (batch norm, dropout) and the GPT (AdamW,
+#     cosine schedule with warmup; with gradient accumulation too). A sum of
+#     two terms does not depend on its order, so the reduce-scatter's sums
+#     are the all-reduce's, and each rank's update of its shard does each
+#     element's arithmetic of the replicated update.
+#     The replicated reference updates after the all-reduce as torch.optim
+#     does (dtc --no-fold-momentum): the default replicated program folds
+#     SGD momentum into the all-reduce (dtc-fold-momentum), which rounds
+#     otherwise, and is compared within atol 1e-6 + rtol 1e-5 (measured:
+#     7e-9).
+#  2. With clipping (the GPT's clip_grad_norm = 1.0), the global norm is
+#     summed from each rank's shards, then over the ranks: another order
+#     than the replicated step's sum, so the clip factor differs in its last
+#     bit now and then. Within atol 3e-4 after 100 steps (measured: 1.2e-7
+#     in all but the attention's key biases, 7.5e-5 there: their gradient is
+#     0 but for rounding (softmax ignores a shift of the scores), and Adam
+#     turns rounding noise into steps of lr); the control, a 1% larger
+#     learning rate, moves the parameters by 5e-3. Without clipping
+#     (--clip-grad-norm 0) bit-identical.
+#  3. At 3 and 4 ranks (oversubscribed), within atol 1e-6 + rtol 1e-5 of
+#     replicated training at as many ranks (the sum of 3 or 4 terms in
+#     another order; measured: 3e-8).
+#  4. Controls: a 1% larger learning rate must fail check 3's tolerance; a
+#     program planned for 2 ranks refuses to start at 3, naming both.
+#  5. Checkpoints: a sharded run's training state equals the replicated
+#     run's, tensor for tensor (the optimizer state gathered whole), and a
+#     run resumed from it at the same stage and world size continues
+#     bit-identical to the run that went on.
+# usage: sharding.sh DTC EXAMPLES_DIR WORKDIR
+set -euo pipefail
+dtc=$1 examples=$2 work=$3
+mkdir -p "$work"
+mpirun="timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none"
+cmp="/usr/bin/python3 $(dirname "$0")/compare_safetensors.py"
+tight=(--atol 1e-6 --rtol 1e-5)
+
+build() { # NAME MODEL.dsl DTC-OPTIONS...
+  local name=$1 model=$2
+  shift 2
+  "$dtc" "$model" "$@" -o "$work/$name"
+}
+train() { # RANKS NAME OUT TRAIN-OPTIONS...
+  local n=$1 name=$2 out=$3
+  shift 3
+  $mpirun -np "$n" "$work/$name" "$@" --quiet --save "$work/$out.safetensors" >/dev/null
+}
+same() { echo "== $1 vs $2: bit-identical"; $cmp "$work/$1.safetensors" "$work/$2.safetensors" --exact; }
+near() {
+  local a=$1 b=$2
+  shift 2
+  echo "== $a vs $b: within $*"
+  $cmp "$work/$a.safetensors" "$work/$b.safetensors" "$@"
+}
+
+# 1. The seed MLP (SGD with momentum): 1001 synthetic samples, 32 a rank,
+# 16 steps an epoch, 100 steps.
+mlp=(--shuffle off --eval off --threads 1 --data synthetic:1001,0 --epochs 7 --max-steps 100
+     --batch 32)
+build mlp-rep "$examples/mlp.dsl" --no-fold-momentum
+build mlp-folded "$examples/mlp.dsl"
+for stage in optimizer gradients; do
+  build "mlp-$stage" "$examples/mlp.dsl" --shard=$stage --ranks 2
+  train 2 "mlp-$stage" "mlp-$stage" "${mlp[@]}"
+done
+train 2 mlp-rep mlp-rep "${mlp[@]}"
+train 2 mlp-folded mlp-folded "${mlp[@]}"
+same mlp-optimizer mlp-rep
+same mlp-gradients mlp-rep
+near mlp-gradients mlp-folded "${tight[@]}"
+
+# The CNN: batch norm (its running statistics stay each rank's), dropout.
+cnn=(--eval off --threads 1 --data synthetic:2000,0 --epochs 10 --max-steps 100 --batch 16)
+build cnn-rep "$examples/cnn.dsl" --no-fold-momentum
+build cnn-gradients "$examples/cnn.dsl" --shard=gradients --ranks 2
+train 2 cnn-rep cnn-rep "${cnn[@]}"
+train 2 cnn-gradients cnn-gradients "${cnn[@]}"
+same cnn-gradients cnn-rep
+
+# 2. The GPT: AdamW, warmup and cosine decay, clip_grad_norm = 1.0; and
+# compiled with accumulate = 2.
+gpt=(--eval off --threads 1 --max-steps 100 --batch 4)
+build gpt-rep "$examples/gpt.dsl"
+sed 's/^  seed = 1$/  seed = 1\n  accumulate = 2/' "$examples/gpt.dsl" >"$work/gpt_accumulate.dsl"
+grep -q 'accumulate = 2' "$work/gpt_accumulate.dsl"
+build gpt-acc-rep "$work/gpt_accumulate.dsl"
+for stage in optimizer gradients; do
+  build "gpt-$stage" "$examples/gpt.dsl" --shard=$stage --ranks 2
+done
+build gpt-acc-gradients "$work/gpt_accumulate.dsl" --shard=gradients --ranks 2
+train 2 gpt-rep gpt-rep-noclip "${gpt[@]}" --clip-grad-norm 0
+for stage in optimizer gradients; do
+  train 2 "gpt-$stage" "gpt-$stage-noclip" "${gpt[@]}" --clip-grad-norm 0
+  same "gpt-$stage-noclip" gpt-rep-noclip
+done
+train 2 gpt-acc-rep gpt-acc-rep "${gpt[@]}" --clip-grad-norm 0
+train 2 gpt-acc-gradients gpt-acc-gradients "${gpt[@]}" --clip-grad-norm 0
+same gpt-acc-gradients gpt-acc-rep
+train 2 gpt-rep gpt-rep "${gpt[@]}"
+train 2 gpt-gradients gpt-gradients "${gpt[@]}"
+near gpt-gradients gpt-rep --atol 3e-4
+train 2 gpt-rep gpt-control "${gpt[@]}" --lr 0.00101
+echo "== control: --lr 0.00101 instead of 0.001 must be told apart"
+$cmp "$work/gpt-control.safetensors" "$work/gpt-rep.safetensors" --atol 3e-4 --differ
+
+# 3. 3 and 4 ranks, each against replicated training at as many ranks.
+for n in 3 4; do
+  build "mlp-gradients-$n" "$examples/mlp.dsl" --shard=gradients --ranks $n
+  train $n "mlp-gradients-$n" "mlp-gradients-$n" "${mlp[@]}"
+  train $n mlp-rep "mlp-rep-$n" "${mlp[@]}"
+  near "mlp-gradients-$n" "mlp-rep-$n" "${tight[@]}"
+done
+
+# 4. Controls.
+train 4 mlp-gradients-4 mlp-control "${mlp[@]}" --lr 0.0101
+echo "== control: --lr 0.0101 instead of 0.01 must be told apart"
+$cmp "$work/mlp-control.safetensors" "$work/mlp-rep-4.safetensors" "${tight[@]}" --differ
+echo "== a program planned for 2 ranks, started on 3, refuses"
+if $mpirun -np 3 "$work/mlp-gradients" "${mlp[@]}" --quiet >"$work/refused.log" 2>&1; then
+  echo "FAIL: it started"
+  exit 1
+fi
+grep -q 'shards its optimizer state and gradients over 2 ranks (dtc --shard --ranks 2), and was started on 3' \
+  "$work/refused.log" || { cat "$work/refused.log"; exit 1; }
+
+# 5. Checkpoints: 60 steps, then 40 more resumed; the state at step 60
+# against the replicated run's.
+half=(--shuffle off --eval off --threads 1 --data synthetic:1001,0 --epochs 7 --batch 32)
+for name in mlp-gradients mlp-rep; do
+  rm -f "$work/$name-60.ckpt"
+  $mpirun -np 2 "$work/$name" "${half[@]}" --max-steps 60 --checkpoint "$work/$name-60.ckpt" \
+    --quiet >/dev/null
+done
+echo "== the training state at step 60, sharded vs replicated: bit-identical, optimizer state too"
+$cmp "$work/mlp-gradients-60.ckpt" "$work/mlp-rep-60.ckpt" --exact
+$mpirun -np 2 "$work/mlp-gradients" "${half[@]}" --max-steps 100 --resume "$work/mlp-gradients-60.ckpt" \
+  --quiet --save "$work/mlp-resumed.safetensors" >/dev/null
+same mlp-resumed mlp-gradients
+echo PASS
