@@ -343,6 +343,11 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
              << k.getInt();
     return success();
   }
+  if (name == getModelDigestAttrHelper().getName()) {
+    auto d = dyn_cast<IntegerAttr>(value);
+    return expect(d && d.getType().isInteger(64), onModule, "an i64",
+                  "the module");
+  }
   if (name == getModelAttrHelper().getName() ||
       name == getSourceAttrHelper().getName())
     return expect(isa<StringAttr>(value), onModule, "a string", "the module");

@@ -32,6 +32,7 @@ def Dtc_Dialect : Dialect {
     "::mlir::IntegerAttr":$accumulate,
     "::mlir::StringAttr":$model,
     "::mlir::StringAttr":$source,
+    "::mlir::IntegerAttr":$model_digest,
     "::dtc::PersistentAttr":$persistent,
     "::dtc::ArenaAttr":$arena,
     "::mlir::ArrayAttr":$outputs,

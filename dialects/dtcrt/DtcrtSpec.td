@@ -204,7 +204,9 @@ def Dtcrt_SpecOp : Dtcrt_Op<"spec", [HasParent<"::mlir::ModuleOp">]> {
     buffers in order, the gradient buckets in the order their all-reduces
     start, the memory plan's sizes, the evaluation step's outputs and the
     width of its exported predictions (0: none), the recipe, the optimizer
-    and the schedule. The printers print it as the program's ModelSpec.
+    and the schedule; a sharded program's stage and world size, and the
+    model's digest (the front end's dtc.model_digest: which training states
+    it may resume). The printers print it as the program's ModelSpec.
   }];
   let arguments = (ins Dtcrt_TargetAttr:$target, StrAttr:$name, StrAttr:$source,
       Dtcrt_InputAttr:$input, Dtcrt_LabelsAttr:$labels,
@@ -214,7 +216,8 @@ def Dtcrt_SpecOp : Dtcrt_Op<"spec", [HasParent<"::mlir::ModuleOp">]> {
       Dtcrt_MemoryAttr:$memory, StrArrayAttr:$outputs, I64Attr:$predict_width,
       Dtcrt_RecipeAttr:$recipe, Dtcrt_HyperAttr:$hyper,
       OptionalAttr<Dtcrt_ScheduleAttr>:$schedule,
-      OptionalAttr<Dtcrt_ShardAttr>:$shard);
+      OptionalAttr<Dtcrt_ShardAttr>:$shard,
+      OptionalAttr<I64Attr>:$model_digest);
   let assemblyFormat = "$target attr-dict";
   let hasVerifier = 1;
 }

@@ -161,6 +161,8 @@ public:
     std::string dir, train, test;
     int64_t trainSize = 0, testSize = 0;
   };
+  /// The module's dtc.model_digest (after everything else).
+  void setModelDigest();
   void genRecipe(const Program &p);
   OptimizerAttr genOptimizer(const Expr &e);
   ScheduleAttr genSchedule(const Expr &e);

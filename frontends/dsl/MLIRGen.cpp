@@ -717,7 +717,31 @@ OwningOpRef<ModuleOp> Gen::run(const Program &p) {
   dialect->getOutputsAttrHelper().setAttr(func, b.getArrayAttr(outputNames));
   if (mlir::failed(verify(module)))
     return nullptr;
+  setModelDigest();
   return owned;
+}
+
+/// The model and its recipe as the IR states them, but for how they are
+/// trained in parallel (dtc.shard) and the file's name: a training state
+/// written by a program of this digest may be resumed by any other of it,
+/// whatever its sharding, world size or plan (docs/runtime.md).
+void Gen::setModelDigest() {
+  DtcDialect *dialect = ctx->getLoadedDialect<DtcDialect>();
+  ShardAttr shard = dialect->getShardAttrHelper().getAttr(module);
+  StringAttr source = dialect->getSourceAttrHelper().getAttr(module);
+  dialect->getShardAttrHelper().removeAttr(module);
+  dialect->getSourceAttrHelper().removeAttr(module);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, OpPrintingFlags().enableDebugInfo(false));
+  uint64_t digest = 0xcbf29ce484222325ULL; // FNV-1a
+  for (unsigned char c : text)
+    digest = (digest ^ c) * 0x100000001b3ULL;
+  if (shard)
+    dialect->getShardAttrHelper().setAttr(module, shard);
+  dialect->getSourceAttrHelper().setAttr(module, source);
+  dialect->getModelDigestAttrHelper().setAttr(
+      module, b.getI64IntegerAttr(int64_t(digest)));
 }
 
 OwningOpRef<ModuleOp> dtc::dsl::buildModule(const Program &program,

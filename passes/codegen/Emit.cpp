@@ -862,6 +862,9 @@ void printSpec(dtcrt::SpecOp spec, bool hasAccumulate, llvm::raw_ostream &os,
      << "ULL;\n"
      << "  s.numBuckets = " << spec.getBuckets().size() << ";\n"
      << "  s.buckets = kBuckets;\n";
+  if (IntegerAttr digest = spec.getModelDigestAttr())
+    os << "  s.modelDigest = 0x"
+       << llvm::format_hex_no_prefix(uint64_t(digest.getInt()), 16) << "ULL;\n";
   if (dtcrt::ShardAttr shard = spec.getShardAttr())
     os << "  s.shardStage = " << shard.getStage() << ";\n"
        << "  s.shardRanks = " << shard.getRanks() << ";\n";

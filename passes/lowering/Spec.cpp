@@ -266,5 +266,6 @@ dtcrt::SpecOp dtc::lowering::buildSpec(ModuleOp module, const SpecPlan &plan) {
       shardOf(module)
           ? dtcrt::ShardAttr::get(ctx, int64_t(shardOf(module).getStage()),
                                   shardOf(module).getRanks())
-          : dtcrt::ShardAttr());
+          : dtcrt::ShardAttr(),
+      dtc->getModelDigestAttrHelper().getAttr(module));
 }

@@ -31,6 +31,12 @@
 #     run's, tensor for tensor (the optimizer state gathered whole), and a
 #     run resumed from it at the same stage and world size continues
 #     bit-identical to the run that went on.
+#  6. Resharding: a state written at 2 ranks under stage 2 resumed on 1
+#     rank (replicated), and at 4 ranks under stage 1, whose state resumed
+#     at 3 ranks under stage 2, keeping the global batch (48): within atol
+#     1e-6 + rtol 1e-5 of the uninterrupted run (the batch summed in other
+#     orders; distributed/equivalence.sh's tolerance). Control: the state
+#     resumed at the wrong position in the epoch must fail the same check.
 # usage: sharding.sh DTC EXAMPLES_DIR WORKDIR
 set -euo pipefail
 dtc=$1 examples=$2 work=$3
@@ -140,4 +146,26 @@ $cmp "$work/mlp-gradients-60.ckpt" "$work/mlp-rep-60.ckpt" --exact
 $mpirun -np 2 "$work/mlp-gradients" "${half[@]}" --max-steps 100 --resume "$work/mlp-gradients-60.ckpt" \
   --quiet --save "$work/mlp-resumed.safetensors" >/dev/null
 same mlp-resumed mlp-gradients
+
+# 6. Resharding across stages and world sizes.
+tool="/usr/bin/python3 $(dirname "$0")/../resume/checkpoint_tool.py"
+shuffled=(--data synthetic:1000,0 --epochs 2 --threads 1 --quiet)
+build mlp-optimizer-4 "$examples/mlp.dsl" --shard=optimizer --ranks 4
+"$work/mlp-folded" "${shuffled[@]}" --batch 48 --save "$work/full.safetensors" >/dev/null
+rm -f "$work"/reshard-*.ckpt
+$mpirun -np 2 "$work/mlp-gradients" "${shuffled[@]}" --batch 24 --max-steps 10 \
+  --checkpoint "$work/reshard-2.ckpt" >/dev/null
+"$work/mlp-folded" "${shuffled[@]}" --batch 48 --resume "$work/reshard-2.ckpt" \
+  --save "$work/reshard-2-1.safetensors" >/dev/null
+near reshard-2-1 full "${tight[@]}"
+$mpirun -np 4 "$work/mlp-optimizer-4" "${shuffled[@]}" --batch 12 --max-steps 20 \
+  --resume "$work/reshard-2.ckpt" --checkpoint "$work/reshard-4.ckpt" >/dev/null
+$mpirun -np 3 "$work/mlp-gradients-3" "${shuffled[@]}" --batch 16 --resume "$work/reshard-4.ckpt" \
+  --save "$work/reshard-4-3.safetensors" >/dev/null
+near reshard-4-3 full "${tight[@]}"
+echo "== control: resumed at the wrong position, the same check must fail"
+$tool edit "$work/reshard-4.ckpt" "$work/reshard-bad.ckpt" --set dtc.epoch_samples=480
+$mpirun -np 3 "$work/mlp-gradients-3" "${shuffled[@]}" --batch 16 --resume "$work/reshard-bad.ckpt" \
+  --save "$work/reshard-bad.safetensors" >/dev/null
+$cmp "$work/reshard-bad.safetensors" "$work/full.safetensors" "${tight[@]}" --differ
 echo PASS

@@ -94,6 +94,15 @@ def reference_grads(params, loss_of):
     loss.backward()
     return loss.item(), {k: v.grad.numpy() for k, v in p.items()}
 
+def cosine_schedule(opt, warmup, decay, min_lr):
+    """dtc's cosine schedule on a torch optimizer: LinearLR warmup from
+    lr / warmup to lr, then CosineAnnealingLR to min_lr at step `decay`."""
+    import torch
+    S = torch.optim.lr_scheduler
+    warm = S.LinearLR(opt, start_factor=1.0 / warmup, end_factor=1.0, total_iters=warmup - 1)
+    cos = S.CosineAnnealingLR(opt, T_max=decay - warmup, eta_min=min_lr)
+    return S.SequentialLR(opt, [warm, cos], milestones=[warmup])
+
 def reference_adamw(params, step_loss, steps, lr, weight_decay, warmup, decay, min_lr, clip):
     """`steps` AdamW steps of step_loss(p, s), clip_grad_norm_ to `clip`,
     LinearLR warmup then CosineAnnealingLR (dtc's cosine schedule): the
@@ -101,10 +110,7 @@ def reference_adamw(params, step_loss, steps, lr, weight_decay, warmup, decay, m
     import torch
     p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
     opt = torch.optim.AdamW(list(p.values()), lr=lr, weight_decay=weight_decay)
-    S = torch.optim.lr_scheduler
-    warm = S.LinearLR(opt, start_factor=1.0 / warmup, end_factor=1.0, total_iters=warmup - 1)
-    cos = S.CosineAnnealingLR(opt, T_max=decay - warmup, eta_min=min_lr)
-    sched = S.SequentialLR(opt, [warm, cos], milestones=[warmup])
+    sched = cosine_schedule(opt, warmup, decay, min_lr)
     losses = []
     for s in range(steps):
         opt.zero_grad()

@@ -91,9 +91,10 @@ train {{
 }}
 """
 
-def init(rng):
+def init(rng, T=T, C=C, L=L):
     """GPT-2's initialization: N(0, 0.02) weights, zero biases, ones and
-    zeros for the layer norms (perturbed, so that their gradients show)."""
+    zeros for the layer norms (perturbed, so that their gradients show).
+    T, C, L: another size of the model (zero.py: examples/gpt.dsl's)."""
     p = {"wte.weight": rng.normal(0, 0.02, (V, C)), "wpe.weight": rng.normal(0, 0.02, (T, C))}
     def lin(name, out, inp):
         p[name + ".weight"] = rng.normal(0, 0.02, (out, inp))
@@ -111,9 +112,11 @@ def init(rng):
     ln("ln_f")
     return {k: v.astype(np.float32) for k, v in p.items()}
 
-def forward(p, ids, scale=None, causal=True):
-    """An independent GPT-2 forward (nanoGPT's, written out)."""
-    t = ids.shape[1]
+def forward(p, ids, scale=None, causal=True, H=H):
+    """An independent GPT-2 forward (nanoGPT's, written out); the width and
+    the layers are p's, H the heads."""
+    t, C = ids.shape[1], p["wte.weight"].shape[1]
+    L = sum(1 for k in p if k.endswith(".ln_1.weight"))
     x = F.embedding(ids, p["wte.weight"]) + p["wpe.weight"][:t]
     for i in range(L):
         pre = f"h{i}."

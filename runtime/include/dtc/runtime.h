@@ -326,6 +326,11 @@ struct ModelSpec {
   // ParamSpec::stateOffset -1: their state is in their buckets' shards.
   int32_t shardStage;
   int32_t shardRanks;
+  // The model and its recipe as the DSL states them, but for how they are
+  // trained in parallel (0: not known, a program from IR): --resume takes a
+  // training state of another program (fingerprint) of the same digest,
+  // whatever its sharding, world size or plan.
+  uint64_t modelDigest;
 };
 
 // Runs the `train` program: parses options, loads data, trains, evaluates.

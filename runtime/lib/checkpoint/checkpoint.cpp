@@ -446,6 +446,8 @@ void saveTrainingState(const std::string &path, const ModelSpec &spec, const cha
   meta["dtc.version"] = std::to_string(kTrainingStateVersion);
   meta["dtc.model"] = spec.name;
   meta["dtc.program"] = fmt::format("{:016x}", spec.fingerprint);
+  meta["dtc.model_digest"] = fmt::format("{:016x}", spec.modelDigest);
+  meta["dtc.shard"] = fmt::format("{}x{}", spec.shardStage, spec.shardRanks);
   meta["dtc.optimizer"] = optimizerName(spec.recipe.optimizer);
   writeSafetensors(path, "checkpoint", tensors, std::move(meta), /*withCrc=*/true, alsoLinkAs);
 }
@@ -505,7 +507,12 @@ LoadedTrainingState loadTrainingState(const std::string &path, const ModelSpec &
                                   where, name, optimizerName(spec.recipe.optimizer)));
       }
   const uint64_t program = metaHex(st.metadata, "dtc.program", where.c_str());
-  if (program != spec.fingerprint)
+  // Another program of the same model (its digest): resharded, as the
+  // state is written whole.
+  const bool sameModel = spec.modelDigest != 0 && !meta("dtc.model_digest").empty() &&
+                         metaHex(st.metadata, "dtc.model_digest", where.c_str()) ==
+                             spec.modelDigest;
+  if (program != spec.fingerprint && !sameModel)
     throw Error(fmt::format(
         "{} was written by another compiled program (fingerprint {:016x}, this one {:016x}): "
         "the model's parameters and optimizer match, so it was compiled with other dtc "
