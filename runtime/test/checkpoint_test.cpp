@@ -458,6 +458,18 @@ TEST_F(TrainingStateFile, RefusesWhatDoesNotFitThisProgram) {
   EXPECT_NE(loadError(other).find("another compiled program (fingerprint 1234abcd5678ef00"),
             std::string::npos)
       << loadError(other);
+  // The same model compiled otherwise (its digest): resumed.
+  other = spec;
+  other.modelDigest = 0x77;
+  saveTrainingState(path, other, bytes(block), someState());
+  other.fingerprint ^= 1;
+  EXPECT_EQ(loadError(other), "");
+  other.modelDigest = 0x78;
+  EXPECT_NE(loadError(other).find("of another model digest (0000000000000077, this one "
+                                  "0000000000000078)"),
+            std::string::npos)
+      << loadError(other);
+  saveTrainingState(path, spec, bytes(block), someState());
   other = spec;
   other.recipe.optimizer = OptimizerKind::AdamW;
   EXPECT_NE(loadError(other).find("trained with optimizer adam, but this program uses adamw"),

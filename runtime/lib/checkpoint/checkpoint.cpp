@@ -514,11 +514,12 @@ LoadedTrainingState loadTrainingState(const std::string &path, const ModelSpec &
                              spec.modelDigest;
   if (program != spec.fingerprint && !sameModel)
     throw Error(fmt::format(
-        "{} was written by another compiled program (fingerprint {:016x}, this one {:016x}): "
-        "the model's parameters and optimizer match, so it was compiled with other dtc "
-        "options or another dtc; recompile it as before, or start from its parameters with "
-        "--init",
-        where, program, spec.fingerprint));
+        "{} was written by another compiled program (fingerprint {:016x}, this one {:016x}) "
+        "of another model digest ({}, this one {:016x}): the model's parameters and optimizer "
+        "match, so the model or its recipe changed, or one of the programs was compiled from "
+        "IR; start from its parameters with --init",
+        where, program, spec.fingerprint,
+        meta("dtc.model_digest").empty() ? "none" : meta("dtc.model_digest"), spec.modelDigest));
   checkLayout(path, st);
   // The data section (the tensors back to back) against its CRC-32.
   const uint32_t crc = crc32Of(crc32Of(0, nullptr, 0), st.data, st.dataSize);
