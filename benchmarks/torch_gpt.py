@@ -9,9 +9,13 @@ to 1e-4 at step 2000, gradients clipped to norm 1.0, batch 12 per rank),
 random windows per step as nanoGPT's get_batch, under
 DistributedDataParallel (gloo) at RANKS ranks. Prints the training
 loop's seconds and tokens/s, then the loss on the held-out windows
-(consecutive, as dtc evaluates them).
-usage: torch_gpt.py STEPS RANKS [TEXT_DIR]"""
-import math, os, socket, sys, time
+(consecutive, as dtc evaluates them; --no-eval: not evaluated), then each
+rank's peak resident set (max_rss_mb R0,R1,...). --zero: AdamW wrapped in
+torch.distributed.optim.ZeroRedundancyOptimizer (ZeRO stage 1: each rank
+holds and updates the optimizer state of its partition of the parameters,
+then broadcasts them).
+usage: torch_gpt.py STEPS RANKS [TEXT_DIR] [--zero] [--no-eval]"""
+import argparse, math, os, resource, socket, sys, time
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -99,7 +103,7 @@ def lr_at(step):  # 1-based, as dtc's cosine(warmup=100, decay_steps=2000, min_l
     return 1e-4 + (1e-3 - 1e-4) * 0.5 * (1 + math.cos(math.pi * p))
 
 
-def worker(rank, world, port, steps, path, q):
+def worker(rank, world, port, steps, path, zero, evaluate, q):
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // world))
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     torch.manual_seed(1)
@@ -107,7 +111,12 @@ def worker(rank, world, port, steps, path, q):
     val = int(0.1 * len(data))
     train, held = data[:len(data) - val], data[len(data) - val:]
     model = torch.nn.parallel.DistributedDataParallel(Gpt())
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
+    hyper = dict(lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
+    if zero:  # (its step() copies param_groups' lr to the wrapped AdamW)
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, **hyper)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), **hyper)
     gen = torch.Generator().manual_seed(1000 + rank)
     dist.barrier()
     start = time.perf_counter()
@@ -123,7 +132,9 @@ def worker(rank, world, port, steps, path, q):
         opt.step()
     dist.barrier()
     seconds = time.perf_counter() - start
-    if rank == 0:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    loss = float("nan")
+    if rank == 0 and evaluate:
         n = (len(held) - 1) // T
         xs = torch.stack([held[i * T:i * T + T] for i in range(n)])
         ys = torch.stack([held[i * T + 1:i * T + T + 1] for i in range(n)])
@@ -131,26 +142,34 @@ def worker(rank, world, port, steps, path, q):
             loss = sum(F.cross_entropy(model.module(xs[i:i + BATCH]).reshape(-1, V),
                                        ys[i:i + BATCH].reshape(-1)).item() * len(xs[i:i + BATCH])
                        for i in range(0, n, BATCH)) / n
-        q.put((seconds, loss))
+    q.put((rank, seconds, loss, rss))
     dist.destroy_process_group()
 
 
 def main():
-    steps, world = int(sys.argv[1]), int(sys.argv[2])
-    path = sys.argv[3] if len(sys.argv) > 3 else "/usr/share/games/fortunes"
+    ap = argparse.ArgumentParser(usage=__doc__.rsplit("usage: ", 1)[1])
+    ap.add_argument("steps", type=int)
+    ap.add_argument("world", type=int)
+    ap.add_argument("path", nargs="?", default="/usr/share/games/fortunes")
+    ap.add_argument("--zero", action="store_true")
+    ap.add_argument("--no-eval", dest="evaluate", action="store_false")
+    a = ap.parse_args()
+    steps, world, path = a.steps, a.world, a.path
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, world, port, steps, path, q)) for r in range(world)]
+    procs = [ctx.Process(target=worker, args=(r, world, port, steps, path, a.zero, a.evaluate, q)) for r in range(world)]
     for p in procs:
         p.start()
-    seconds, loss = q.get()
+    got = sorted(q.get() for _ in procs)
     for p in procs:
         p.join()
+    _, seconds, loss, _ = got[0]
     tokens = steps * BATCH * T * world
-    print(f"train_seconds {seconds:.3f} tokens/s {tokens / seconds:.0f} val_loss {loss:.4f}")
+    print(f"train_seconds {seconds:.3f} tokens/s {tokens / seconds:.0f} val_loss {loss:.4f} "
+          f"max_rss_mb {','.join(f'{g[3]:.1f}' for g in got)}")
 
 
 if __name__ == "__main__":

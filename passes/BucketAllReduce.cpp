@@ -22,6 +22,9 @@ using namespace dtc;
 
 namespace {
 
+/// Stage 2's buckets: at most this fraction of the gradients each.
+constexpr int64_t kShardedBuckets = 16;
+
 int64_t bytesOf(Value v) {
   auto t = cast<RankedTensorType>(v.getType());
   return t.getNumElements() * (t.getElementType().getIntOrFloatBitWidth() / 8);
@@ -52,11 +55,22 @@ struct BucketAllReducePass
       return producedAt(a) < producedAt(b);
     });
 
+    // Stage 2 of sharding frees each bucket once it is reduce-scattered
+    // (dtc-shard-weight-update): its gradients take the memory of the few
+    // buckets in flight, so buckets are at most 1/kShardedBuckets of them.
+    int64_t cap = bucketBytes, firstCap = firstBucketBytes;
+    if (ShardAttr shard = shardOf(getOperation());
+        shard && shard.getStage() >= ShardStage::Gradients) {
+      int64_t total = 0;
+      for (AllReduceOp r : reduces)
+        total += bytesOf(r.getGrad());
+      cap = std::min(cap, std::max<int64_t>(1, total / kShardedBuckets));
+      firstCap = std::min(firstCap, cap);
+    }
     SmallVector<SmallVector<AllReduceOp>> buckets;
     int64_t bytes = 0;
     for (AllReduceOp r : reduces) {
-      if (buckets.empty() ||
-          bytes >= (buckets.size() == 1 ? firstBucketBytes : bucketBytes)) {
+      if (buckets.empty() || bytes >= (buckets.size() == 1 ? firstCap : cap)) {
         buckets.emplace_back();
         bytes = 0;
       }

@@ -3,7 +3,11 @@
 #include "passes/Passes.h"
 #include "passes/Steps.h"
 
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
+#include <map>
 
 namespace dtc {
 #define GEN_PASS_DEF_REPORT
@@ -12,6 +16,52 @@ namespace dtc {
 
 using namespace mlir;
 using namespace dtc;
+
+namespace {
+/// The most bytes of gradient buckets and reduce-scatter shards live at
+/// once in `train`: a bucket from its first gradient to its reduce-scatter's
+/// wait (stage 2, whose shard then holds the sum) or to the step's end; a
+/// shard of its own from its start to the end. Also adds up the floats the
+/// step's collectives carry.
+int64_t gradientPeak(func::FuncOp train, int64_t &floats) {
+  DtcDialect *dtc = train->getContext()->getLoadedDialect<DtcDialect>();
+  DenseMap<Operation *, int64_t> index;
+  int64_t n = 0;
+  for (Operation &op : train.front())
+    index[&op] = n++;
+  std::map<int64_t, int64_t> delta; // op index -> bytes allocated (freed < 0)
+  for (Operation &op : train.front()) {
+    if (!isa<AllReduceBucketOp, AllReduceStartOp, AllReduceOp,
+             ReduceScatterStartOp>(op))
+      continue;
+    BucketPlanAttr plan = dtc->getBucketPlanAttrHelper().getAttr(&op);
+    if (!plan)
+      continue;
+    floats += plan.getCount();
+    int64_t bytes = plan.getCount() * 4, first = index[&op], end = n;
+    for (Value g : op.getOperands())
+      if (Operation *def = g.getDefiningOp())
+        first = std::min(first, index[def]);
+    if (auto rs = dyn_cast<ReduceScatterStartOp>(op)) {
+      if (!rs.getInPlace()) {
+        for (Operation *user : rs.getRequest().getUsers())
+          end = index[user];
+        int64_t shard = rs.getShard().getType().getNumElements() * 4;
+        delta[index[&op]] += shard;
+        delta[n] -= shard;
+      }
+    }
+    delta[first] += bytes;
+    delta[end] -= bytes;
+  }
+  int64_t live = 0, peak = 0;
+  for (auto [at, d] : delta) {
+    live += d;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+} // namespace
 
 PlanReport::PlanReport(Operation *op) {
   auto module = cast<ModuleOp>(op);
@@ -27,8 +77,23 @@ PlanReport::PlanReport(Operation *op) {
   if (PersistentAttr persistent =
           dtc->getPersistentAttrHelper().getAttr(module)) {
     paramBytes = persistent.getParamBytes();
+    bufferBytes = persistent.getBufferBytes();
     persistentBytes = persistent.getBytes();
   }
+  if (ShardAttr shard = shardOf(module)) {
+    shardStage = int64_t(shard.getStage());
+    shardRanks = shard.getRanks();
+  }
+  // Accumulators (gradient accumulation): each parameter's, once.
+  llvm::StringSet<> accumulated;
+  module.walk([&](Operation *op) {
+    if (auto add = dyn_cast<AccumulateGradientOp>(op);
+        add && accumulated.insert(add.getParam()).second)
+      accumulatorBytes +=
+          cast<RankedTensorType>(add.getGrad().getType()).getNumElements() * 4;
+  });
+  stateBytes = std::max<int64_t>(0, persistentBytes - paramBytes - bufferBytes -
+                                        accumulatorBytes);
   for (auto f : module.getOps<func::FuncOp>())
     if (ArenaAttr a = dtc->getArenaAttrHelper().getAttr(f))
       steps.push_back({f.getSymName().str(), a.getPerSample(), a.getFixed(),
@@ -36,8 +101,10 @@ PlanReport::PlanReport(Operation *op) {
   auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
   if (!train)
     return;
+  gradientBytes = gradientPeak(train, collectiveFloats);
   train.walk([&](Operation *op) {
-    if (!isa<AllReduceBucketOp, AllReduceStartOp, AllReduceOp>(op))
+    if (!isa<AllReduceBucketOp, AllReduceStartOp, AllReduceOp,
+             ReduceScatterStartOp>(op))
       return;
     BucketPlanAttr plan = dtc->getBucketPlanAttrHelper().getAttr(op);
     auto id = op->getAttrOfType<IntegerAttr>("bucket");
@@ -128,6 +195,15 @@ int64_t PlanReport::peakArena() const {
   return peak;
 }
 
+int64_t PlanReport::allocatedArena() const {
+  int64_t fixed = 0, perSample = 0;
+  for (const Step &s : steps) {
+    fixed = std::max(fixed, s.fixed);
+    perSample = std::max(perSample, s.perSample);
+  }
+  return fixed + kDefaultAlignment + perSample * batch + 64;
+}
+
 void PlanReport::print(llvm::raw_ostream &os) const {
   int64_t elems = 0;
   os << "parameters:\n";
@@ -155,7 +231,8 @@ void PlanReport::print(llvm::raw_ostream &os) const {
   int64_t total = 0;
   for (const Bucket &b : buckets) {
     if (&b == &buckets.front())
-      os << "gradient buckets (all-reduce order):\n";
+      os << (shardStage ? "gradient buckets (reduce-scatter order):\n"
+                        : "gradient buckets (all-reduce order):\n");
     os << llvm::format("  bucket %-3lld %10lld bytes:", (long long)b.id,
                        (long long)b.bytes);
     for (const std::string &p : b.params)
@@ -163,7 +240,14 @@ void PlanReport::print(llvm::raw_ostream &os) const {
     os << "\n";
     total += b.bytes;
   }
-  if (!buckets.empty())
+  if (!buckets.empty() && shardStage)
+    os << llvm::format("reduce-scatter and all-gather per step: %lld bytes "
+                       "each in %d bucket(s), padded to %lld shards; each "
+                       "rank sends (N-1)/N of each: %lld bytes in all\n",
+                       (long long)total, (int)buckets.size(),
+                       (long long)shardRanks,
+                       (long long)sentPerStep(shardRanks));
+  else if (!buckets.empty())
     os << llvm::format("all-reduce per step: %lld bytes in %d bucket(s); a "
                        "ring all-reduce sends 2(N-1)/N of it per rank: %lld "
                        "bytes at 2 ranks, %lld at 8\n",
@@ -181,6 +265,73 @@ void PlanReport::print(llvm::raw_ostream &os) const {
   os << llvm::format(
       "peak memory of a step: %lld bytes (arena) + %lld bytes (persistent)\n",
       (long long)peakArena(), (long long)persistentBytes);
+  os << llvm::format("per-rank allocation (batch %lld): persistent %lld + "
+                     "arena %lld = %lld bytes\n",
+                     (long long)batch, (long long)persistentBytes,
+                     (long long)allocatedArena(), (long long)rankBytes());
+}
+
+LogicalResult dtc::printShardingReport(ModuleOp frontEnd,
+                                       const PipelineOptions &options,
+                                       int64_t ranks, llvm::raw_ostream &os) {
+  MLIRContext *ctx = frontEnd.getContext();
+  DtcDialect *dialect = ctx->getLoadedDialect<DtcDialect>();
+  ShardAttr shard = dialect->getShardAttrHelper().getAttr(frontEnd);
+  const ShardStage program = shard ? shard.getStage() : ShardStage::None;
+  SmallVector<int64_t> worlds{1, 2, 4, 8};
+  if (ranks > 0 && !llvm::is_contained(worlds, ranks))
+    worlds.push_back(ranks);
+  const ShardStage stages[] = {ShardStage::None, ShardStage::Optimizer,
+                               ShardStage::Gradients};
+  const char *names[] = {"replicated", "1 optimizer", "2 gradients"};
+  auto mb = [](int64_t bytes) { return double(bytes) / 1048576.0; };
+  os << "per-rank memory by stage and world size (MiB; each planned as "
+        "compiled; arena: activations and gradients, of which gradients at "
+        "most; total: what a rank allocates):\n";
+  os << llvm::format("  %-12s %5s %10s %10s %10s %10s %10s %10s %12s\n",
+                     "stage", "ranks", "params", "opt state", "gradients",
+                     "arena", "persistent", "total", "sent/step");
+  for (auto [stage, name] : llvm::zip(stages, names))
+    for (int64_t world : worlds) {
+      OwningOpRef<ModuleOp> m = frontEnd.clone();
+      dialect->getShardAttrHelper().setAttr(
+          *m,
+          ShardAttr::get(ctx, stage, stage == ShardStage::None ? 0 : world));
+      PassManager pm(ctx);
+      PipelineOptions o;
+      o.autodiff = options.autodiff.getValue();
+      o.fuse = options.fuse.getValue();
+      o.allreduce = options.allreduce.getValue();
+      o.bucketBytes = options.bucketBytes.getValue();
+      o.firstBucketBytes = options.firstBucketBytes.getValue();
+      o.overlap = options.overlap.getValue();
+      o.foldMomentum = options.foldMomentum.getValue();
+      o.blocked = options.blocked.getValue();
+      o.channelsLast = options.channelsLast.getValue();
+      buildPipeline(pm, o);
+      std::string error;
+      {
+        ScopedDiagnosticHandler quiet(ctx, [&](Diagnostic &d) {
+          if (d.getSeverity() == DiagnosticSeverity::Error && error.empty())
+            error = d.str();
+          return success();
+        });
+        if (failed(pm.run(*m))) {
+          os << llvm::format("  %-12s %5lld  cannot be planned: %s\n", name,
+                             (long long)world, error.c_str());
+          continue;
+        }
+      }
+      PlanReport r(*m);
+      os << llvm::format(
+          "  %-12s %5lld %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %12.2f%s\n",
+          name, (long long)world, mb(r.paramBytes), mb(r.stateBytes),
+          mb(r.gradientBytes), mb(r.peakArena()), mb(r.persistentBytes),
+          mb(r.rankBytes()), mb(r.sentPerStep(world)),
+          stage == program && world == ranks ? "  <- this program" : "");
+    }
+  os << "  (stage 3, parameters: not implemented yet)\n";
+  return success();
 }
 
 namespace {

@@ -7,12 +7,15 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 #include <string>
 
 namespace dtc {
+
+struct PipelineOptions;
 
 struct PlanReport {
   /// The analysis of a planned module (after dtc-plan-memory).
@@ -43,6 +46,38 @@ struct PlanReport {
   /// The largest arena of a step, at `batch`.
   int64_t peakArena() const;
   void print(llvm::raw_ostream &os) const;
+
+  /// Sharded data parallelism (dtc.shard): the stage (0: replicated) and
+  /// the world size planned for (0: any).
+  int64_t shardStage = 0, shardRanks = 0;
+  /// The persistent block's parts.
+  int64_t bufferBytes = 0, stateBytes = 0, accumulatorBytes = 0;
+  /// The most bytes of gradients (buckets, and stage 2's shards) live at
+  /// once in @train_step's arena.
+  int64_t gradientBytes = 0;
+  /// The floats each step's collectives carry (buckets, padded).
+  int64_t collectiveFloats = 0;
+  /// The arena a rank allocates at `batch`, as the runtime does
+  /// (arenaBytes, runtime/lib/train/session.h): the steps' largest fixed
+  /// region with the alignment room after it (the program's spec), their
+  /// largest per-sample region times the batch, and 64 bytes of slack.
+  int64_t allocatedArena() const;
+  /// What one rank allocates: the persistent block and that arena.
+  int64_t rankBytes() const { return persistentBytes + allocatedArena(); }
+  /// The bytes a rank sends a step at `ranks` ranks: a ring all-reduce
+  /// sends 2 (N-1)/N of each bucket, a reduce-scatter and an all-gather
+  /// (N-1)/N each.
+  int64_t sentPerStep(int64_t ranks) const {
+    return ranks <= 1 ? 0 : collectiveFloats * 4 * 2 * (ranks - 1) / ranks;
+  }
 };
+
+/// What `dtc --report` adds for sharded data parallelism: the per-rank
+/// memory of `frontEnd` (a module from the front end) planned under each
+/// stage (replicated, 1, 2) at 1, 2, 4 and 8 ranks and at `ranks` (0:
+/// none), each compiled with `options`, and the bytes a rank sends a step.
+mlir::LogicalResult printShardingReport(mlir::ModuleOp frontEnd,
+                                        const PipelineOptions &options,
+                                        int64_t ranks, llvm::raw_ostream &os);
 
 } // namespace dtc

@@ -12,7 +12,7 @@ PKGS=(
   dataset-fashion-mnist fortunes
   python3-torch python3-numpy
   clang-22 libclang-rt-22-dev clang-format-22
-  iproute2
+  iproute2 time
 )
 
 missing=()

@@ -8,6 +8,7 @@
 #include "frontends/dsl/MLIRGen.h"
 #include "frontends/dsl/Parser.h"
 #include "passes/Passes.h"
+#include "passes/PlanReport.h"
 #include "passes/Steps.h"
 #include "passes/codegen/Emit.h"
 
@@ -510,12 +511,25 @@ int main(int argc, char **argv) {
     dtc::buildPipeline(pm, options);
     if (report) // the plan, as an analysis of the planned IR (dtc-report)
       pm.addPass(dtc::createReport());
+    // (--report: the module as the front end made it, planned again under
+    // each stage of sharding and world size.)
+    mlir::OwningOpRef<mlir::ModuleOp> frontEnd;
+    if (report)
+      frontEnd = module->clone();
     if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
       return 1;
     {
       mlir::TimingScope t = rootTiming.nest("passes");
       pm.enableTiming(t);
       if (mlir::failed(pm.run(*module)))
+        return 1;
+    }
+    if (report) {
+      dtc::ShardAttr shard = context.getLoadedDialect<dtc::DtcDialect>()
+                                 ->getShardAttrHelper()
+                                 .getAttr(*frontEnd);
+      if (mlir::failed(dtc::printShardingReport(
+              *frontEnd, options, shard ? shard.getRanks() : 0, llvm::outs())))
         return 1;
     }
     if (emitKind == Emit::MLIROpt)

@@ -71,6 +71,13 @@ void printHeader(const Session &s, const Executor &exec, const DeviceChoice &dev
              o.accumulate > 1 ? fmt::format(" accumulate {}", o.accumulate) : "", o.epochs,
              optimizerDescription(s.spec, o.lr), schedule.empty() ? "" : " schedule " + schedule,
              o.data.describe(), sizes, s.comm.size(), s.comm.backend(), where);
+  // What a rank allocates for the model (dtc --report prints the same).
+  const int64_t arena = arenaBytes(s.spec, o.batch); // (on the device for CUDA steps)
+  fmt::print("memory per rank: persistent {} + arena {} (batch {}) = {} bytes{}\n",
+             s.spec.persistentBytes, arena, o.batch, s.spec.persistentBytes + arena,
+             s.spec.shardStage > 0 ? fmt::format(" (stage {} sharded over {} ranks)",
+                                                 s.spec.shardStage, s.spec.shardRanks)
+                                   : std::string());
   std::fflush(stdout);
 }
 
