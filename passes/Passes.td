@@ -276,12 +276,19 @@ def ShardWeightUpdate : Pass<"dtc-shard-weight-update", "mlir::ModuleOp"> {
     gradient is made, so that the bucket's memory returns to the arena
     during backward. The updates and the gathers' starts follow the last
     wait in bucket order (each gather overlaps the next bucket's update),
-    the gathers' waits end the step.
+    the gathers' waits end the step. Stage 3 (parameters) reduce-scatters
+    as stage 2 and updates the shard, which is all a rank holds of the
+    parameters: every step reads a bucket's parameters as views
+    (`dtc.param_view`) into the bucket gathered whole
+    (`dtc.gather_params_start`/`_wait`) before its first read in forward,
+    and again in backward, `prefetch` gathers ahead.
   }];
   let dependentDialects = ["dtc::DtcDialect"];
   let options = [
     Option<"inflight", "inflight", "int64_t", /*default=*/"2",
-           "Stage 2: the reduce-scatters in flight at once (bucket k is waited for before bucket k + inflight's first gradient)">,
+           "Stages 2 and 3: the reduce-scatters in flight at once (bucket k is waited for before bucket k + inflight's first gradient)">,
+    Option<"prefetch", "prefetch", "int64_t", /*default=*/"1",
+           "Stage 3: the parameter gathers started ahead of the one being read">,
   ];
 }
 

@@ -445,14 +445,26 @@ void dtc::layoutPersistent(ModuleOp module, int64_t alignment,
   SmallVector<ParamOp> params(module.getOps<ParamOp>());
   llvm::StringMap<int64_t> paramOffset;
   SmallVector<int64_t> bucketParams;
+  // (Stage 3: only this rank's shard of them; the steps gather the rest,
+  // and the parameters have no place of their own.)
+  ShardAttr shard = shardOf(module);
+  const bool shardParams = shard && shard.getStage() == ShardStage::Parameters;
+  llvm::StringSet<> gathered;
   for (const MirroredBucket &bucket : sharded) {
     bucketParams.push_back(offset);
-    for (const auto &[param, within] : bucket.members)
-      paramOffset[param] = offset + within;
-    offset = alignTo(offset + bucket.bytes, alignment);
+    BucketPlanAttr plan = dialect->getBucketPlanAttrHelper().getAttr(bucket.op);
+    for (const auto &[param, within] : bucket.members) {
+      if (shardParams)
+        gathered.insert(param);
+      else
+        paramOffset[param] = offset + within;
+    }
+    offset = alignTo(
+        offset + (shardParams ? plan.getShard().value_or(0) * 4 : bucket.bytes),
+        alignment);
   }
   for (ParamOp p : params) {
-    if (paramOffset.count(p.getSymName()))
+    if (paramOffset.count(p.getSymName()) || gathered.contains(p.getSymName()))
       continue;
     paramOffset[p.getSymName()] = offset;
     offset = alignTo(offset + bytesOf(p.getType()), alignment);
@@ -494,6 +506,8 @@ void dtc::layoutPersistent(ModuleOp module, int64_t alignment,
     offset = alignTo(offset + bucket.bytes, alignment);
   }
   for (ParamOp p : params) {
+    if (gathered.contains(p.getSymName()))
+      continue;
     std::optional<int64_t> state;
     if (auto it = stateOffset.find(p.getSymName()); it != stateOffset.end()) {
       if (it->second >= 0)

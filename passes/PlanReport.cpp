@@ -23,21 +23,51 @@ namespace {
 /// wait (stage 2, whose shard then holds the sum) or to the step's end; a
 /// shard of its own from its start to the end. Also adds up the floats the
 /// step's collectives carry.
-int64_t gradientPeak(func::FuncOp train, int64_t &floats) {
+int64_t gradientPeak(func::FuncOp train, int64_t &floats,
+                     int64_t &gatheredPeak) {
   DtcDialect *dtc = train->getContext()->getLoadedDialect<DtcDialect>();
   DenseMap<Operation *, int64_t> index;
   int64_t n = 0;
   for (Operation &op : train.front())
     index[&op] = n++;
-  std::map<int64_t, int64_t> delta; // op index -> bytes allocated (freed < 0)
+  std::map<int64_t, int64_t> delta;   // op index -> bytes allocated (freed < 0)
+  std::map<int64_t, int64_t> gathers; // the same for stage 3's gathers
+  DenseMap<int64_t, BucketPlanAttr> sharded;
+  train.walk([&](ReduceScatterStartOp rs) {
+    sharded[int64_t(rs.getBucket())] =
+        dtc->getBucketPlanAttrHelper().getAttr(rs);
+  });
   for (Operation &op : train.front()) {
+    if (auto gather = dyn_cast<GatherParamsStartOp>(op)) {
+      // Stage 3: a bucket gathered whole, from its start to its views' last
+      // reads.
+      int64_t bytes = gather.getGathered().getType().getNumElements() * 4,
+              end = index[&op];
+      floats += bytes / 4;
+      for (Operation *wait : gather.getGathered().getUsers())
+        for (Operation *view : wait->getResult(0).getUsers())
+          for (Operation *user : view->getUsers())
+            end = std::max(end,
+                           index[train.front().findAncestorOpInBlock(*user)]);
+      gathers[index[&op]] += bytes;
+      gathers[end + 1] -= bytes;
+      continue;
+    }
+    if (isa<AllGatherStartOp>(op)) { // stages 1, 2: the parameters back
+      if (BucketPlanAttr plan =
+              sharded.lookup(int64_t(cast<AllGatherStartOp>(op).getBucket())))
+        floats += plan.getCount();
+      continue;
+    }
     if (!isa<AllReduceBucketOp, AllReduceStartOp, AllReduceOp,
              ReduceScatterStartOp>(op))
       continue;
     BucketPlanAttr plan = dtc->getBucketPlanAttrHelper().getAttr(&op);
     if (!plan)
       continue;
-    floats += plan.getCount();
+    // (An all-reduce sends each float twice: a reduce-scatter and an
+    // all-gather.)
+    floats += plan.getCount() * (isa<ReduceScatterStartOp>(op) ? 1 : 2);
     int64_t bytes = plan.getCount() * 4, first = index[&op], end = n;
     for (Value g : op.getOperands())
       if (Operation *def = g.getDefiningOp())
@@ -58,6 +88,11 @@ int64_t gradientPeak(func::FuncOp train, int64_t &floats) {
   for (auto [at, d] : delta) {
     live += d;
     peak = std::max(peak, live);
+  }
+  live = 0;
+  for (auto [at, d] : gathers) {
+    live += d;
+    gatheredPeak = std::max(gatheredPeak, live);
   }
   return peak;
 }
@@ -101,7 +136,7 @@ PlanReport::PlanReport(Operation *op) {
   auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
   if (!train)
     return;
-  gradientBytes = gradientPeak(train, collectiveFloats);
+  gradientBytes = gradientPeak(train, collectiveFloats, gatheredBytes);
   train.walk([&](Operation *op) {
     if (!isa<AllReduceBucketOp, AllReduceStartOp, AllReduceOp,
              ReduceScatterStartOp>(op))
@@ -282,15 +317,17 @@ LogicalResult dtc::printShardingReport(ModuleOp frontEnd,
   if (ranks > 0 && !llvm::is_contained(worlds, ranks))
     worlds.push_back(ranks);
   const ShardStage stages[] = {ShardStage::None, ShardStage::Optimizer,
-                               ShardStage::Gradients};
-  const char *names[] = {"replicated", "1 optimizer", "2 gradients"};
+                               ShardStage::Gradients, ShardStage::Parameters};
+  const char *names[] = {"replicated", "1 optimizer", "2 gradients",
+                         "3 parameters"};
   auto mb = [](int64_t bytes) { return double(bytes) / 1048576.0; };
   os << "per-rank memory by stage and world size (MiB; each planned as "
-        "compiled; arena: activations and gradients, of which gradients at "
-        "most; total: what a rank allocates):\n";
-  os << llvm::format("  %-12s %5s %10s %10s %10s %10s %10s %10s %12s\n",
+        "compiled; arena: activations, gradients and gathered parameters, of "
+        "which gradients and gathered at most; total: what a rank "
+        "allocates):\n";
+  os << llvm::format("  %-12s %5s %10s %10s %10s %10s %10s %10s %10s %12s\n",
                      "stage", "ranks", "params", "opt state", "gradients",
-                     "arena", "persistent", "total", "sent/step");
+                     "gathered", "arena", "persistent", "total", "sent/step");
   for (auto [stage, name] : llvm::zip(stages, names))
     for (int64_t world : worlds) {
       OwningOpRef<ModuleOp> m = frontEnd.clone();
@@ -324,13 +361,14 @@ LogicalResult dtc::printShardingReport(ModuleOp frontEnd,
       }
       PlanReport r(*m);
       os << llvm::format(
-          "  %-12s %5lld %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %12.2f%s\n",
+          "  %-12s %5lld %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f "
+          "%12.2f%s\n",
           name, (long long)world, mb(r.paramBytes), mb(r.stateBytes),
-          mb(r.gradientBytes), mb(r.peakArena()), mb(r.persistentBytes),
-          mb(r.rankBytes()), mb(r.sentPerStep(world)),
+          mb(r.gradientBytes), mb(r.gatheredBytes), mb(r.peakArena()),
+          mb(r.persistentBytes), mb(r.rankBytes()), mb(r.sentPerStep(world)),
           stage == program && world == ranks ? "  <- this program" : "");
     }
-  os << "  (stage 3, parameters: not implemented yet)\n";
+  os << "  (stage 3: planned; this runtime does not run it yet)\n";
   return success();
 }
 

@@ -55,7 +55,11 @@ struct PlanReport {
   /// The most bytes of gradients (buckets, and stage 2's shards) live at
   /// once in @train_step's arena.
   int64_t gradientBytes = 0;
-  /// The floats each step's collectives carry (buckets, padded).
+  /// Stage 3: the most bytes of parameters gathered whole at once.
+  int64_t gatheredBytes = 0;
+  /// The floats a step's collectives send over the ranks (N-1)/N of: a
+  /// bucket's twice for an all-reduce (a reduce-scatter and an all-gather),
+  /// once for each reduce-scatter and all-gather (padded).
   int64_t collectiveFloats = 0;
   /// The arena a rank allocates at `batch`, as the runtime does
   /// (arenaBytes, runtime/lib/train/session.h): the steps' largest fixed
@@ -64,11 +68,9 @@ struct PlanReport {
   int64_t allocatedArena() const;
   /// What one rank allocates: the persistent block and that arena.
   int64_t rankBytes() const { return persistentBytes + allocatedArena(); }
-  /// The bytes a rank sends a step at `ranks` ranks: a ring all-reduce
-  /// sends 2 (N-1)/N of each bucket, a reduce-scatter and an all-gather
-  /// (N-1)/N each.
+  /// The bytes a rank sends a step at `ranks` ranks (ring algorithms).
   int64_t sentPerStep(int64_t ranks) const {
-    return ranks <= 1 ? 0 : collectiveFloats * 4 * 2 * (ranks - 1) / ranks;
+    return ranks <= 1 ? 0 : collectiveFloats * 4 * (ranks - 1) / ranks;
   }
 };
 

@@ -17,6 +17,9 @@
 #include "passes/Steps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+#include <limits>
+#include <map>
 
 namespace dtc {
 #define GEN_PASS_DEF_SHARDWEIGHTUPDATE
@@ -39,22 +42,117 @@ struct Bucket {
   SmallVector<Attribute> params;
 };
 
+/// A parameter of a sharded bucket: the bucket, its offset in it (floats),
+/// the bucket's floats and its parameters.
+struct Member {
+  int64_t bucket = -1, within = 0, count = 0;
+  ArrayAttr params;
+};
+
 struct ShardWeightUpdatePass
     : public dtc::impl::ShardWeightUpdateBase<ShardWeightUpdatePass> {
   using Base::Base;
   void runOnOperation() override;
+  void gatherParameters(func::FuncOp f, const llvm::StringMap<Member> &members,
+                        int64_t numBuckets);
 };
+
+/// Stage 3 in one step: each read of a sharded parameter becomes a view
+/// into its bucket, gathered whole before the bucket's first read in
+/// forward and again before its first read in backward (after the step's
+/// dtc.grad_seed), `prefetch` gathers ahead: gather i starts once gather i
+/// - prefetch has been waited for. A gathered buffer is free after its
+/// views' last reads, so that at most prefetch + 1 buckets are whole at
+/// once. Backward's gathers are numbered after the buckets (bucket +
+/// numBuckets) for the runtime: the same bucket may be gathered for
+/// forward and for backward at once.
+void ShardWeightUpdatePass::gatherParameters(
+    func::FuncOp f, const llvm::StringMap<Member> &members,
+    int64_t numBuckets) {
+  Block &block = f.front();
+  DenseMap<Operation *, int64_t> position;
+  int64_t n = 0, backward = std::numeric_limits<int64_t>::max();
+  for (Operation &op : block) {
+    position[&op] = n++;
+    if (isa<GradSeedOp>(op) && backward > n)
+      backward = n;
+  }
+  // The reads of each (bucket, phase), in order of their first read.
+  struct Gather {
+    int64_t bucket, phase;
+    Operation *first = nullptr;
+    SmallVector<OpOperand *> reads;
+  };
+  SmallVector<Gather> gathers;
+  std::map<std::pair<int64_t, int64_t>, size_t> index;
+  SmallVector<ParamRefOp> refs;
+  for (Operation &op : block)
+    if (auto ref = dyn_cast<ParamRefOp>(op);
+        ref && members.count(ref.getParam()))
+      refs.push_back(ref);
+  for (ParamRefOp ref : refs)
+    for (OpOperand &use : ref->getUses()) {
+      // (The user's place in the step's block: a fused body's op counts as
+      // its kernel.)
+      Operation *user = block.findAncestorOpInBlock(*use.getOwner());
+      int64_t phase = position.lookup(user) >= backward;
+      const Member &m = members.lookup(ref.getParam());
+      auto [it, added] = index.try_emplace({m.bucket, phase}, gathers.size());
+      if (added)
+        gathers.push_back({m.bucket, phase});
+      Gather &g = gathers[it->second];
+      if (!g.first || user->isBeforeInBlock(g.first))
+        g.first = user;
+      g.reads.push_back(&use);
+    }
+  llvm::stable_sort(gathers, [](const Gather &a, const Gather &b) {
+    return a.first->isBeforeInBlock(b.first);
+  });
+  MLIRContext *ctx = f.getContext();
+  SmallVector<GatherParamsWaitOp> waits;
+  for (auto [i, g] : llvm::enumerate(gathers)) {
+    const Member &any = members.lookup(
+        cast<ParamRefOp>(g.reads.front()->get().getDefiningOp()).getParam());
+    auto type = RankedTensorType::get({any.count}, Float32Type::get(ctx));
+    int64_t id = g.bucket + g.phase * numBuckets;
+    // The start: `prefetch` gathers ahead (the first ones at the step's
+    // start), never after its first read.
+    OpBuilder b(ctx);
+    if (i < size_t(prefetch))
+      b.setInsertionPointToStart(&block);
+    else
+      b.setInsertionPointAfter(waits[i - prefetch]);
+    if (g.first->isBeforeInBlock(&*b.getInsertionPoint()))
+      b.setInsertionPoint(g.first);
+    Location loc = g.first->getLoc();
+    auto start = GatherParamsStartOp::create(b, loc, RequestType::get(ctx),
+                                             type, any.params, id);
+    b.setInsertionPoint(g.first);
+    waits.push_back(GatherParamsWaitOp::create(b, loc, type, start.getRequest(),
+                                               start.getGathered(), id));
+    // One view a parameter, right after the wait.
+    llvm::StringMap<Value> views;
+    for (OpOperand *read : g.reads) {
+      auto ref = cast<ParamRefOp>(read->get().getDefiningOp());
+      Value &view = views[ref.getParam()];
+      if (!view)
+        view = ParamViewOp::create(
+            b, ref.getLoc(), ref.getType(), waits.back().getResult(),
+            ref.getParamAttr(),
+            b.getI64IntegerAttr(members.lookup(ref.getParam()).within));
+      read->set(view);
+    }
+  }
+  for (ParamRefOp ref : refs)
+    if (ref->use_empty())
+      ref.erase();
+}
 
 void ShardWeightUpdatePass::runOnOperation() {
   ModuleOp module = getOperation();
   ShardAttr shard = shardOf(module);
   if (!shard || shard.getStage() == ShardStage::None)
     return;
-  if (shard.getStage() == ShardStage::Parameters) {
-    module.emitError("dtc-shard-weight-update: stage 3 (parameters) is not "
-                     "implemented yet; use optimizer or gradients");
-    return signalPassFailure();
-  }
   if (shard.getRanks() < 1) {
     module.emitError("sharding (")
         << stringifyShardStage(shard.getStage())
@@ -62,10 +160,12 @@ void ShardWeightUpdatePass::runOnOperation() {
            "or the recipe's ranks = N";
     return signalPassFailure();
   }
-  if (inflight < 1) {
-    module.emitError("dtc-shard-weight-update: inflight must be >= 1");
+  if (inflight < 1 || prefetch < 1) {
+    module.emitError(
+        "dtc-shard-weight-update: inflight and prefetch must be >= 1");
     return signalPassFailure();
   }
+  const bool shardParams = shard.getStage() == ShardStage::Parameters;
   func::FuncOp step = steps::trainStep(module, *this);
   if (!step)
     return signalPassFailure();
@@ -165,7 +265,8 @@ void ShardWeightUpdatePass::runOnOperation() {
                                     start.getShard(), b.grads, b.id));
   }
   // The updates after the last wait, in bucket order, each followed by the
-  // start of its all-gather; the gathers' waits end the step.
+  // start of its all-gather; the gathers' waits end the step. (Stage 3: the
+  // shards are the parameters; the steps gather them where they use them.)
   OpBuilder builder(ret);
   SmallVector<AllGatherStartOp> gathers;
   for (auto [b, wait] : llvm::zip(buckets, waits)) {
@@ -173,12 +274,27 @@ void ShardWeightUpdatePass::runOnOperation() {
     ArrayAttr params = builder.getArrayAttr(b.params);
     ShardUpdateOp::create(builder, loc, wait.getResult(), params, b.id,
                           Value());
-    gathers.push_back(AllGatherStartOp::create(
-        builder, loc, RequestType::get(ctx), params, b.id));
+    if (!shardParams)
+      gathers.push_back(AllGatherStartOp::create(
+          builder, loc, RequestType::get(ctx), params, b.id));
   }
   for (auto [b, gather] : llvm::zip(buckets, gathers))
     AllGatherWaitOp::create(builder, gather.getLoc(), gather.getRequest(),
                             b.id);
+  // Stage 3: where each bucket's parameters live whole, in every step.
+  if (shardParams) {
+    llvm::StringMap<Member> members;
+    for (Bucket &b : buckets) {
+      BucketLayout layout =
+          bucketLayout(ValueRange(b.grads).getTypes(), shard.getRanks());
+      for (auto [param, within] : llvm::zip(b.params, layout.within))
+        members[cast<FlatSymbolRefAttr>(param).getValue()] = {
+            b.id, within, layout.count, builder.getArrayAttr(b.params)};
+    }
+    for (auto f : module.getOps<func::FuncOp>())
+      if (!f.isExternal())
+        gatherParameters(f, members, int64_t(buckets.size()));
+  }
   for (Bucket &b : buckets) {
     for (ApplyGradientOp u : b.updates)
       u.erase();

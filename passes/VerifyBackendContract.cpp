@@ -60,6 +60,11 @@ struct Checker {
     int states = opt ? opt.numStateBuffers() : 0;
     for (ParamOp p : module.getOps<ParamOp>()) {
       PlacementAttr at = dialect->getPlacementAttrHelper().getAttr(p);
+      // (Stage 3: a parameter lives in its bucket's shards, checked with
+      // them.)
+      if (!at && shardOf(module) &&
+          shardOf(module).getStage() == ShardStage::Parameters)
+        continue;
       if (!at) {
         violation(p) << "parameter '" << p.getSymName()
                      << "' has no dtc.placement";
@@ -241,8 +246,10 @@ struct Checker {
       return;
     }
     int64_t states = optimizerStateBuffers(module);
-    if (*plan.getParamOffset() + plan.getCount() * 4 >
-            persistent.getParamBytes() ||
+    const int64_t params = shard.getStage() == ShardStage::Parameters
+                               ? n
+                               : plan.getCount(); // the shard, or the bucket
+    if (*plan.getParamOffset() + params * 4 > persistent.getParamBytes() ||
         *plan.getStateOffset() + states * n * 4 > persistent.getBytes())
       violation(rs) << "the bucket's parameters or its shard of their state "
                        "lie outside the persistent block";

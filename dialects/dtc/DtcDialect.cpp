@@ -618,6 +618,34 @@ LogicalResult ShardUpdateOp::verify() {
   return success();
 }
 
+LogicalResult GatherParamsStartOp::verify() {
+  for (Operation *user : getGathered().getUsers())
+    if (!isa<GatherParamsWaitOp>(user))
+      return emitOpError("gathered buffer is written until the wait: only "
+                         "dtc.gather_params_wait may read it, not '")
+             << user->getName() << "'";
+  return success();
+}
+
+LogicalResult GatherParamsWaitOp::verify() {
+  auto start = getRequest().getDefiningOp<GatherParamsStartOp>();
+  if (!start || start.getBucket() != getBucket() ||
+      start.getGathered() != getGathered())
+    return emitOpError("must wait for the gather_params_start of bucket ")
+           << getBucket() << " and its buffer";
+  return success();
+}
+
+LogicalResult ParamViewOp::verify() {
+  int64_t n = getType().getNumElements(),
+          all = getGathered().getType().getNumElements();
+  if (int64_t(getOffset()) + n > all)
+    return emitOpError("views floats [")
+           << getOffset() << ", " << getOffset() + n << ") of a bucket of "
+           << all;
+  return success();
+}
+
 LogicalResult AllGatherWaitOp::verify() {
   auto start = getRequest().getDefiningOp<AllGatherStartOp>();
   if (!start || start.getBucket() != getBucket())
@@ -666,6 +694,8 @@ Value ReduceScatterStartOp::getTiedOperand(unsigned index) {
   return index == 1 && getInPlace() ? getGrads()[0] : Value();
 }
 Value ReduceScatterWaitOp::getTiedOperand(unsigned) { return getShard(); }
+Value GatherParamsWaitOp::getTiedOperand(unsigned) { return getGathered(); }
+Value ParamViewOp::getTiedOperand(unsigned) { return getGathered(); }
 
 //===----------------------------------------------------------------------===//
 // Gradient collectives and the updates that read their sums

@@ -1315,6 +1315,50 @@ def Dtc_AllGatherWaitOp : Dtc_Op<"all_gather_wait", [MemoryEffects<[MemWrite]>]>
   let hasVerifier = 1;
 }
 
+def Dtc_GatherParamsStartOp : Dtc_Op<"gather_params_start", [
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "Starts gathering a sharded bucket's parameters whole (stage 3)";
+  let description = [{
+    Under stage 3 (`#dtc.shard<parameters, ...>`) each rank holds only its
+    shard of each bucket's parameters; this collective (an all-gather)
+    fills `gathered`, a buffer of the bucket's floats laid out like the
+    bucket, with every rank's shard. Placed by dtc-shard-weight-update
+    ahead of the bucket's first use (prefetch), once for forward and once
+    for backward; the buffer is free after the last use of its views.
+  }];
+  let arguments = (ins TypedArrayAttrBase<FlatSymbolRefAttr, "parameters">:$params,
+                       I64Attr:$bucket);
+  let results = (outs Dtc_RequestType:$request, 1DTensorOf<[F32]>:$gathered);
+  let assemblyFormat = "$params attr-dict `:` type($gathered)";
+  let hasVerifier = 1;
+}
+
+def Dtc_GatherParamsWaitOp : Dtc_Op<"gather_params_wait", [
+    MemoryEffects<[MemWrite]>, DeclareOpInterfaceMethods<Dtc_TiedOpInterface>,
+    AllTypesMatch<["gathered", "result"]>]> {
+  let summary = "Waits for a bucket's parameters to be gathered; the result is the bucket";
+  let arguments = (ins Dtc_RequestType:$request, 1DTensorOf<[F32]>:$gathered,
+                       I64Attr:$bucket);
+  let results = (outs 1DTensorOf<[F32]>:$result);
+  let assemblyFormat = "$request `,` $gathered attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Dtc_ParamViewOp : Dtc_Op<"param_view", [Pure,
+    DeclareOpInterfaceMethods<Dtc_TiedOpInterface>]> {
+  let summary = "A parameter inside its gathered bucket (stage 3)";
+  let description = [{
+    The parameter `param` as the steps read it, `offset` floats into the
+    bucket that dtc.gather_params_wait returned: what dtc.param_ref is for
+    a parameter held whole.
+  }];
+  let arguments = (ins 1DTensorOf<[F32]>:$gathered, FlatSymbolRefAttr:$param,
+                       I64Attr:$offset);
+  let results = (outs Dtc_F32Tensor:$result);
+  let assemblyFormat = "$param `in` $gathered `[` $offset `]` attr-dict `:` type($gathered) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Dtc_FusedOp : Dtc_Op<"fused", [Pure, IsolatedFromAbove, SingleBlock]> {
   let summary = "A chain of elementwise ops computed in one loop nest";
   let description = [{

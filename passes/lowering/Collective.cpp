@@ -25,20 +25,14 @@ Value start(Operation *op, int64_t bucket, Lowering &l) {
     l.map(sum, l.ptr(g));
   return s;
 }
-/// The reduce-scatter that made a sharded bucket `id` of the step.
-ReduceScatterStartOp reduceScatterOf(int64_t id, Lowering &l) {
-  ReduceScatterStartOp found;
-  l.step.walk([&](ReduceScatterStartOp rs) {
-    if (rs.getBucket() == id)
-      found = rs;
-  });
-  return found;
-}
 } // namespace
 
+int64_t dtc::lowering::numShardedBuckets(Lowering &l) {
+  return int64_t(l.shardedPlans.size());
+}
+
 BucketPlanAttr dtc::lowering::shardedBucketPlan(int64_t bucket, Lowering &l) {
-  ReduceScatterStartOp rs = reduceScatterOf(bucket, l);
-  return rs ? l.dtc->getBucketPlanAttrHelper().getAttr(rs) : BucketPlanAttr();
+  return l.shardedPlans.lookup(bucket);
 }
 
 void dtc::lowering::populateCollectiveLowerings(LoweringTable &t) {
@@ -120,6 +114,42 @@ void dtc::lowering::populateCollectiveLowerings(LoweringTable &t) {
           dtcrt::AllgatherStartOp::create(
               l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()), params, n,
               op.getBucket()));
+    return success();
+  });
+  // Stage 3: this rank's shard of the bucket's parameters into its place in
+  // the gathered buffer, then the all-gather there.
+  t.add<GatherParamsStartOp>([](GatherParamsStartOp op, Lowering &l) {
+    BucketPlanAttr plan = shardedBucketPlan(
+        int64_t(op.getBucket()) % std::max<int64_t>(1, numShardedBuckets(l)),
+        l);
+    if (!plan) {
+      op.emitError("no reduce-scatter of bucket ") << op.getBucket();
+      return failure();
+    }
+    auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
+    Value gathered = l.resultBuffer(op, 1);
+    const int64_t shard = *plan.getShard();
+    Value mine =
+        dtcrt::RankOffsetOp::create(l.b, l.loc, f32Ptr, gathered, shard);
+    Value params = l.persistent(*plan.getParamOffset());
+    Value n = l.i64(shard);
+    dtcrt::CopyOp::create(l.b, l.loc, mine, params, n);
+    l.map(op.getRequest(),
+          dtcrt::AllgatherStartOp::create(
+              l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()), gathered,
+              n, op.getBucket()));
+    return success();
+  });
+  t.add<GatherParamsWaitOp>([](GatherParamsWaitOp op, Lowering &l) {
+    dtcrt::WaitOp::create(l.b, l.loc, l.ptr(op.getRequest()));
+    l.map(op.getResult(), l.ptr(op.getGathered()));
+    return success();
+  });
+  t.add<ParamViewOp>([](ParamViewOp op, Lowering &l) {
+    auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
+    l.map(op.getResult(),
+          dtcrt::OffsetOp::create(l.b, l.loc, f32Ptr, l.ptr(op.getGathered()),
+                                  op.getOffset()));
     return success();
   });
   t.add<AllGatherWaitOp>([](AllGatherWaitOp op, Lowering &l) {

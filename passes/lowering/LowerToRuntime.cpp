@@ -165,7 +165,8 @@ bool isTraced(Operation *op) {
   return !isa<ParamRefOp, ReshapeOp, ConstantOp, BatchSizeOp, GradSeedOp,
               func::ReturnOp, AllReduceOp, AllReduceBucketOp, AllReduceStartOp,
               AllReduceWaitOp, ReduceScatterStartOp, ReduceScatterWaitOp,
-              AllGatherStartOp, AllGatherWaitOp>(op);
+              AllGatherStartOp, AllGatherWaitOp, GatherParamsStartOp,
+              GatherParamsWaitOp, ParamViewOp>(op);
 }
 
 /// "matmul", "fused(add,relu)", "update fc1.weight fc1.bias".
@@ -216,7 +217,8 @@ void writeOutputs(func::ReturnOp ret, Lowering &l) {
 }
 
 LogicalResult lowerStep(func::FuncOp step, ModuleOp module,
-                        const LoweringTable &table) {
+                        const LoweringTable &table,
+                        const DenseMap<int64_t, BucketPlanAttr> &shardedPlans) {
   MLIRContext *ctx = module.getContext();
   OpBuilder top(step);
   auto lowered = func::FuncOp::create(top, step.getLoc(),
@@ -231,6 +233,7 @@ LogicalResult lowerStep(func::FuncOp step, ModuleOp module,
   Block *body = lowered.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockEnd(body);
   Lowering l(module, step, b);
+  l.shardedPlans = shardedPlans;
 
   // The step's arguments: the input, then the labels.
   auto f32Ptr = dtcrt::PtrType::get(ctx, b.getF32Type());
@@ -311,12 +314,20 @@ struct LowerToRuntimePass
     populateOptimizerLowerings(table);
     populateCollectiveLowerings(table);
     SpecPlan plan = planSpec(module);
+    DenseMap<int64_t, BucketPlanAttr> shardedPlans;
+    module.walk([&](ReduceScatterStartOp rs) {
+      shardedPlans[int64_t(rs.getBucket())] =
+          getContext()
+              .getLoadedDialect<DtcDialect>()
+              ->getBucketPlanAttrHelper()
+              .getAttr(rs);
+    });
     for (StringRef name : {steps::kTrain, steps::kGrad, steps::kEval})
       if (failed(lowerStep(module.lookupSymbol<func::FuncOp>(name), module,
-                           table)))
+                           table, shardedPlans)))
         return signalPassFailure();
     if (auto accumulate = module.lookupSymbol<func::FuncOp>(steps::kAccumulate))
-      if (failed(lowerStep(accumulate, module, table)))
+      if (failed(lowerStep(accumulate, module, table, shardedPlans)))
         return signalPassFailure();
     buildSpec(module, plan);
     // The dtc module is now the lowered steps and their spec: its

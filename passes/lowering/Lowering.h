@@ -80,6 +80,11 @@ public:
   llvm::DenseMap<mlir::Value, int64_t> momentumOf;
   llvm::DenseSet<mlir::Value> accumulated;
 
+  /// Sharded buckets (dtc-shard-weight-update): each reduce-scatter's plan
+  /// by bucket, taken from @train_step before any step is lowered (stage 3's
+  /// other steps gather the buckets too).
+  llvm::DenseMap<int64_t, BucketPlanAttr> shardedPlans;
+
   mlir::Location loc;
   /// All-reduces outside buckets: numbered -1, -2, ... (after no plan).
   int64_t looseCollectives = 0;
@@ -91,6 +96,8 @@ private:
 
 /// The plan of sharded bucket `bucket` (its reduce-scatter's), or null.
 BucketPlanAttr shardedBucketPlan(int64_t bucket, Lowering &l);
+/// The sharded buckets (reduce-scatters) of the module's training step.
+int64_t numShardedBuckets(Lowering &l);
 
 /// A shape with the batch dimension as -1 (dtcrt's arrays and kernels).
 llvm::SmallVector<int64_t> batchAsMinusOne(llvm::ArrayRef<int64_t> shape);

@@ -107,8 +107,14 @@ void dtc::lowering::populateOptimizerLowerings(LoweringTable &t) {
     const int64_t shard = *plan.getShard();
     const int states = optimizerOf(l.module).numStateBuffers();
     auto f32Ptr = dtcrt::PtrType::get(l.b.getContext(), l.b.getF32Type());
+    // (Stage 3: the persistent block holds the shard only.)
     Value params = l.persistent(*plan.getParamOffset());
-    Value w = dtcrt::RankOffsetOp::create(l.b, l.loc, f32Ptr, params, shard);
+    ShardAttr sharding = shardOf(l.module);
+    Value w =
+        sharding.getStage() == ShardStage::Parameters
+            ? params
+            : dtcrt::RankOffsetOp::create(l.b, l.loc, f32Ptr, params, shard)
+                  .getResult();
     SmallVector<Value> stateBufs;
     for (int s = 0; s < states; ++s)
       stateBufs.push_back(l.persistent(*plan.getStateOffset() + s * shard * 4));

@@ -159,7 +159,21 @@ dtcrt::SpecOp dtc::lowering::buildSpec(ModuleOp module, const SpecPlan &plan) {
   auto f64 = [&](double v) { return b.getF64FloatAttr(v); };
 
   // Parameters, with the fans torch computes for their shapes.
+  // Stage 3: each parameter's byte offset in the gathered image (every
+  // sharded bucket's floats, one bucket after the other), by index.
+  DenseMap<int32_t, int64_t> imageOffset;
+  int64_t imageBase = 0;
+  for (Attribute a : plan.buckets) {
+    auto bucket = cast<dtcrt::BucketSpecAttr>(a);
+    if (!bucket.getWithin())
+      continue;
+    for (auto [i, within] : llvm::zip(bucket.getParams().asArrayRef(),
+                                      bucket.getWithin().asArrayRef()))
+      imageOffset[i] = imageBase + within * 4;
+    imageBase += bucket.getCount() * 4;
+  }
   SmallVector<Attribute> params;
+  int32_t paramIndex = 0;
   for (ParamOp p : module.getOps<ParamOp>()) {
     auto t = cast<RankedTensorType>(p.getType());
     auto s = t.getShape();
@@ -169,10 +183,14 @@ dtcrt::SpecOp dtc::lowering::buildSpec(ModuleOp module, const SpecPlan &plan) {
     if (s.size() == 1)
       fanIn = s[0];
     PlacementAttr at = dtc->getPlacementAttrHelper().getAttr(p);
+    // (Stage 3: no place in the persistent block; the offset in the
+    // gathered image, every bucket's floats one after the other.)
+    int64_t offset = at ? at.getOffset() : imageOffset.lookup(paramIndex);
+    ++paramIndex;
     params.push_back(dtcrt::ParamSpecAttr::get(
-        ctx, p.getSymName(), b.getDenseI64ArrayAttr(s), at.getOffset(),
+        ctx, p.getSymName(), b.getDenseI64ArrayAttr(s), offset,
         // (-1: sharded, its state is in its buckets' shards.)
-        at.getStateOffset().value_or(shardOf(module) ? -1 : 0),
+        at ? at.getStateOffset().value_or(shardOf(module) ? -1 : 0) : -1,
         runtimeInit(p.getInit()), f64(p.getA().convertToDouble()),
         f64(p.getB().convertToDouble()), fanIn, fanOut));
   }

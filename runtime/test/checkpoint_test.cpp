@@ -463,7 +463,7 @@ TEST_F(TrainingStateFile, RefusesWhatDoesNotFitThisProgram) {
   other.modelDigest = 0x77;
   saveTrainingState(path, other, bytes(block), someState());
   other.fingerprint ^= 1;
-  EXPECT_EQ(loadError(other), "");
+  EXPECT_EQ(loadError(other), "<no error>");
   other.modelDigest = 0x78;
   EXPECT_NE(loadError(other).find("of another model digest (0000000000000077, this one "
                                   "0000000000000078)"),

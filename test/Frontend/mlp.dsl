@@ -16,7 +16,7 @@ train {
   optimizer = adamw(lr=0.002, weight_decay=0.05)
   seed = 7
 }
-# CHECK: module attributes {dtc.model = "tiny", dtc.optimizer = #dtc.optimizer<adamw, lr = 0.002, weight_decay = 0.05>, dtc.recipe = #dtc.recipe<data = synthetic, train_size = 100, test_size = 20, batch = 10, epochs = 3, seed = 7>
+# CHECK: module attributes {dtc.model = "tiny", dtc.model_digest = {{-?[0-9]+}} : i64, dtc.optimizer = #dtc.optimizer<adamw, lr = 0.002, weight_decay = 0.05>, dtc.recipe = #dtc.recipe<data = synthetic, train_size = 100, test_size = 20, batch = 10, epochs = 3, seed = 7>
 # CHECK-DAG: dtc.param @scale : tensor<4xf32> {a = 5.000000e-01 : f64, init = #dtc.init<constant>}
 # CHECK-DAG: dtc.param @fc1.weight : tensor<16x8xf32> {a = -0.35355339059327373 : f64, b = 0.35355339059327373 : f64, init = #dtc.init<uniform>}
 # CHECK-DAG: dtc.param @fc1.bias : tensor<16xf32>

@@ -2,7 +2,7 @@
 // RUN: dtc-opt %s --dtc-shard-weight-update=inflight=1 | FileCheck %s --check-prefix=EARLY
 // RUN: sed 's/<gradients, ranks = 2>/<optimizer, ranks = 3>/' %s | dtc-opt --dtc-shard-weight-update | FileCheck %s --check-prefix=STAGE1
 // RUN: sed 's/, ranks = 2>/, ranks = 0>/' %s | not dtc-opt --dtc-shard-weight-update 2>&1 | FileCheck %s --check-prefix=NORANKS
-// RUN: sed 's/<gradients, ranks = 2>/<parameters, ranks = 2>/' %s | not dtc-opt --dtc-shard-weight-update 2>&1 | FileCheck %s --check-prefix=STAGE3
+// RUN: sed 's/<gradients, ranks = 2>/<parameters, ranks = 2>/' %s | dtc-opt --dtc-shard-weight-update | FileCheck %s --check-prefix=STAGE3
 // RUN: sed 's/dtc.shard = #dtc.shard<gradients, ranks = 2>, //' %s | dtc-opt --dtc-shard-weight-update | FileCheck %s --check-prefix=REPLICATED
 //
 // Stage 2 (gradients) at 2 ranks: each bucket's all-reduce becomes a
@@ -45,7 +45,23 @@
 // STAGE1-NEXT: dtc.reduce_scatter_wait {{.*}} {bucket = 1 : i64}
 
 // NORANKS: error: sharding (gradients) plans the shards for a world size: give it with dtc --ranks N or the recipe's ranks = N
-// STAGE3: error: dtc-shard-weight-update: stage 3 (parameters) is not implemented yet
+// Stage 3 (parameters): the reads become views into the buckets gathered
+// whole, in the order of their first reads (bucket 1's @w1 first), each
+// gather started once the one before it was waited for (prefetch 1); the
+// updates of the shards, no all-gather after them. (This step has no
+// dtc.grad_seed: one phase; dtc-shard-parameters.test has both.)
+// STAGE3:      %[[R1:.*]], %[[G1:.*]] = dtc.gather_params_start [@w1] {bucket = 1 : i64} : tensor<32xf32>
+// STAGE3:      %[[B1:.*]] = dtc.gather_params_wait %[[R1]], %[[G1]] {bucket = 1 : i64} : tensor<32xf32>
+// STAGE3-NEXT: %[[R0:.*]], %[[G0:.*]] = dtc.gather_params_start [@w2, @b1] {bucket = 0 : i64} : tensor<32xf32>
+// STAGE3-NEXT: %[[W1:.*]] = dtc.param_view @w1 in %[[B1]][0] : tensor<32xf32> -> tensor<8x4xf32>
+// STAGE3-NEXT: dtc.matmul %arg0, %[[W1]]
+// STAGE3-NEXT: %[[B0:.*]] = dtc.gather_params_wait %[[R0]], %[[G0]] {bucket = 0 : i64}
+// STAGE3-NEXT: dtc.param_view @b1 in %[[B0]][24] : tensor<32xf32> -> tensor<8xf32>
+// STAGE3-NEXT: dtc.param_view @w2 in %[[B0]][0] : tensor<32xf32> -> tensor<3x8xf32>
+// STAGE3-NOT:  dtc.param_ref
+// STAGE3:      dtc.shard_update [@w2, @b1]
+// STAGE3-NEXT: dtc.shard_update [@w1]
+// STAGE3-NEXT: return
 
 // REPLICATED: dtc.all_reduce_start
 // REPLICATED-NOT: dtc.reduce_scatter

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sharded data parallelism (dtc --shard, dtc-shard-weight-update) against
 # replicated data parallelism, on compiled programs, 100 optimizer steps:
-#  1. At 2 ranks, stages 1 (optimizer) and 2 (gradients) train bit-identical
+#  1. At 2 ranks (mpi; stage 2 on gloo too), stages 1 (optimizer) and 2
+#     (gradients) train bit-identical
 #     parameters and optimizer state to replicated training: the seed MLP
 #     (SGD with momentum), the CNN (batch norm, dropout) and the GPT (AdamW,
 #     cosine schedule with warmup; with gradient accumulation too). A sum of
@@ -78,6 +79,17 @@ train 2 mlp-folded mlp-folded "${mlp[@]}"
 same mlp-optimizer mlp-rep
 same mlp-gradients mlp-rep
 near mlp-gradients mlp-folded "${tight[@]}"
+# The same program over gloo (two processes with torchrun's variables):
+# its reduce-scatter and all-gather, the same parameters.
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+gloo=(WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port)
+env "${gloo[@]}" RANK=1 LOCAL_RANK=1 timeout 300 "$work/mlp-gradients" "${mlp[@]}" --quiet \
+  >/dev/null &
+other=$!
+env "${gloo[@]}" RANK=0 LOCAL_RANK=0 timeout 300 "$work/mlp-gradients" "${mlp[@]}" --quiet \
+  --save "$work/mlp-gradients-gloo.safetensors" >/dev/null
+wait $other
+same mlp-gradients-gloo mlp-gradients
 
 # The CNN: batch norm (its running statistics stay each rank's), dropout.
 cnn=(--eval off --threads 1 --data synthetic:2000,0 --epochs 10 --max-steps 100 --batch 16)

@@ -47,6 +47,12 @@ void validateSpec(const ModelSpec &spec) {
   };
   if (!spec.name || !spec.trainStep || !spec.evalStep)
     throw bad("missing name or step functions");
+  if (spec.shardStage == 3)
+    throw Error(fmt::format(
+        "model '{}' is compiled with its parameters sharded (dtc --shard=parameters, stage 3): "
+        "dtc plans it (dtc --report, --emit=mlir-opt), but this runtime does not run it yet; "
+        "compile it with --shard=gradients or --shard=optimizer",
+        spec.name));
   if ((spec.trainStepCuda == nullptr) != (spec.evalStepCuda == nullptr))
     throw bad("CUDA steps must come together (trainStepCuda and evalStepCuda)");
   if (spec.numOutputs < 1 || !spec.outputNames || std::string(spec.outputNames[0]) != "loss")
