@@ -368,7 +368,6 @@ LogicalResult dtc::printShardingReport(ModuleOp frontEnd,
           mb(r.persistentBytes), mb(r.rankBytes()), mb(r.sentPerStep(world)),
           stage == program && world == ranks ? "  <- this program" : "");
     }
-  os << "  (stage 3: planned; this runtime does not run it yet)\n";
   return success();
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sharded data parallelism (dtc --shard, dtc-shard-weight-update) against
 # replicated data parallelism, on compiled programs, 100 optimizer steps:
-#  1. At 2 ranks (mpi; stage 2 on gloo too), stages 1 (optimizer) and 2
-#     (gradients) train bit-identical
+#  1. At 2 ranks (mpi; stage 2 on gloo too), stages 1 (optimizer), 2
+#     (gradients) and 3 (parameters) train bit-identical
 #     parameters and optimizer state to replicated training: the seed MLP
 #     (SGD with momentum), the CNN (batch norm, dropout) and the GPT (AdamW,
 #     cosine schedule with warmup; with gradient accumulation too). A sum of
@@ -34,7 +34,8 @@
 #     bit-identical to the run that went on.
 #  6. Resharding: a state written at 2 ranks under stage 2 resumed on 1
 #     rank (replicated), and at 4 ranks under stage 1, whose state resumed
-#     at 3 ranks under stage 2, keeping the global batch (48): within atol
+#     at 3 ranks under stage 2; a state written at 2 ranks under stage 3
+#     resumed on 1 rank; keeping the global batch (48): within atol
 #     1e-6 + rtol 1e-5 of the uninterrupted run (the batch summed in other
 #     orders; distributed/equivalence.sh's tolerance). Control: the state
 #     resumed at the wrong position in the epoch must fail the same check.
@@ -70,7 +71,7 @@ mlp=(--shuffle off --eval off --threads 1 --data synthetic:1001,0 --epochs 7 --m
      --batch 32)
 build mlp-rep "$examples/mlp.dsl" --no-fold-momentum
 build mlp-folded "$examples/mlp.dsl"
-for stage in optimizer gradients; do
+for stage in optimizer gradients parameters; do
   build "mlp-$stage" "$examples/mlp.dsl" --shard=$stage --ranks 2
   train 2 "mlp-$stage" "mlp-$stage" "${mlp[@]}"
 done
@@ -78,6 +79,7 @@ train 2 mlp-rep mlp-rep "${mlp[@]}"
 train 2 mlp-folded mlp-folded "${mlp[@]}"
 same mlp-optimizer mlp-rep
 same mlp-gradients mlp-rep
+same mlp-parameters mlp-rep
 near mlp-gradients mlp-folded "${tight[@]}"
 # The same program over gloo (two processes with torchrun's variables):
 # its reduce-scatter and all-gather, the same parameters.
@@ -95,9 +97,12 @@ same mlp-gradients-gloo mlp-gradients
 cnn=(--eval off --threads 1 --data synthetic:2000,0 --epochs 10 --max-steps 100 --batch 16)
 build cnn-rep "$examples/cnn.dsl" --no-fold-momentum
 build cnn-gradients "$examples/cnn.dsl" --shard=gradients --ranks 2
+build cnn-parameters "$examples/cnn.dsl" --shard=parameters --ranks 2
 train 2 cnn-rep cnn-rep "${cnn[@]}"
 train 2 cnn-gradients cnn-gradients "${cnn[@]}"
+train 2 cnn-parameters cnn-parameters "${cnn[@]}"
 same cnn-gradients cnn-rep
+same cnn-parameters cnn-rep
 
 # 2. The GPT: AdamW, warmup and cosine decay, clip_grad_norm = 1.0; and
 # compiled with accumulate = 2.
@@ -106,12 +111,12 @@ build gpt-rep "$examples/gpt.dsl"
 sed 's/^  seed = 1$/  seed = 1\n  accumulate = 2/' "$examples/gpt.dsl" >"$work/gpt_accumulate.dsl"
 grep -q 'accumulate = 2' "$work/gpt_accumulate.dsl"
 build gpt-acc-rep "$work/gpt_accumulate.dsl"
-for stage in optimizer gradients; do
+for stage in optimizer gradients parameters; do
   build "gpt-$stage" "$examples/gpt.dsl" --shard=$stage --ranks 2
 done
 build gpt-acc-gradients "$work/gpt_accumulate.dsl" --shard=gradients --ranks 2
 train 2 gpt-rep gpt-rep-noclip "${gpt[@]}" --clip-grad-norm 0
-for stage in optimizer gradients; do
+for stage in optimizer gradients parameters; do
   train 2 "gpt-$stage" "gpt-$stage-noclip" "${gpt[@]}" --clip-grad-norm 0
   same "gpt-$stage-noclip" gpt-rep-noclip
 done
@@ -175,6 +180,13 @@ $mpirun -np 4 "$work/mlp-optimizer-4" "${shuffled[@]}" --batch 12 --max-steps 20
 $mpirun -np 3 "$work/mlp-gradients-3" "${shuffled[@]}" --batch 16 --resume "$work/reshard-4.ckpt" \
   --save "$work/reshard-4-3.safetensors" >/dev/null
 near reshard-4-3 full "${tight[@]}"
+# Stage 3 at 2 ranks, resumed on 1 rank replicated.
+rm -f "$work/reshard-3.ckpt"
+$mpirun -np 2 "$work/mlp-parameters" "${shuffled[@]}" --batch 24 --max-steps 10 \
+  --checkpoint "$work/reshard-3.ckpt" >/dev/null
+"$work/mlp-folded" "${shuffled[@]}" --batch 48 --resume "$work/reshard-3.ckpt" \
+  --save "$work/reshard-3-1.safetensors" >/dev/null
+near reshard-3-1 full "${tight[@]}"
 echo "== control: resumed at the wrong position, the same check must fail"
 $tool edit "$work/reshard-4.ckpt" "$work/reshard-bad.ckpt" --set dtc.epoch_samples=480
 $mpirun -np 3 "$work/mlp-gradients-3" "${shuffled[@]}" --batch 16 --resume "$work/reshard-bad.ckpt" \

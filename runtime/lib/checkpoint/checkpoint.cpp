@@ -65,19 +65,20 @@ struct ModelTensor {
   const char *dtype;
   std::vector<int64_t> shape;
   int64_t numel, offset, elementBytes;
+  bool param;
 };
 std::vector<ModelTensor> modelTensors(const ModelSpec &spec) {
   std::vector<ModelTensor> out;
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec &p = spec.params[i];
-    out.push_back({p.name, "F32", shapeOf(p), p.numel, p.offset, 4});
+    out.push_back({p.name, "F32", shapeOf(p), p.numel, p.offset, 4, true});
   }
   for (int32_t i = 0; i < spec.numBuffers; ++i) {
     const BufferSpec &b = spec.buffers[i];
     const bool i64 = b.type == ElementType::I64;
     out.push_back({b.name, i64 ? "I64" : "F32",
                    std::vector<int64_t>(b.shape, b.shape + b.rank), b.numel, b.offset,
-                   elementBytes(b.type)});
+                   elementBytes(b.type), false});
   }
   return out;
 }
@@ -123,10 +124,12 @@ void writeSafetensors(const std::string &path, const char *what,
 }
 
 // The parameters and buffers, as torch's state_dict has them.
-std::vector<OutTensor> parameterTensors(const ModelSpec &spec, const char *persistent) {
+// (Stage 3: the parameters from `image`, the gathered image of shards.h.)
+std::vector<OutTensor> parameterTensors(const ModelSpec &spec, const char *persistent,
+                                        const char *image = nullptr) {
   std::vector<OutTensor> out;
   for (const ModelTensor &t : modelTensors(spec))
-    out.push_back({t.name, t.shape, persistent + t.offset,
+    out.push_back({t.name, t.shape, (t.param && image ? image : persistent) + t.offset,
                    static_cast<size_t>(t.numel * t.elementBytes), t.dtype});
   return out;
 }
@@ -286,9 +289,11 @@ void checkParameters(const std::string &path, const Safetensors &st, const Model
 }
 
 // Copies the parameters and buffers of a checked file into persistent.
-void copyModelTensors(const Safetensors &st, const ModelSpec &spec, char *persistent) {
+// (Stage 3: the parameters into `image`, the gathered image of shards.h.)
+void copyModelTensors(const Safetensors &st, const ModelSpec &spec, char *persistent,
+                      char *image = nullptr) {
   for (const ModelTensor &m : modelTensors(spec))
-    std::memcpy(persistent + m.offset, st.find(m.name)->data,
+    std::memcpy((m.param && image ? image : persistent) + m.offset, st.find(m.name)->data,
                 static_cast<size_t>(m.numel * m.elementBytes));
 }
 
@@ -396,19 +401,20 @@ TrainingState stateFromMetadata(const std::map<std::string, std::string> &m, con
 } // namespace
 
 void saveCheckpoint(const std::string &path, const ModelSpec &spec,
-                    const char *persistent) {
-  writeSafetensors(path, "checkpoint", parameterTensors(spec, persistent),
+                    const char *persistent, const char *image) {
+  writeSafetensors(path, "checkpoint", parameterTensors(spec, persistent, image),
                    {{"dtc.kind", "parameters"}, {"dtc.model", spec.name}}, /*withCrc=*/false);
 }
 
-void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persistent) {
+void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persistent,
+                    char *image) {
   const Safetensors st = readSafetensors(path);
   auto kind = st.metadata.find("dtc.kind");
   const bool trainingState = kind != st.metadata.end() && kind->second == kTrainingStateKind;
   // Validate everything first, then copy: all or nothing.
   checkParameters(path, st, spec, trainingState);
   checkLayout(path, st);
-  copyModelTensors(st, spec, persistent);
+  copyModelTensors(st, spec, persistent, image);
 }
 
 std::vector<std::string> stateTensorNames(const ModelSpec &spec, const ParamSpec &p) {
@@ -425,10 +431,10 @@ std::vector<std::string> stateTensorNames(const ModelSpec &spec, const ParamSpec
 
 void saveTrainingState(const std::string &path, const ModelSpec &spec, const char *persistent,
                        const TrainingState &state, const std::string &alsoLinkAs,
-                       const float *gathered) {
-  if (spec.shardStage > 0 && !gathered)
+                       const float *gathered, const char *image) {
+  if ((spec.shardStage > 0 && !gathered) || (spec.shardStage == 3 && !image))
     throw Error("internal error: a sharded program's state is saved gathered");
-  std::vector<OutTensor> tensors = parameterTensors(spec, persistent);
+  std::vector<OutTensor> tensors = parameterTensors(spec, persistent, image);
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec &p = spec.params[i];
     const size_t bytes = static_cast<size_t>(p.numel) * sizeof(float);
@@ -533,10 +539,13 @@ LoadedTrainingState loadTrainingState(const std::string &path, const ModelSpec &
   out.state = stateFromMetadata(st.metadata, where.c_str());
   // (Sharded: the state gathered, after the block; each rank takes its
   // shards of it.)
-  out.persistent.assign(static_cast<size_t>(spec.persistentBytes +
-                                            gatheredStateFloats(spec) * int64_t(sizeof(float))),
-                        0);
-  copyModelTensors(st, spec, out.persistent.data());
+  // (Stage 3: then the parameters' image.)
+  const int64_t stateEnd =
+      spec.persistentBytes + gatheredStateFloats(spec) * int64_t(sizeof(float));
+  out.persistent.assign(
+      static_cast<size_t>(stateEnd + (spec.shardStage == 3 ? paramImageBytes(spec) : 0)), 0);
+  copyModelTensors(st, spec, out.persistent.data(),
+                   spec.shardStage == 3 ? out.persistent.data() + stateEnd : nullptr);
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec &p = spec.params[i];
     const size_t bytes = static_cast<size_t>(p.numel) * sizeof(float);

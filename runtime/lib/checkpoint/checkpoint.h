@@ -34,15 +34,17 @@ namespace dtc::rt {
 
 // Writes the parameters and buffers (the first spec.paramBytes +
 // spec.bufferBytes of persistent) to path through an AtomicFile.
+// Stage 3 (shards.h): the parameters from `image`, gathered.
 void saveCheckpoint(const std::string &path, const ModelSpec &spec,
-                    const char *persistent);
+                    const char *persistent, const char *image = nullptr);
 
 // Replaces the parameters and buffers with the tensors of a parameters or
 // training-state file (--init; the optimizer state of the latter is not
 // used). Every parameter and buffer must be present with its dtype and exact
 // shape, and no other tensor may be, but optimizer state; on any error nothing is modified and an Error
 // naming the file is thrown.
-void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persistent);
+void loadCheckpoint(const std::string &path, const ModelSpec &spec, char *persistent,
+                    char *image = nullptr);
 
 // Where a run is and what shaped it: the metadata of a training state.
 struct TrainingState {
@@ -73,7 +75,7 @@ std::vector<std::string> stateTensorNames(const ModelSpec &spec, const ParamSpec
 // which the file holds whole as a replicated program's.
 void saveTrainingState(const std::string &path, const ModelSpec &spec, const char *persistent,
                        const TrainingState &state, const std::string &alsoLinkAs = std::string(),
-                       const float *gathered = nullptr);
+                       const float *gathered = nullptr, const char *image = nullptr);
 
 // A training state read and checked against spec: the persistent block it
 // describes (parameters and optimizer state at the spec's offsets; bytes the
@@ -82,7 +84,8 @@ void saveTrainingState(const std::string &path, const ModelSpec &spec, const cha
 // (another model, other parameter names or shapes, another optimizer,
 // another compiled program) or is damaged (CRC-32).
 // A sharded program's `persistent` holds the parameters and buffers, then
-// (after spec.persistentBytes) the optimizer state gathered (shards.h).
+// (after spec.persistentBytes) the optimizer state gathered, and under stage
+// 3 then the parameters' image (shards.h).
 struct LoadedTrainingState {
   std::vector<char> persistent;
   TrainingState state;

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/params.h"
+#include "checkpoint/shards.h"
 
 #include "support/error.h"
 #include "support/rng.h"
@@ -47,12 +48,7 @@ void validateSpec(const ModelSpec &spec) {
   };
   if (!spec.name || !spec.trainStep || !spec.evalStep)
     throw bad("missing name or step functions");
-  if (spec.shardStage == 3)
-    throw Error(fmt::format(
-        "model '{}' is compiled with its parameters sharded (dtc --shard=parameters, stage 3): "
-        "dtc plans it (dtc --report, --emit=mlir-opt), but this runtime does not run it yet; "
-        "compile it with --shard=gradients or --shard=optimizer",
-        spec.name));
+
   if ((spec.trainStepCuda == nullptr) != (spec.evalStepCuda == nullptr))
     throw bad("CUDA steps must come together (trainStepCuda and evalStepCuda)");
   if (spec.numOutputs < 1 || !spec.outputNames || std::string(spec.outputNames[0]) != "loss")
@@ -72,8 +68,10 @@ void validateSpec(const ModelSpec &spec) {
   for (int32_t i = 0; i < spec.numParams; ++i) {
     const ParamSpec &p = spec.params[i];
     const int64_t numel = numelOf(p.rank, p.shape);
+    // (Stage 3: the offset in the gathered image, shards.h.)
+    const int64_t paramsEnd = spec.shardStage == 3 ? paramImageBytes(spec) : spec.paramBytes;
     if (!p.name || p.rank < 0 || p.rank > 6 || numel != p.numel || p.offset < 0 ||
-        p.offset % 4 != 0 || p.offset + p.numel * 4 > spec.paramBytes)
+        p.offset % 4 != 0 || p.offset + p.numel * 4 > paramsEnd)
       throw bad(fmt::format("parameter {} ('{}') has an inconsistent shape or offset", i,
                             p.name ? p.name : "?"));
     if (spec.numStates > 0 && spec.shardStage == 0 &&
@@ -115,15 +113,18 @@ void validateSpec(const ModelSpec &spec) {
     std::vector<int> holders(size_t(spec.numParams), 0);
     for (int32_t i = 0; i < spec.numBuckets; ++i) {
       const BucketSpec &b = spec.buckets[i];
+      // (Stage 3: the bucket's shard of the parameters; else all of them.)
+      const int64_t held = spec.shardStage == 3 ? b.shard : b.count;
       bool ok = b.within && b.shard > 0 && b.shard * spec.shardRanks == b.count &&
                 b.paramOffset >= 0 && b.paramOffset % 4 == 0 &&
-                b.paramOffset + b.count * 4 <= spec.paramBytes &&
+                b.paramOffset + held * 4 <= spec.paramBytes &&
                 b.stateOffset >= spec.paramBytes + spec.bufferBytes && b.stateOffset % 4 == 0 &&
                 b.stateOffset + int64_t(spec.numStates) * b.shard * 4 <= spec.persistentBytes;
       for (int32_t k = 0; ok && k < b.numParams; ++k) {
         const ParamSpec &p = spec.params[b.params[k]];
         ok = b.within[k] >= 0 && b.within[k] + p.numel <= b.count &&
-             p.offset == b.paramOffset + b.within[k] * 4;
+             p.offset == (spec.shardStage == 3 ? paramImageOffset(spec, b.params[k]) : b.paramOffset) +
+                             b.within[k] * 4;
         ++holders[size_t(b.params[k])];
       }
       if (!ok)
@@ -155,13 +156,16 @@ int64_t countParams(const ModelSpec &spec) {
   return n;
 }
 
-static void initBuffers(const ModelSpec &spec, char *persistent);
 
 void initParams(const ModelSpec &spec, uint64_t seed, char *persistent) {
   initBuffers(spec, persistent);
-  for (int32_t i = 0; i < spec.numParams; ++i) {
+  for (int32_t i = 0; i < spec.numParams; ++i)
+    initParam(spec, i, seed, reinterpret_cast<float *>(persistent + spec.params[i].offset));
+}
+
+void initParam(const ModelSpec &spec, int32_t i, uint64_t seed, float *w) {
+  {
     const ParamSpec &p = spec.params[i];
-    float *w = reinterpret_cast<float *>(persistent + p.offset);
     Rng rng(mixSeed(seed, static_cast<uint64_t>(i)));
     auto fillUniform = [&](double lo, double hi) {
       for (int64_t k = 0; k < p.numel; ++k)
@@ -207,7 +211,7 @@ void initParams(const ModelSpec &spec, uint64_t seed, char *persistent) {
   }
 }
 
-static void initBuffers(const ModelSpec &spec, char *persistent) {
+void initBuffers(const ModelSpec &spec, char *persistent) {
   for (int32_t i = 0; i < spec.numBuffers; ++i) {
     const BufferSpec &b = spec.buffers[i];
     if (b.type == ElementType::I64) {

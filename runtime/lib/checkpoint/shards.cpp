@@ -1,6 +1,7 @@
 //===- shards.cpp - Sharded optimizer state, gathered and scattered -------===//
 #include "checkpoint/shards.h"
 
+#include "checkpoint/params.h"
 #include "dtc/comm.h"
 
 #include <cstring>
@@ -57,6 +58,60 @@ void scatterShardedState(const ModelSpec &spec, int rank, const float *gathered,
                   at + int64_t(rank) * bucket.shard, size_t(bucket.shard) * sizeof(float));
       at += bucket.count;
     }
+  }
+}
+
+int64_t paramImageBytes(const ModelSpec &spec) {
+  int64_t n = 0;
+  for (int32_t b = 0; b < spec.numBuckets; ++b)
+    n += spec.buckets[b].count * int64_t(sizeof(float));
+  return n;
+}
+
+int64_t paramImageOffset(const ModelSpec &spec, int32_t param) {
+  int64_t base = 0;
+  for (int32_t b = 0; b < spec.numBuckets; ++b) {
+    const BucketSpec &bucket = spec.buckets[b];
+    for (int32_t i = 0; i < bucket.numParams; ++i)
+      if (bucket.params[i] == param)
+        return base;
+    base += bucket.count * int64_t(sizeof(float));
+  }
+  return -1;
+}
+
+void initShardedParams(const ModelSpec &spec, uint64_t seed, int rank, char *persistent) {
+  std::vector<float> whole;
+  for (int32_t b = 0; b < spec.numBuckets; ++b) {
+    const BucketSpec &bucket = spec.buckets[b];
+    whole.assign(size_t(bucket.count), 0.0f); // the gaps and the padding: 0
+    for (int32_t i = 0; i < bucket.numParams; ++i)
+      initParam(spec, bucket.params[i], seed, whole.data() + bucket.within[i]);
+    std::memcpy(persistent + bucket.paramOffset, whole.data() + int64_t(rank) * bucket.shard,
+                size_t(bucket.shard) * sizeof(float));
+  }
+}
+
+std::vector<char> gatherParamImage(const ModelSpec &spec, Communicator &comm,
+                                   const char *persistent) {
+  std::vector<char> image(size_t(paramImageBytes(spec)));
+  char *at = image.data();
+  for (int32_t b = 0; b < spec.numBuckets; ++b) {
+    const BucketSpec &bucket = spec.buckets[b];
+    comm.allgather(persistent + bucket.paramOffset, at, bucket.shard * int64_t(sizeof(float)));
+    at += bucket.count * int64_t(sizeof(float));
+  }
+  return image;
+}
+
+void scatterParamImage(const ModelSpec &spec, int rank, const char *image, char *persistent) {
+  const char *at = image;
+  for (int32_t b = 0; b < spec.numBuckets; ++b) {
+    const BucketSpec &bucket = spec.buckets[b];
+    const int64_t shardBytes = bucket.shard * int64_t(sizeof(float));
+    std::memcpy(persistent + bucket.paramOffset, at + int64_t(rank) * shardBytes,
+                size_t(shardBytes));
+    at += bucket.count * int64_t(sizeof(float));
   }
 }
 

@@ -39,4 +39,23 @@ std::vector<float> gatherShardedState(const ModelSpec &spec, Communicator &comm,
 void scatterShardedState(const ModelSpec &spec, int rank, const float *gathered,
                          char *persistent);
 
+// Stage 3 (ModelSpec::shardStage 3): the persistent block holds each
+// bucket's shard of the parameters (BucketSpec::paramOffset). Their whole
+// values, where the runtime needs them (to initialize, save, load), are
+// the gathered image: every bucket's `count` floats, one bucket after the
+// other; ParamSpec::offset is a parameter's byte offset in it.
+int64_t paramImageBytes(const ModelSpec &spec);
+// The byte offset in the image of the bucket that holds parameter i (-1:
+// none).
+int64_t paramImageOffset(const ModelSpec &spec, int32_t param);
+// Initializes this rank's shards of the parameters as initParams would the
+// whole (one bucket at a time: no more than a bucket is ever whole).
+void initShardedParams(const ModelSpec &spec, uint64_t seed, int rank, char *persistent);
+// Every rank's shards of the parameters gathered into a whole image
+// (collective).
+std::vector<char> gatherParamImage(const ModelSpec &spec, Communicator &comm,
+                                   const char *persistent);
+// This rank's shards of a whole image into its persistent block.
+void scatterParamImage(const ModelSpec &spec, int rank, const char *image, char *persistent);
+
 } // namespace dtc::rt

@@ -18,6 +18,7 @@
 #include "train/executor.h"
 #include "support/files.h"
 #include "kernels/gemm/engine.h"
+#include "checkpoint/shards.h"
 #include "train/gradcheck.h"
 #include "kernels/parallel.h"
 #include "checkpoint/params.h"
@@ -459,9 +460,16 @@ int train(Session &s, Executor &exec, const RunStart &begin) {
   TrainingLoop loop(s, exec, loopConfig(o), std::move(sinks));
   if (loop.run(begin).preempted())
     return kExitPreempted;
+  // (Stage 3: every rank's shards of the parameters gathered.)
+  std::vector<char> image;
+  if (!o.savePath.empty() && s.spec.shardStage == 3) {
+    exec.persistentToHost();
+    image = gatherParamImage(s.spec, s.comm, s.persistent.data());
+  }
   if (!o.savePath.empty() && root) {
     exec.persistentToHost();
-    saveCheckpoint(o.savePath, s.spec, s.persistent.data());
+    saveCheckpoint(o.savePath, s.spec, s.persistent.data(),
+                   image.empty() ? nullptr : image.data());
     if (!o.quiet)
       fmt::print("saved parameters to {}\n", o.savePath);
   }
@@ -567,6 +575,9 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     }
     checkLaunchAgreement(launch, *comm);
     checkSameRun(*comm, spec, opts, device.cuda);
+    if (opts.gradcheck && spec.shardStage == 3)
+      throw CollectiveError("--gradcheck reads the parameters whole, but this program shards "
+                            "them (dtc --shard=parameters); check a program compiled without it");
     if (opts.gradcheck && comm->size() > 1)
       throw CollectiveError(fmt::format("--gradcheck checks a single process, but {} ranks "
                                         "were started; run it without a launcher",

@@ -50,12 +50,25 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
                                : "optimizer state, gradients and parameters",
         spec.shardRanks, spec.shardRanks, comm.size(), spec.shardRanks, comm.size()));
   const bool resume = resumed != nullptr && !resumed->empty();
-  // Sharded: the state gathered after the block (rank 0's, broadcast).
+  // Sharded: the state gathered after the block (rank 0's, broadcast); stage
+  // 3: then the parameters' image.
   const int64_t gathered = gatheredStateFloats(spec) * int64_t(sizeof(float));
+  const bool shardedParams = spec.shardStage == 3;
+  const int64_t image = shardedParams ? paramImageBytes(spec) : 0;
   if (resume) {
-    if (int64_t(resumed->size()) != spec.persistentBytes + gathered)
+    if (int64_t(resumed->size()) != spec.persistentBytes + gathered + image)
       throw Error("internal error: the resumed state does not fit the persistent block");
     std::copy(resumed->begin(), resumed->begin() + spec.persistentBytes, persistent.data());
+  } else if (shardedParams) {
+    // Each rank its shards, as the whole would be initialized; --init: each
+    // rank reads the file.
+    initBuffers(spec, persistent.data());
+    initShardedParams(spec, this->opts.seed, comm.rank(), persistent.data());
+    if (!this->opts.initPath.empty()) {
+      std::vector<char> whole(static_cast<size_t>(image));
+      loadCheckpoint(this->opts.initPath, spec, persistent.data(), whole.data());
+      scatterParamImage(spec, comm.rank(), whole.data(), persistent.data());
+    }
   } else {
     initParams(spec, this->opts.seed, persistent.data());
     if (!this->opts.initPath.empty() && comm.rank() == 0)
@@ -63,13 +76,27 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
   }
   // Every rank gets rank 0's parameters and buffers (as DDP broadcasts a
   // module's state at construction); a resumed run also its optimizer state
-  // (whether the others were given a state or not).
+  // (whether the others were given a state or not). Stage 3: the buffers
+  // only (each rank has its own shards of the parameters).
   const bool resumedAnywhere = this->opts.resumeActive;
-  if (comm.size() > 1)
-    comm.broadcast(persistent.data(),
-                   resumedAnywhere && !gathered ? spec.persistentBytes
-                                                : spec.paramBytes + spec.bufferBytes,
-                   0);
+  if (comm.size() > 1) {
+    if (shardedParams)
+      comm.broadcast(persistent.data() + spec.paramBytes, spec.bufferBytes, 0);
+    else
+      comm.broadcast(persistent.data(),
+                     resumedAnywhere && !gathered ? spec.persistentBytes
+                                                  : spec.paramBytes + spec.bufferBytes,
+                     0);
+  }
+  if (resumedAnywhere && shardedParams) {
+    std::vector<char> whole(static_cast<size_t>(image));
+    if (resume)
+      std::memcpy(whole.data(), resumed->data() + spec.persistentBytes + gathered,
+                  size_t(image));
+    if (comm.size() > 1)
+      comm.broadcast(whole.data(), image, 0);
+    scatterParamImage(spec, comm.rank(), whole.data(), persistent.data());
+  }
   // Sharded: each rank takes its shards of the resumed state.
   if (resumedAnywhere && gathered) {
     std::vector<float> state(size_t(gathered) / sizeof(float));

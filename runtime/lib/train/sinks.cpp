@@ -251,8 +251,11 @@ void CheckpointSink::onCheckpoint(const TrainingPosition &at) {
   exec_.persistentToHost();
   // Sharded: the optimizer state gathered from every rank's shards.
   std::vector<float> gathered;
+  std::vector<char> image; // stage 3: the parameters, gathered
   if (s_.spec.shardStage > 0) {
     gathered = gatherShardedState(s_.spec, s_.comm, s_.persistent.data());
+    if (s_.spec.shardStage == 3)
+      image = gatherParamImage(s_.spec, s_.comm, s_.persistent.data());
     if (s_.comm.rank() != 0)
       return;
   }
@@ -275,7 +278,8 @@ void CheckpointSink::onCheckpoint(const TrainingPosition &at) {
   const std::string kept =
       o.checkpointKeep > 1 ? keptCheckpointName(o.checkpointPath, at.step) : std::string();
   saveTrainingState(o.checkpointPath, s_.spec, s_.persistent.data(), st, kept,
-                    gathered.empty() ? nullptr : gathered.data());
+                    gathered.empty() ? nullptr : gathered.data(),
+                    image.empty() ? nullptr : image.data());
   if (!kept.empty())
     pruneKeptCheckpoints(o.checkpointPath, o.checkpointKeep, kept);
 }
