@@ -233,6 +233,8 @@ int64_t PlanReport::peakArena() const {
 int64_t PlanReport::allocatedArena() const {
   int64_t fixed = 0, perSample = 0;
   for (const Step &s : steps) {
+    if (s.name == steps::kGrad) // (--gradcheck's only)
+      continue;
     fixed = std::max(fixed, s.fixed);
     perSample = std::max(perSample, s.perSample);
   }

@@ -64,7 +64,8 @@ struct PlanReport {
   /// The arena a rank allocates at `batch`, as the runtime does
   /// (arenaBytes, runtime/lib/train/session.h): the steps' largest fixed
   /// region with the alignment room after it (the program's spec), their
-  /// largest per-sample region times the batch, and 64 bytes of slack.
+  /// largest per-sample region times the batch, and 64 bytes of slack; the
+  /// gradient-only step's left out (--gradcheck's only).
   int64_t allocatedArena() const;
   /// What one rank allocates: the persistent block and that arena.
   int64_t rankBytes() const { return persistentBytes + allocatedArena(); }

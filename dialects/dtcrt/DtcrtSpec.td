@@ -145,7 +145,9 @@ def Dtcrt_MemoryAttr : Dtcrt_Attr<"Memory", "memory"> {
   }];
   let parameters = (ins "int64_t":$persistent, "int64_t":$params,
                         "int64_t":$buffers, "int64_t":$states,
-                        "int64_t":$per_sample, "int64_t":$fixed);
+                        "int64_t":$per_sample, "int64_t":$fixed,
+                        DefaultValuedParameter<"int64_t", "0">:$grad_per_sample,
+                        DefaultValuedParameter<"int64_t", "0">:$grad_fixed);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

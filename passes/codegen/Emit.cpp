@@ -810,6 +810,8 @@ void printSpec(dtcrt::SpecOp spec, bool hasAccumulate, llvm::raw_ostream &os,
      << "  s.arenaPerSample = " << memory.getPerSample() << ";\n"
      << "  s.arenaFixed = " << memory.getFixed()
      << "; // + alignment of the fixed region\n"
+     << "  s.gradArenaPerSample = " << memory.getGradPerSample() << ";\n"
+     << "  s.gradArenaFixed = " << memory.getGradFixed() << ";\n"
      << "  s.numOutputs = " << spec.getOutputs().size() << ";\n"
      << "  s.predictWidth = " << spec.getPredictWidth() << ";\n"
      << "  s.outputNames = kOutputNames;\n"

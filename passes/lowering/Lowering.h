@@ -130,6 +130,8 @@ struct SpecPlan {
   mlir::FunctionType evalType;
   mlir::ArrayAttr outputs;
   int64_t perSample = 0, fixed = 0;
+  /// The gradient-only step's (--gradcheck's), which the above leave out.
+  int64_t gradPerSample = 0, gradFixed = 0;
   llvm::SmallVector<mlir::Attribute> buckets;
 };
 SpecPlan planSpec(mlir::ModuleOp module);

@@ -108,6 +108,11 @@ SpecPlan dtc::lowering::planSpec(ModuleOp module) {
   // The arena the steps share: the largest of their regions.
   for (auto f : module.getOps<func::FuncOp>())
     if (ArenaAttr arena = dtc->getArenaAttrHelper().getAttr(f)) {
+      if (f.getSymName() == steps::kGrad) {
+        plan.gradPerSample = arena.getPerSample();
+        plan.gradFixed = arena.getFixed();
+        continue;
+      }
       plan.perSample = std::max(plan.perSample, arena.getPerSample());
       plan.fixed = std::max(plan.fixed, arena.getFixed());
     }
@@ -247,7 +252,8 @@ dtcrt::SpecOp dtc::lowering::buildSpec(ModuleOp module, const SpecPlan &plan) {
   auto memory = dtcrt::MemoryAttr::get(
       ctx, persistent.getBytes(), persistent.getParamBytes(),
       persistent.getBufferBytes(), opt.numStateBuffers(), plan.perSample,
-      plan.fixed + kDefaultAlignment);
+      plan.fixed + kDefaultAlignment, plan.gradPerSample,
+      plan.gradFixed + kDefaultAlignment);
 
   RecipeAttr r = dtc->getRecipeAttrHelper().getAttr(module);
   auto accumulate = dtc->getAccumulateAttrHelper().getAttr(module);

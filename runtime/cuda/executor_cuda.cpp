@@ -119,7 +119,7 @@ public:
     cudaCheck(cudaMemcpy(persistent_, s.persistent.data(), size_t(spec.persistentBytes),
                          cudaMemcpyHostToDevice),
               "uploading the parameters");
-    const size_t arenaSize = size_t(arenaBytes(spec, o.batch));
+    const size_t arenaSize = size_t(arenaBytes(spec, o.batch, o.gradcheck));
     arena_ = static_cast<char *>(deviceAlloc(arenaSize, "step arena", device_));
     cudaCheck(cudaMemsetAsync(arena_, 0, arenaSize, compute_), "cudaMemsetAsync");
 

@@ -17,7 +17,7 @@
 // CHECK-SAME: hyper = #dtcrt.hyper<SGD, lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64
 // CHECK-SAME: input = #dtcrt.input<[4], numel = 4, type = F32, id_limit = 0>
 // CHECK-SAME: labels = #dtcrt.labels<Class, numel = 1, classes = 3, ignore_index = -100>
-// CHECK-SAME: memory = #dtcrt.memory<persistent = 192, params = 128, buffers = 0, states = 1, per_sample = 32, fixed = 320>
+// CHECK-SAME: memory = #dtcrt.memory<persistent = 192, params = 128, buffers = 0, states = 1, per_sample = 32, fixed = 256, grad_per_sample = 32, grad_fixed = 320>
 // CHECK-SAME: name = "tinym", outputs = ["loss", "accuracy"]
 // CHECK-SAME: params = [#dtcrt.param<"fc.weight", [3, 4], offset = 0, state_offset = 144, init = Uniform, a = -5.000000e-01 : f64, b = 5.000000e-01 : f64, fan_in = 3, fan_out = 4>, #dtcrt.param<"fc.bias", [3], offset = 64, state_offset = 128, init = Uniform
 // CHECK-SAME: predict_width = 0 : i64, recipe = #dtcrt.recipe<None,

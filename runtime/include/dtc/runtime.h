@@ -290,8 +290,9 @@ struct ModelSpec {
   int32_t numStates;          // optimizer state buffers per parameter (0, 1 or 2;
                               // see ParamSpec::stateOffset)
   // arena: bytes = arenaFixed + arenaPerSample * batch (covers every step
-  // fn); steps place their fixed region first, so fixed buffers (gradients,
-  // buckets) do not move when the batch size changes
+  // fn but gradStep, see gradArena*); steps place their fixed region first,
+  // so fixed buffers (gradients, buckets) do not move when the batch size
+  // changes
   int64_t arenaPerSample;
   int64_t arenaFixed;
   // outputs: names[0] is "loss"
@@ -331,6 +332,11 @@ struct ModelSpec {
   // training state of another program (fingerprint) of the same digest,
   // whatever its sharding, world size or plan.
   uint64_t modelDigest;
+  // The gradient-only step's arena (gradStep: every gradient whole at its
+  // end), which the arena above leaves out: allocated instead of it, where
+  // larger, by --gradcheck only.
+  int64_t gradArenaPerSample;
+  int64_t gradArenaFixed;
 };
 
 // Runs the `train` program: parses options, loads data, trains, evaluates.

@@ -56,7 +56,8 @@ void validateSpec(const ModelSpec &spec) {
   if (spec.inputNumel < 1 || spec.labelNumel < 1)
     throw bad("empty input or label");
   if (spec.paramBytes > spec.persistentBytes || spec.paramBytes < 0 ||
-      spec.arenaPerSample < 0 || spec.arenaFixed < 0)
+      spec.arenaPerSample < 0 || spec.arenaFixed < 0 || spec.gradArenaPerSample < 0 ||
+      spec.gradArenaFixed < 0)
     throw bad("inconsistent memory sizes");
   // The elements of a shape (of rank <= 6: checked before it is used).
   auto numelOf = [](int32_t rank, const int64_t *shape) {

@@ -73,7 +73,8 @@ void printHeader(const Session &s, const Executor &exec, const DeviceChoice &dev
              optimizerDescription(s.spec, o.lr), schedule.empty() ? "" : " schedule " + schedule,
              o.data.describe(), sizes, s.comm.size(), s.comm.backend(), where);
   // What a rank allocates for the model (dtc --report prints the same).
-  const int64_t arena = arenaBytes(s.spec, o.batch); // (on the device for CUDA steps)
+  // (On the device for CUDA steps.)
+  const int64_t arena = arenaBytes(s.spec, o.batch, o.gradcheck);
   fmt::print("memory per rank: persistent {} + arena {} (batch {}) = {} bytes{}\n",
              s.spec.persistentBytes, arena, o.batch, s.spec.persistentBytes + arena,
              s.spec.shardStage > 0 ? fmt::format(" (stage {} sharded over {} ranks)",

@@ -16,8 +16,10 @@ namespace dtc::rt {
 
 void checkStepMemory(const ModelSpec &spec, int64_t batch, bool hostSteps) {
   int64_t arena = 0, sample = 0, batchBytes = 0, total = 0;
-  bool overflow = __builtin_mul_overflow(spec.arenaPerSample, batch, &arena);
-  overflow |= __builtin_add_overflow(arena, spec.arenaFixed + 64, &arena);
+  const int64_t perSample = std::max(spec.arenaPerSample, spec.gradArenaPerSample);
+  const int64_t fixed = std::max(spec.arenaFixed, spec.gradArenaFixed);
+  bool overflow = __builtin_mul_overflow(perSample, batch, &arena);
+  overflow |= __builtin_add_overflow(arena, fixed + 64, &arena);
   overflow |= __builtin_add_overflow(spec.inputNumel, spec.labelNumel, &sample);
   overflow |= __builtin_mul_overflow(sample, int64_t(4), &sample);
   overflow |= __builtin_mul_overflow(sample, batch, &batchBytes);
@@ -38,7 +40,9 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
                  bool hostSteps, const std::vector<char> *resumed)
     : spec(spec), opts(std::move(opts)), data(std::move(data)), comm(comm),
       persistent(static_cast<size_t>(spec.persistentBytes)),
-      arena(hostSteps ? static_cast<size_t>(arenaBytes(spec, this->opts.batch)) : 0),
+      arena(hostSteps ? static_cast<size_t>(arenaBytes(spec, this->opts.batch,
+                                                       this->opts.gradcheck))
+                      : 0),
       batch(hostSteps ? this->opts.batch : 0, this->data.train),
       outputs(static_cast<size_t>(spec.numOutputs), 0.0f), hyper(spec.recipe.hyper) {
   if (spec.shardStage > 0 && comm.size() != spec.shardRanks)

@@ -18,6 +18,7 @@
 #include "options/options.h"
 #include "data/sampler.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace dtc::rt {
@@ -25,8 +26,12 @@ namespace dtc::rt {
 // Bytes of a step arena for `batch` samples: the fixed region, the
 // per-sample region, and 64 bytes of slack (a step may start its per-sample
 // region at its fixed size rounded up to 64).
-inline int64_t arenaBytes(const ModelSpec &spec, int64_t batch) {
-  return spec.arenaFixed + spec.arenaPerSample * batch + 64;
+// With `gradcheck`, large enough for the gradient-only step too.
+inline int64_t arenaBytes(const ModelSpec &spec, int64_t batch, bool gradcheck = false) {
+  const int64_t fixed = gradcheck ? std::max(spec.arenaFixed, spec.gradArenaFixed) : spec.arenaFixed;
+  const int64_t perSample =
+      gradcheck ? std::max(spec.arenaPerSample, spec.gradArenaPerSample) : spec.arenaPerSample;
+  return fixed + perSample * batch + 64;
 }
 
 // Throws Error unless the memory of a step for opts.batch samples (arena
