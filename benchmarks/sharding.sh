@@ -4,7 +4,7 @@
 # step time at 2 ranks x 1 thread of examples/deep_mlp.dsl (Fashion-MNIST,
 # batch 64 per rank, AdamW) and examples/gpt.dsl (its recipe: fortunes,
 # batch 12 per rank, AdamW, warmup + cosine, clipping), each compiled three
-# ways: replicated, --shard=optimizer and --shard=gradients (--ranks 2);
+# ways: replicated, --shard=optimizer, --shard=gradients and --shard=parameters (--ranks 2);
 # beside them PyTorch DDP (gloo, 2 processes, benchmarks/torch_ddp.py and
 # torch_gpt.py) without and with torch.distributed.optim
 # .ZeroRedundancyOptimizer (ZeRO stage 1; torch has no CPU stage 2 here), with
@@ -45,13 +45,13 @@ else
   always_trace=${SHARDING_TRACE:-0}
 fi
 models=${2:-deep_mlp gpt}
-target=1.05
+target=1.05 target3=1.15
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 . "$root/benchmarks/lib.sh"
 started=$(now)
 
-configs="replicated optimizer gradients"
+configs="replicated optimizer gradients parameters"
 flags_of() { [ "$1" = replicated ] || echo "--shard=$1 --ranks 2"; }
 
 # dtc_run KEY EXE STEPS [train options...]: one 2-rank run; appends the ms
@@ -121,10 +121,10 @@ for model in $models; do
   echo "$model ($what): dtc $steps steps a run, PyTorch $tsteps; medians of $rounds round(s)"
   printf "  %-24s %9s %8s %-8s %-30s %17s %9s %10s\n" "" ms/step ratio target "per round" \
     "peak RSS MB r0 r1" "vs base" "planned MB"
-  for c in replicated optimizer gradients ddp zero; do
+  for c in replicated optimizer gradients parameters ddp zero; do
     case $c in
       replicated) name="dtc replicated" base=replicated ;;
-      optimizer|gradients) name="dtc --shard=$c" base=replicated ;;
+      optimizer|gradients|parameters) name="dtc --shard=$c" base=replicated ;;
       ddp) name="PyTorch DDP" base=ddp ;;
       zero) name="PyTorch DDP + ZeRO-1" base=ddp ;;
     esac
@@ -143,8 +143,10 @@ for model in $models; do
       planned=$(awk '{ printf "%.1f (%.1f + %.1f)", ($1 + $2) / 1048576, $1 / 1048576, $2 / 1048576 }' "$work/$model-$c.plan")
     fi
     case $c in
-      optimizer|gradients)
-        verdict=$(awk -v a="$t" -v b="$b" -v x="$target" 'BEGIN { print (a / b <= x) ? "met" : "MISSED" }')
+      optimizer|gradients|parameters)
+        x=$target
+        [ "$c" = parameters ] && x=$target3
+        verdict=$(awk -v a="$t" -v b="$b" -v x="$x" 'BEGIN { print (a / b <= x) ? "met" : "MISSED" }')
         echo "$model $c $ratio $verdict" >>"$work/targets" ;;
     esac
     printf "  %-24s %9.3f %8s %-8s %-30s %8.1f %8.1f %9s %10s\n" "$name" "$t" "$ratio" "$verdict" "$per" \
@@ -238,6 +240,6 @@ PY
 done
 
 echo
-echo "targets (the issue's: stages 1 and 2 within 5% of replicated step time, or faster; ratio <= $target):"
+echo "targets (the issue's: stages 1 and 2 within 5% of replicated step time, or faster, ratio <= $target; stage 3 within 15%, <= $target3):"
 awk '{ printf "  %-9s --shard=%-10s %s  %s\n", $1, $2, $3, $4 }' "$work/targets"
 awk -v a="$started" -v b="$(now)" 'BEGIN { printf "(%.0f s)\n", b - a }'
