@@ -67,10 +67,24 @@ struct BucketAllReducePass
       cap = std::min(cap, std::max<int64_t>(1, total / kShardedBuckets));
       firstCap = std::min(firstCap, cap);
     }
+    // The block instance of the parameter a gradient updates: its name's
+    // first part ("h3" of "h3.attn.c_attn.weight").
+    auto blockOf = [](AllReduceOp r) -> StringRef {
+      for (Operation *u : r->getUsers())
+        if (auto update = dyn_cast<ApplyGradientOp>(u))
+          return update.getParam().split('.').first;
+      return {};
+    };
     SmallVector<SmallVector<AllReduceOp>> buckets;
     int64_t bytes = 0;
+    StringRef instance; // the bucket's block instance, by block
     for (AllReduceOp r : reduces) {
-      if (buckets.empty() || bytes >= (buckets.size() == 1 ? firstCap : cap)) {
+      StringRef b = byBlock ? blockOf(r) : StringRef();
+      // (By block: a bucket is a block instance's parameters, whatever
+      // their bytes.)
+      if (buckets.empty() || b != instance ||
+          (!byBlock && bytes >= (buckets.size() == 1 ? firstCap : cap))) {
+        instance = b;
         buckets.emplace_back();
         bytes = 0;
       }

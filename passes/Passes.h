@@ -57,6 +57,15 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Fold SGD momentum into the gradient buckets where it "
                      "applies (dtc-fold-momentum)"),
       llvm::cl::init(true)};
+  Option<bool> shardByBlock{
+      *this, "shard-by-block",
+      llvm::cl::desc("Buckets (and stage 3's gathers) by block instance "
+                     "rather than by bytes"),
+      llvm::cl::init(false)};
+  Option<int64_t> shardPrefetch{
+      *this, "shard-prefetch",
+      llvm::cl::desc("Stage 3: the parameter gathers started ahead"),
+      llvm::cl::init(1)};
   Option<bool> overlap{*this, "overlap",
                        llvm::cl::desc("Overlap all-reduces with backward"),
                        llvm::cl::init(true)};

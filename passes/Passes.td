@@ -243,7 +243,9 @@ def BucketAllReduce : Pass<"dtc-bucket-allreduce", "mlir::ModuleOp"> {
            "Byte cap of a bucket (after the first)">,
     Option<"firstBucketBytes", "first-bucket-bytes", "int64_t",
            /*default=*/"::dtc::kDefaultFirstBucketBytes",
-           "Byte cap of the first bucket">
+           "Byte cap of the first bucket">,
+    Option<"byBlock", "by-block", "bool", /*default=*/"false",
+           "Also close a bucket where the parameters' block instance changes (the first part of their names: h3 of h3.attn.c_attn.weight), so that each block's parameters are buckets of their own (stage 3 then gathers per block, as FSDP wraps per layer)">
   ];
   let dependentDialects = ["dtc::DtcDialect"];
 }

@@ -37,11 +37,14 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     BucketAllReduceOptions buckets;
     buckets.bucketBytes = options.bucketBytes;
     buckets.firstBucketBytes = options.firstBucketBytes;
+    buckets.byBlock = options.shardByBlock;
     pm.addPass(createBucketAllReduce(buckets));
     if (options.overlap)
       pm.addPass(createOverlapAllReduce());
     // (Acts where the module has dtc.shard.)
-    pm.addPass(createShardWeightUpdate());
+    ShardWeightUpdateOptions shard;
+    shard.prefetch = options.shardPrefetch;
+    pm.addPass(createShardWeightUpdate(shard));
   }
   pm.addPass(createClipGradNorm());
   // (Acts where the module's target has the fused kernel: the CPU's.)

@@ -347,6 +347,8 @@ LogicalResult dtc::printShardingReport(ModuleOp frontEnd,
       o.foldMomentum = options.foldMomentum.getValue();
       o.blocked = options.blocked.getValue();
       o.channelsLast = options.channelsLast.getValue();
+      o.shardByBlock = options.shardByBlock.getValue();
+      o.shardPrefetch = options.shardPrefetch.getValue();
       buildPipeline(pm, o);
       std::string error;
       {

@@ -110,6 +110,7 @@ void ShardWeightUpdatePass::gatherParameters(
   });
   MLIRContext *ctx = f.getContext();
   SmallVector<GatherParamsWaitOp> waits;
+  SmallVector<Operation *> firstStarts; // the gathers started at the start
   for (auto [i, g] : llvm::enumerate(gathers)) {
     const Member &any = members.lookup(
         cast<ParamRefOp>(g.reads.front()->get().getDefiningOp()).getParam());
@@ -118,8 +119,10 @@ void ShardWeightUpdatePass::gatherParameters(
     // The start: `prefetch` gathers ahead (the first ones at the step's
     // start), never after its first read.
     OpBuilder b(ctx);
-    if (i < size_t(prefetch))
+    if (i == 0)
       b.setInsertionPointToStart(&block);
+    else if (i < size_t(prefetch)) // (in order of first reads)
+      b.setInsertionPointAfter(firstStarts.back());
     else
       b.setInsertionPointAfter(waits[i - prefetch]);
     if (g.first->isBeforeInBlock(&*b.getInsertionPoint()))
@@ -127,6 +130,8 @@ void ShardWeightUpdatePass::gatherParameters(
     Location loc = g.first->getLoc();
     auto start = GatherParamsStartOp::create(b, loc, RequestType::get(ctx),
                                              type, any.params, id);
+    if (i < size_t(prefetch))
+      firstStarts.push_back(start);
     b.setInsertionPoint(g.first);
     waits.push_back(GatherParamsWaitOp::create(b, loc, type, start.getRequest(),
                                                start.getGathered(), id));

@@ -126,6 +126,17 @@ cl::opt<int64_t> shardRanks(
     cl::desc("The world size the shards are planned for (the recipe's "
              "ranks); the program refuses to start at another"),
     cl::init(0), cl::cat(category));
+cl::opt<std::string> shardGroups(
+    "shard-groups",
+    cl::desc("What stage 3 gathers at once (and every stage reduce-scatters): "
+             "bucket (the default: buckets of --bucket-mb) or block (each "
+             "block instance's parameters, as FSDP wraps per layer)"),
+    cl::init("bucket"), cl::cat(category));
+cl::opt<int64_t> shardPrefetch(
+    "shard-prefetch",
+    cl::desc("Stage 3: the gathers started ahead of the one being read "
+             "(default 1)"),
+    cl::init(1), cl::cat(category));
 cl::opt<std::string> cxx("cxx", cl::desc("Host C++ compiler"),
                          cl::init(DTC_DEFAULT_CXX), cl::cat(category));
 // -O2, not -O3: g++ -O3 grows faster than linearly in the size of the step
@@ -504,6 +515,13 @@ int main(int argc, char **argv) {
     options.firstBucketBytes = int64_t(firstBucketMB * 1048576.0);
     options.overlap = !noOverlap;
     options.foldMomentum = !noFoldMomentum;
+    if (shardGroups != "bucket" && shardGroups != "block")
+      return fail("unknown --shard-groups '" + shardGroups +
+                  "' (expected bucket, block)");
+    if (shardPrefetch < 1)
+      return fail("--shard-prefetch must be >= 1");
+    options.shardByBlock = shardGroups == "block";
+    options.shardPrefetch = shardPrefetch;
     options.channelsLast = activations == "channels-last";
     options.blocked = activations == "blocked";
     // IR that already has its training step (a .mlir input) keeps it.
