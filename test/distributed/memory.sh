@@ -15,9 +15,11 @@
 #     within 10% of what the report says it saves, with the same allowance.
 # The model: an MLP of 8 layers of 1024 (8.4 M parameters, 34 MB; AdamW: 67
 # MB of moments) on 100 synthetic samples, in buckets of 4 MB.
-# usage: memory.sh DTC WORKDIR
+# Under the sanitizers (SANITIZED=ON: ASan's shadow memory and quarantine
+# are in every RSS) only check 1 holds.
+# usage: memory.sh DTC WORKDIR [SANITIZED=OFF]
 set -euo pipefail
-dtc=$1 work=$2
+dtc=$1 work=$2 sanitized=${3:-OFF}
 mkdir -p "$work"
 mpirun="timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none"
 {
@@ -64,6 +66,7 @@ for stage in none optimizer gradients; do
   printed=$(sed -n 's/^memory per rank: .* = \([0-9]*\) bytes.*$/\1/p' "$work/$stage.log")
   echo "== $stage: report ${report[$stage]} bytes, the program allocates $printed"
   [ -n "$printed" ] && [ "$printed" = "${report[$stage]}" ] || { echo FAIL; exit 1; }
+  [ "$sanitized" = ON ] && continue
   for r in 0 1; do
     measured=$(rss "$stage" $r)
     /usr/bin/python3 - "$measured" "${report[$stage]}" "$base" "$stage rank $r" "$bucket" <<'PY'
@@ -79,6 +82,11 @@ PY
   done
 done
 
+if [ "$sanitized" = ON ]; then
+  echo "(sanitized build: the peak RSS is ASan's as much as the program's; not compared)"
+  echo PASS
+  exit 0
+fi
 for stage in optimizer gradients; do
   saved=$(( $(rss none 0) - $(rss $stage 0) ))
   planned=$(( ${report[none]} - ${report[$stage]} ))
