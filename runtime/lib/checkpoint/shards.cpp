@@ -5,6 +5,7 @@
 #include "dtc/comm.h"
 
 #include <cstring>
+#include <utility>
 
 namespace dtc::rt {
 
@@ -17,18 +18,27 @@ int64_t gatheredStateFloats(const ModelSpec &spec) {
   return n;
 }
 
+namespace {
+// The sharded bucket that holds parameter `param`, and the parameter's
+// place in it; {-1, -1} if none.
+std::pair<int32_t, int32_t> holderOf(const ModelSpec &spec, int32_t param) {
+  for (int32_t b = 0; b < spec.numBuckets; ++b)
+    for (int32_t i = 0; i < spec.buckets[b].numParams; ++i)
+      if (spec.buckets[b].params[i] == param)
+        return {b, i};
+  return {-1, -1};
+}
+} // namespace
+
 int64_t gatheredStateOffset(const ModelSpec &spec, int32_t param, int k) {
-  if (spec.shardStage <= 0)
+  const auto [holder, member] = holderOf(spec, param);
+  if (spec.shardStage <= 0 || holder < 0)
     return -1;
   int64_t base = 0;
-  for (int32_t b = 0; b < spec.numBuckets; ++b) {
-    const BucketSpec &bucket = spec.buckets[b];
-    for (int32_t i = 0; i < bucket.numParams; ++i)
-      if (bucket.params[i] == param)
-        return base + int64_t(k) * bucket.count + bucket.within[i];
-    base += int64_t(spec.numStates) * bucket.count;
-  }
-  return -1;
+  for (int32_t b = 0; b < holder; ++b)
+    base += int64_t(spec.numStates) * spec.buckets[b].count;
+  const BucketSpec &bucket = spec.buckets[holder];
+  return base + int64_t(k) * bucket.count + bucket.within[member];
 }
 
 std::vector<float> gatherShardedState(const ModelSpec &spec, Communicator &comm,
@@ -69,15 +79,13 @@ int64_t paramImageBytes(const ModelSpec &spec) {
 }
 
 int64_t paramImageOffset(const ModelSpec &spec, int32_t param) {
+  const int32_t holder = holderOf(spec, param).first;
+  if (holder < 0)
+    return -1;
   int64_t base = 0;
-  for (int32_t b = 0; b < spec.numBuckets; ++b) {
-    const BucketSpec &bucket = spec.buckets[b];
-    for (int32_t i = 0; i < bucket.numParams; ++i)
-      if (bucket.params[i] == param)
-        return base;
-    base += bucket.count * int64_t(sizeof(float));
-  }
-  return -1;
+  for (int32_t b = 0; b < holder; ++b)
+    base += spec.buckets[b].count * int64_t(sizeof(float));
+  return base;
 }
 
 void initShardedParams(const ModelSpec &spec, uint64_t seed, int rank, char *persistent) {
