@@ -122,6 +122,7 @@ done
 build gpt-blocks "$examples/gpt.dsl" --shard=parameters --ranks 2 --shard-groups=block \
   --shard-prefetch 2
 build gpt-acc-gradients "$work/gpt_accumulate.dsl" --shard=gradients --ranks 2
+build gpt-acc-parameters "$work/gpt_accumulate.dsl" --shard=parameters --ranks 2
 train 2 gpt-rep gpt-rep-noclip "${gpt[@]}" --clip-grad-norm 0
 for stage in optimizer gradients parameters; do
   train 2 "gpt-$stage" "gpt-$stage-noclip" "${gpt[@]}" --clip-grad-norm 0
@@ -132,6 +133,8 @@ same gpt-blocks-noclip gpt-rep-noclip
 train 2 gpt-acc-rep gpt-acc-rep "${gpt[@]}" --clip-grad-norm 0
 train 2 gpt-acc-gradients gpt-acc-gradients "${gpt[@]}" --clip-grad-norm 0
 same gpt-acc-gradients gpt-acc-rep
+train 2 gpt-acc-parameters gpt-acc-parameters "${gpt[@]}" --clip-grad-norm 0
+same gpt-acc-parameters gpt-acc-rep
 train 2 gpt-rep gpt-rep "${gpt[@]}"
 train 2 gpt-gradients gpt-gradients "${gpt[@]}"
 near gpt-gradients gpt-rep --atol 3e-4
