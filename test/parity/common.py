@@ -125,3 +125,53 @@ def reference_adamw(params, step_loss, steps, lr, weight_decay, warmup, decay, m
 def worst(got, want):
     """The largest error over tensors, relative to 1 + max |want|."""
     return max(float(np.abs(got[k] - v).max()) / (1 + float(np.abs(v).max())) for k, v in want.items())
+
+def check_language_model(dtc, dsl, corpus, work, name, ckpt, params, batches, batch, variants,
+                         reference_grads, reference_train, steps, lr):
+    """The checks of a language model's parity test (gpt.py, llama.py), one
+    result each: (1) one step's loss and gradients (SGD lr 1: the gradient is
+    the change) against reference_grads; (2, 3) `steps` of AdamW with
+    clipping and the schedule, at 1 and 2 ranks, each step's loss and the
+    final parameters against reference_train. `dsl(optimizer, corpus)` is the
+    model's source; batches(b) its data in batches of b. Returns the results
+    and the AdamW program."""
+    results = []
+    exe = compile_model(dtc, dsl("sgd(lr=1.0)", corpus), work, f"{name}_sgd")
+    out = os.path.join(work, "sgd.safetensors")
+    run([exe, "--init", ckpt, "--shuffle", "off", "--max-steps", "1", "--threads", "1", "--eval", "off",
+         "--quiet", "--lr-schedule", "constant", "--warmup-steps", "0", "--clip-grad-norm", "0",
+         "--metrics", os.path.join(work, "sgd.csv"), "--save", out])
+    after = load_safetensors(out)
+    grads = {k: params[k] - after[k] for k in params}
+    loss0 = read_losses(os.path.join(work, "sgd.csv"))[0]
+    for variant in variants:
+        ref_loss, ref_grads = reference_grads(params, batches(batch), variant)
+        lerr, gerr = abs(loss0 - ref_loss) / (1 + abs(ref_loss)), worst(grads, ref_grads)
+        ok = lerr <= 1e-5 and gerr <= 1e-5
+        results.append(ok)
+        print(f"one step {variant or ''} {'ok  ' if ok else 'FAIL'} loss {loss0:.6f}/{ref_loss:.6f} "
+              f"err {lerr:.1e}, worst gradient err {gerr:.1e} over {len(grads)} tensors")
+
+    exe = compile_model(dtc, dsl(f"adamw(lr={lr}, weight_decay=0.1)", corpus), work, f"{name}_adamw")
+    for ranks in (1, 2):
+        d = os.path.join(work, f"r{ranks}")
+        os.makedirs(d, exist_ok=True)
+        cmd = [exe, "--init", ckpt, "--shuffle", "off", "--max-steps", str(steps), "--threads", "1",
+               "--eval", "off", "--quiet", "--metrics", os.path.join(d, "m.csv"),
+               "--save", os.path.join(d, "out.safetensors")]
+        if ranks > 1:
+            cmd = ["timeout", "300", "mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to",
+                   "none", "-np", str(ranks)] + cmd
+        run(cmd)
+        losses = read_losses(os.path.join(d, "m.csv"))
+        got = load_safetensors(os.path.join(d, "out.safetensors"))
+        for variant in variants:
+            ref_losses, ref_params = reference_train(params, batches(batch * ranks), variant)
+            lerr = max(abs(a - b) / (1 + abs(b)) for a, b in zip(losses, ref_losses))
+            perr = worst(got, ref_params)
+            ok = len(losses) == steps and lerr <= 2e-5 and perr <= 1e-4
+            results.append(ok)
+            print(f"adamw {ranks} rank(s) {variant or ''} {'ok  ' if ok else 'FAIL'} loss[0] "
+                  f"{losses[0]:.5f}/{ref_losses[0]:.5f} loss[-1] {losses[-1]:.5f}/{ref_losses[-1]:.5f} "
+                  f"worst loss err {lerr:.1e} param err {perr:.1e}")
+    return results, exe

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import common
 from common import (save_safetensors, load_safetensors, compile_model, run, read_losses,
-                    text_batches, reference_adamw, worst)
+                    text_batches, reference_adamw, worst, check_language_model)
 
 warnings.filterwarnings("ignore", category=UserWarning)  # SequentialLR's
 F = torch.nn.functional
@@ -162,46 +162,12 @@ def main():
     variants = [{"swap": True}, {"mean": True}] if control else [{}]
     results = []
 
-    # 1. One step's loss and gradients (SGD lr 1: the gradient is the change).
-    exe = compile_model(dtc, dsl("sgd(lr=1.0)", corpus), work, "llama_sgd")
-    out = os.path.join(work, "sgd.safetensors")
-    run([exe, "--init", ckpt, "--shuffle", "off", "--max-steps", "1", "--threads", "1", "--eval", "off",
-         "--quiet", "--lr-schedule", "constant", "--warmup-steps", "0", "--clip-grad-norm", "0",
-         "--metrics", os.path.join(work, "sgd.csv"), "--save", out])
-    after = load_safetensors(out)
-    grads = {k: params[k] - after[k] for k in params}
-    loss0 = read_losses(os.path.join(work, "sgd.csv"))[0]
-    for variant in variants:
-        ref_loss, ref_grads = reference_grads(params, batches(tokens, B), variant)
-        lerr, gerr = abs(loss0 - ref_loss) / (1 + abs(ref_loss)), worst(grads, ref_grads)
-        ok = lerr <= 1e-5 and gerr <= 1e-5
-        results.append(ok)
-        print(f"one step {variant or ''} {'ok  ' if ok else 'FAIL'} loss {loss0:.6f}/{ref_loss:.6f} "
-              f"err {lerr:.1e}, worst gradient err {gerr:.1e} over {len(grads)} tensors")
-
-    # 2, 3. AdamW with clipping and the schedule, on 1 and 2 ranks.
-    exe = compile_model(dtc, dsl(f"adamw(lr={LR}, weight_decay=0.1)", corpus), work, "llama_adamw")
-    for ranks in (1, 2):
-        d = os.path.join(work, f"r{ranks}")
-        os.makedirs(d, exist_ok=True)
-        cmd = [exe, "--init", ckpt, "--shuffle", "off", "--max-steps", str(STEPS), "--threads", "1",
-               "--eval", "off", "--quiet", "--metrics", os.path.join(d, "m.csv"),
-               "--save", os.path.join(d, "out.safetensors")]
-        if ranks > 1:
-            cmd = ["timeout", "300", "mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to",
-                   "none", "-np", str(ranks)] + cmd
-        run(cmd)
-        losses = read_losses(os.path.join(d, "m.csv"))
-        got = load_safetensors(os.path.join(d, "out.safetensors"))
-        for variant in variants:
-            ref_losses, ref_params = reference_train(params, batches(tokens, B * ranks), variant)
-            lerr = max(abs(a - b) / (1 + abs(b)) for a, b in zip(losses, ref_losses))
-            perr = worst(got, ref_params)
-            ok = len(losses) == STEPS and lerr <= 2e-5 and perr <= 1e-4
-            results.append(ok)
-            print(f"adamw {ranks} rank(s) {variant or ''} {'ok  ' if ok else 'FAIL'} loss[0] "
-                  f"{losses[0]:.5f}/{ref_losses[0]:.5f} loss[-1] {losses[-1]:.5f}/{ref_losses[-1]:.5f} "
-                  f"worst loss err {lerr:.1e} param err {perr:.1e}")
+    # 1. One step's loss and gradients; 2, 3. AdamW with clipping and the
+    # schedule, on 1 and 2 ranks.
+    checks, exe = check_language_model(dtc, dsl, corpus, work, "llama", ckpt, params,
+                                     lambda b: batches(tokens, b), B,
+                                     variants, reference_grads, reference_train, STEPS, LR)
+    results += checks
     failed = sum(results) if control else len(results) - sum(results)
     print(f"{len(results) - failed} passed, {failed} failed" +
           (" (control: every check must fail)" if control else ""))
