@@ -67,7 +67,9 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Stage 3: the parameter gathers started ahead"),
       llvm::cl::init(1)};
   Option<bool> overlap{*this, "overlap",
-                       llvm::cl::desc("Overlap all-reduces with backward"),
+                       llvm::cl::desc("Overlap all-reduces with backward "
+                                      "(and, sharded, all-gathers with the "
+                                      "next step's forward)"),
                        llvm::cl::init(true)};
   Option<bool> blocked{
       *this, "blocked",

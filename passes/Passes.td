@@ -277,8 +277,12 @@ def ShardWeightUpdate : Pass<"dtc-shard-weight-update", "mlir::ModuleOp"> {
     shard buffer and waits for bucket k before bucket k + `inflight`'s first
     gradient is made, so that the bucket's memory returns to the arena
     during backward. The updates and the gathers' starts follow the last
-    wait in bucket order (each gather overlaps the next bucket's update),
-    the gathers' waits end the step. Stage 3 (parameters) reduce-scatters
+    wait, in the order of the buckets' first reads in forward (each gather
+    overlaps the next bucket's update). With `carry` (the default) the step
+    leaves its gathers in flight (`carried`): every function waits for a
+    bucket's (`dtc.all_gather_wait` without a request) before its first
+    read of the bucket's parameters, so that the gathers overlap the next
+    step's forward; without, the gathers' waits end the step. Stage 3 (parameters) reduce-scatters
     as stage 2 and updates the shard, which is all a rank holds of the
     parameters: every step reads a bucket's parameters as views
     (`dtc.param_view`) into the bucket gathered whole
@@ -291,6 +295,8 @@ def ShardWeightUpdate : Pass<"dtc-shard-weight-update", "mlir::ModuleOp"> {
            "Stages 2 and 3: the reduce-scatters in flight at once (bucket k is waited for before bucket k + inflight's first gradient)">,
     Option<"prefetch", "prefetch", "int64_t", /*default=*/"1",
            "Stage 3: the parameter gathers started ahead of the one being read">,
+    Option<"carry", "carry", "bool", /*default=*/"true",
+           "Stages 1 and 2: leave the all-gathers in flight into the next step, each waited for before its bucket's first read">,
   ];
 }
 

@@ -44,6 +44,7 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
     // (Acts where the module has dtc.shard.)
     ShardWeightUpdateOptions shard;
     shard.prefetch = options.shardPrefetch;
+    shard.carry = options.overlap;
     pm.addPass(createShardWeightUpdate(shard));
   }
   pm.addPass(createClipGradNorm());

@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringMap.h"
 #include <limits>
 #include <map>
+#include <numeric>
 
 namespace dtc {
 #define GEN_PASS_DEF_SHARDWEIGHTUPDATE
@@ -269,23 +270,79 @@ void ShardWeightUpdatePass::runOnOperation() {
         ReduceScatterWaitOp::create(builder, loc, shardType, start.getRequest(),
                                     start.getShard(), b.grads, b.id));
   }
-  // The updates after the last wait, in bucket order, each followed by the
-  // start of its all-gather; the gathers' waits end the step. (Stage 3: the
-  // shards are the parameters; the steps gather them where they use them.)
+  // The updates after the last wait, each followed by the start of its
+  // all-gather, in the order of the buckets' first reads in forward, which
+  // the next step waits for in that order. (Stage 3: the shards are the
+  // parameters; the steps gather them where they use them.)
+  DenseMap<Attribute, int64_t> bucketOf;
+  for (auto [i, b] : llvm::enumerate(buckets))
+    for (Attribute p : b.params)
+      bucketOf[p] = int64_t(i);
+  // Each bucket's first reader in f's block (its own update, at the
+  // latest, where f has one).
+  auto firstReads = [&](func::FuncOp f) {
+    SmallVector<Operation *> first(buckets.size(), nullptr);
+    Block &block = f.front();
+    auto note = [&](int64_t i, Operation *op) {
+      op = block.findAncestorOpInBlock(*op);
+      if (op && (!first[i] || op->isBeforeInBlock(first[i])))
+        first[i] = op;
+    };
+    f.walk([&](Operation *op) {
+      if (auto ref = dyn_cast<ParamRefOp>(op)) {
+        auto it = bucketOf.find(ref.getParamAttr());
+        if (it != bucketOf.end())
+          for (Operation *user : ref->getUsers())
+            note(it->second, user);
+      } else if (auto update = dyn_cast<ShardUpdateOp>(op)) {
+        for (auto [i, b] : llvm::enumerate(buckets))
+          if (b.id == int64_t(update.getBucket()))
+            note(int64_t(i), op);
+      }
+    });
+    return first;
+  };
+  SmallVector<size_t> order(buckets.size());
+  std::iota(order.begin(), order.end(), 0);
+  {
+    SmallVector<Operation *> first = firstReads(step);
+    llvm::stable_sort(order, [&](size_t a, size_t b) {
+      if (!first[a] || !first[b])
+        return first[a] && !first[b];
+      return first[a]->isBeforeInBlock(first[b]);
+    });
+  }
+  const bool carry = this->carry && !shardParams;
   OpBuilder builder(ret);
-  SmallVector<AllGatherStartOp> gathers;
-  for (auto [b, wait] : llvm::zip(buckets, waits)) {
+  SmallVector<std::pair<int64_t, AllGatherStartOp>> gathers;
+  for (size_t i : order) {
+    Bucket &b = buckets[i];
     Location loc = b.updates.front().getLoc();
     ArrayAttr params = builder.getArrayAttr(b.params);
-    ShardUpdateOp::create(builder, loc, wait.getResult(), params, b.id,
+    ShardUpdateOp::create(builder, loc, waits[i].getResult(), params, b.id,
                           Value());
     if (!shardParams)
-      gathers.push_back(AllGatherStartOp::create(
-          builder, loc, RequestType::get(ctx), params, b.id));
+      gathers.push_back(
+          {b.id, AllGatherStartOp::create(builder, loc, RequestType::get(ctx),
+                                          params, b.id, carry)});
   }
-  for (auto [b, gather] : llvm::zip(buckets, gathers))
-    AllGatherWaitOp::create(builder, gather.getLoc(), gather.getRequest(),
-                            b.id);
+  if (!carry)
+    for (auto [id, gather] : gathers)
+      AllGatherWaitOp::create(builder, gather.getLoc(), gather.getRequest(),
+                              id);
+  // Carried: each function waits for a bucket's gather before its first
+  // read of the bucket's parameters (or its update of them).
+  if (carry)
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (f.isExternal())
+        continue;
+      SmallVector<Operation *> first = firstReads(f);
+      for (auto [i, at] : llvm::enumerate(first))
+        if (at) {
+          OpBuilder b(at);
+          AllGatherWaitOp::create(b, at->getLoc(), Value(), buckets[i].id);
+        }
+    }
   // Stage 3: where each bucket's parameters live whole, in every step.
   if (shardParams) {
     llvm::StringMap<Member> members;

@@ -646,7 +646,17 @@ LogicalResult ParamViewOp::verify() {
   return success();
 }
 
+LogicalResult AllGatherStartOp::verify() {
+  if (getCarried() && !getRequest().use_empty())
+    return emitOpError("a carried all-gather is waited for by a later step "
+                       "(dtc.all_gather_wait without a request), not by its "
+                       "own");
+  return success();
+}
+
 LogicalResult AllGatherWaitOp::verify() {
+  if (!getRequest())
+    return success(); // the bucket's carried all-gather, if any
   auto start = getRequest().getDefiningOp<AllGatherStartOp>();
   if (!start || start.getBucket() != getBucket())
     return emitOpError("request must come from the dtc.all_gather_start of "

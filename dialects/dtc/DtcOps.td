@@ -1301,17 +1301,29 @@ def Dtc_AllGatherStartOp : Dtc_Op<"all_gather_start", [MemoryEffects<[MemWrite]>
     In place in the bucket's parameters (the plan's `param_offset`): rank
     r's part, the one its `dtc.shard_update` wrote, reaches every rank.
     Placed right after the update, so that it overlaps the next bucket's.
+    With `carried` the step does not wait for it: the next step's
+    `dtc.all_gather_wait` without a request does, before its first read of
+    the bucket's parameters, so that the gather overlaps that step's
+    forward (the runtime keeps the request between steps, and waits for it
+    before anything else reads the parameters).
   }];
   let arguments = (ins TypedArrayAttrBase<FlatSymbolRefAttr, "parameters">:$params,
-                       I64Attr:$bucket);
+                       I64Attr:$bucket, UnitAttr:$carried);
   let results = (outs Dtc_RequestType:$request);
   let assemblyFormat = "$params attr-dict";
+  let hasVerifier = 1;
 }
 
 def Dtc_AllGatherWaitOp : Dtc_Op<"all_gather_wait", [MemoryEffects<[MemWrite]>]> {
   let summary = "Waits for a bucket's all-gather: its parameters are whole again";
-  let arguments = (ins Dtc_RequestType:$request, I64Attr:$bucket);
-  let assemblyFormat = "$request attr-dict";
+  let description = [{
+    With a request, for the `dtc.all_gather_start` that made it. Without
+    one, for the bucket's `carried` all-gather an earlier step started, if
+    one is still in flight (none in the first step, after a resume, or once
+    the runtime waited for it).
+  }];
+  let arguments = (ins Optional<Dtc_RequestType>:$request, I64Attr:$bucket);
+  let assemblyFormat = "($request^)? attr-dict";
   let hasVerifier = 1;
 }
 

@@ -626,6 +626,18 @@ def Dtcrt_WaitOp : Dtcrt_Op<"wait"> {
   let assemblyFormat = "$request attr-dict";
 }
 
+def Dtcrt_CarryOp : Dtcrt_Op<"carry"> {
+  let summary = "Leaves a collective in flight for a later step: its request in slot `slot` of StepArgs::carried";
+  let arguments = (ins Dtcrt_RequestType:$request, I64Attr:$slot);
+  let assemblyFormat = "$request `slot` $slot attr-dict";
+}
+
+def Dtcrt_WaitCarriedOp : Dtcrt_Op<"wait_carried"> {
+  let summary = "Waits for the collective an earlier step carried in slot `slot`, if one is in flight, and empties the slot";
+  let arguments = (ins I64Attr:$slot);
+  let assemblyFormat = "`slot` $slot attr-dict";
+}
+
 def Dtcrt_TraceBeginOp : Dtcrt_Op<"trace_begin"> {
   let summary = "Starts a span of the --trace timeline (when the step is recorded)";
   let arguments = (ins StrAttr:$name);

@@ -349,7 +349,7 @@ LogicalResult Printer::printStep(func::FuncOp f, StringRef name) {
     if (isa<dtcrt::AllreduceStartOp, dtcrt::ReduceScatterStartOp,
             dtcrt::AllgatherStartOp>(op))
       ++pending;
-    else if (isa<dtcrt::WaitOp>(op) && pending)
+    else if (isa<dtcrt::WaitOp, dtcrt::CarryOp>(op) && pending)
       --pending;
     else if (isa<dtcrt::TraceBeginOp>(op))
       ++traced;
@@ -548,6 +548,18 @@ LogicalResult Printer::printOp(Operation *op) {
       })
       .Case([&](dtcrt::WaitOp w) {
         *out << "  a.comm->wait(" << e(w.getRequest()) << ");\n";
+        return success();
+      })
+      .Case([&](dtcrt::CarryOp c) {
+        *out << "  a.carried[" << c.getSlot() << "] = " << e(c.getRequest())
+             << ";\n";
+        return success();
+      })
+      .Case([&](dtcrt::WaitCarriedOp w) {
+        const std::string slot =
+            "a.carried[" + std::to_string(w.getSlot()) + "]";
+        *out << "  if (const dtc::rt::Request r = " << slot << ") {\n    "
+             << slot << " = dtc::rt::Request();\n    a.comm->wait(r);\n  }\n";
         return success();
       })
       .Case([&](dtcrt::TraceBeginOp t) {

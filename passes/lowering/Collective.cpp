@@ -110,10 +110,12 @@ void dtc::lowering::populateCollectiveLowerings(LoweringTable &t) {
     }
     Value params = l.persistent(*plan.getParamOffset());
     Value n = l.i64(*plan.getShard());
-    l.map(op.getRequest(),
-          dtcrt::AllgatherStartOp::create(
-              l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()), params, n,
-              op.getBucket()));
+    Value request = dtcrt::AllgatherStartOp::create(
+        l.b, l.loc, dtcrt::RequestType::get(l.b.getContext()), params, n,
+        op.getBucket());
+    l.map(op.getRequest(), request);
+    if (op.getCarried()) // the next step waits for it
+      dtcrt::CarryOp::create(l.b, l.loc, request, op.getBucket());
     return success();
   });
   // Stage 3: this rank's shard of the bucket's parameters into its place in
@@ -153,7 +155,10 @@ void dtc::lowering::populateCollectiveLowerings(LoweringTable &t) {
     return success();
   });
   t.add<AllGatherWaitOp>([](AllGatherWaitOp op, Lowering &l) {
-    dtcrt::WaitOp::create(l.b, l.loc, l.ptr(op.getRequest()));
+    if (op.getRequest())
+      dtcrt::WaitOp::create(l.b, l.loc, l.ptr(op.getRequest()));
+    else
+      dtcrt::WaitCarriedOp::create(l.b, l.loc, op.getBucket());
     return success();
   });
   t.add<AllReduceWaitOp>([](AllReduceWaitOp op, Lowering &l) {

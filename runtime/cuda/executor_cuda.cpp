@@ -159,6 +159,7 @@ public:
     args_.hyper = &s.hyper;
     args_.paramGrads = nullptr;
     args_.comm = &s.comm;
+    args_.carried = s.carried.data();
     args_.gradSeed = 1.0f;
     args_.trace = nullptr;
     args_.device = &ctx_;
@@ -286,6 +287,7 @@ public:
   }
 
   void persistentToHost() override {
+    s_.finishCarried(); // (the compute stream waits for them)
     cudaCheck(cudaEventRecord(sync_, compute_), "cudaEventRecord");
     hostWait(sync_, "the steps");
     cudaCheck(cudaMemcpy(s_.persistent.data(), persistent_, size_t(s_.spec.persistentBytes),

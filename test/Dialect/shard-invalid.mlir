@@ -64,6 +64,15 @@ func.func @gather_of_another_bucket() {
 
 // -----
 
+func.func @carried_gather_waited_for_in_its_step() {
+  // expected-error @+1 {{a carried all-gather is waited for by a later step (dtc.all_gather_wait without a request), not by its own}}
+  %r = dtc.all_gather_start [@w] {bucket = 0 : i64, carried}
+  dtc.all_gather_wait %r {bucket = 0 : i64}
+  return
+}
+
+// -----
+
 // expected-error @+1 {{#dtc.bucket_plan: a shard of 5 floats does not divide the bucket's 12}}
 func.func @plan() attributes {p = #dtc.bucket_plan<offset = 0, count = 12, shard = 5>} {
   return

@@ -4,13 +4,25 @@
 // RUN: sed 's/, ranks = 2>/, ranks = 0>/' %s | not dtc-opt --dtc-shard-weight-update 2>&1 | FileCheck %s --check-prefix=NORANKS
 // RUN: sed 's/<gradients, ranks = 2>/<parameters, ranks = 2>/' %s | dtc-opt --dtc-shard-weight-update | FileCheck %s --check-prefix=STAGE3
 // RUN: sed 's/dtc.shard = #dtc.shard<gradients, ranks = 2>, //' %s | dtc-opt --dtc-shard-weight-update | FileCheck %s --check-prefix=REPLICATED
+// RUN: dtc-opt %s --dtc-shard-weight-update=carry=false | FileCheck %s --check-prefix=NOCARRY
 //
 // Stage 2 (gradients) at 2 ranks: each bucket's all-reduce becomes a
 // reduce-scatter started where the all-reduce started, into a shard of its
 // own (bucket 0: 24 + 8 floats, 16 a rank; bucket 1: 32, 16 a rank); the
 // updates become one shard_update a bucket after the last wait, each
-// followed by its all-gather's start; the gathers' waits end the step.
+// followed by its all-gather's start, in the order of the buckets' first
+// reads in forward (bucket 1's @w1 first). The step leaves the gathers in
+// flight (carried): it waits for the previous step's gather of a bucket
+// before its first read of the bucket's parameters, so that they overlap
+// forward.
 
+// CHECK:      %[[W1:.*]] = dtc.param_ref @w1
+// CHECK-NEXT: %[[B1:.*]] = dtc.param_ref @b1
+// CHECK-NEXT: dtc.param_ref @w2
+// CHECK-NEXT: dtc.all_gather_wait {bucket = 1 : i64}
+// CHECK-NEXT: dtc.matmul %arg0, %[[W1]]
+// CHECK-NEXT: dtc.all_gather_wait {bucket = 0 : i64}
+// CHECK-NEXT: dtc.add %{{.*}}, %[[B1]]
 // CHECK:      %[[GW2:.*]] = dtc.matmul %{{.*}}, %{{.*}} {transpose_lhs = true} : tensor<?x3xf32>, tensor<?x8xf32> -> tensor<3x8xf32>
 // CHECK:      %[[GB1:.*]] = dtc.sum_to
 // CHECK-NEXT: %[[R0:.*]], %[[S0:.*]] = dtc.reduce_scatter_start(%[[GW2]], %[[GB1]]) {bucket = 0 : i64} : tensor<3x8xf32>, tensor<8xf32> -> tensor<16xf32>
@@ -18,15 +30,27 @@
 // CHECK-NEXT: %[[R1:.*]], %[[S1:.*]] = dtc.reduce_scatter_start(%[[GW1]]) {bucket = 1 : i64} : tensor<8x4xf32> -> tensor<16xf32>
 // CHECK-NEXT: %[[SUM0:.*]] = dtc.reduce_scatter_wait %[[R0]], %[[S0]], (%[[GW2]], %[[GB1]]) {bucket = 0 : i64}
 // CHECK-NEXT: %[[SUM1:.*]] = dtc.reduce_scatter_wait %[[R1]], %[[S1]], (%[[GW1]]) {bucket = 1 : i64}
-// CHECK-NEXT: dtc.shard_update [@w2, @b1](%[[SUM0]]) {bucket = 0 : i64} : tensor<16xf32>
-// CHECK-NEXT: %[[G0:.*]] = dtc.all_gather_start [@w2, @b1] {bucket = 0 : i64}
 // CHECK-NEXT: dtc.shard_update [@w1](%[[SUM1]]) {bucket = 1 : i64} : tensor<16xf32>
-// CHECK-NEXT: %[[G1:.*]] = dtc.all_gather_start [@w1] {bucket = 1 : i64}
-// CHECK-NEXT: dtc.all_gather_wait %[[G0]] {bucket = 0 : i64}
-// CHECK-NEXT: dtc.all_gather_wait %[[G1]] {bucket = 1 : i64}
+// CHECK-NEXT: dtc.all_gather_start [@w1] {bucket = 1 : i64, carried}
+// CHECK-NEXT: dtc.shard_update [@w2, @b1](%[[SUM0]]) {bucket = 0 : i64} : tensor<16xf32>
+// CHECK-NEXT: dtc.all_gather_start [@w2, @b1] {bucket = 0 : i64, carried}
 // CHECK-NEXT: return
 // CHECK-NOT:  dtc.all_reduce
 // CHECK-NOT:  dtc.apply_gradient
+
+// The evaluation step waits for the gathers too (a run may evaluate
+// between two steps).
+// CHECK-LABEL: func.func @eval_step
+// CHECK:      dtc.all_gather_wait {bucket = 1 : i64}
+// CHECK-NEXT: dtc.matmul %arg0, %{{.*}} {transpose_rhs = true}
+
+// Without carry, the gathers' waits end the step and no other function waits.
+// NOCARRY:      %[[G1:.*]] = dtc.all_gather_start [@w1] {bucket = 1 : i64}
+// NOCARRY:      %[[G0:.*]] = dtc.all_gather_start [@w2, @b1] {bucket = 0 : i64}
+// NOCARRY-NEXT: dtc.all_gather_wait %[[G1]] {bucket = 1 : i64}
+// NOCARRY-NEXT: dtc.all_gather_wait %[[G0]] {bucket = 0 : i64}
+// NOCARRY-NEXT: return
+// NOCARRY-NOT:  dtc.all_gather_wait
 
 // One reduce-scatter in flight: bucket 0's wait moves before bucket 1's
 // first gradient, so that bucket 1 can reuse bucket 0's memory.
@@ -48,8 +72,9 @@
 // Stage 3 (parameters): the reads become views into the buckets gathered
 // whole, in the order of their first reads (bucket 1's @w1 first), each
 // gather started once the one before it was waited for (prefetch 1); the
-// updates of the shards, no all-gather after them. (This step has no
-// dtc.grad_seed: one phase; dtc-shard-parameters.test has both.)
+// updates of the shards (in the same order), no all-gather after them.
+// (This step has no dtc.grad_seed: one phase; dtc-shard-parameters.test
+// has both.)
 // STAGE3:      %[[R1:.*]], %[[G1:.*]] = dtc.gather_params_start [@w1] {bucket = 1 : i64} : tensor<32xf32>
 // STAGE3:      %[[B1:.*]] = dtc.gather_params_wait %[[R1]], %[[G1]] {bucket = 1 : i64} : tensor<32xf32>
 // STAGE3-NEXT: %[[R0:.*]], %[[G0:.*]] = dtc.gather_params_start [@w2, @b1] {bucket = 0 : i64} : tensor<32xf32>
@@ -59,8 +84,8 @@
 // STAGE3-NEXT: dtc.param_view @b1 in %[[B0]][24] : tensor<32xf32> -> tensor<8xf32>
 // STAGE3-NEXT: dtc.param_view @w2 in %[[B0]][0] : tensor<32xf32> -> tensor<3x8xf32>
 // STAGE3-NOT:  dtc.param_ref
-// STAGE3:      dtc.shard_update [@w2, @b1]
-// STAGE3-NEXT: dtc.shard_update [@w1]
+// STAGE3:      dtc.shard_update [@w1]
+// STAGE3-NEXT: dtc.shard_update [@w2, @b1]
 // STAGE3-NEXT: return
 
 // REPLICATED: dtc.all_reduce_start
@@ -95,6 +120,11 @@ module attributes {dtc.shard = #dtc.shard<gradients, ranks = 2>, dtc.optimizer =
     %20 = dtc.all_reduce_wait %18, (%17) {bucket = 1 : i64} : (tensor<8x4xf32>) -> tensor<8x4xf32>
     dtc.apply_gradient @w1, %20 : tensor<8x4xf32>
     return %8 : tensor<f32>
+  }
+  func.func @eval_step(%arg0: tensor<?x4xf32>) -> tensor<?x8xf32> {
+    %0 = dtc.param_ref @w1 : tensor<8x4xf32>
+    %1 = dtc.matmul %arg0, %0 {transpose_rhs = true} : tensor<?x4xf32>, tensor<8x4xf32> -> tensor<?x8xf32>
+    return %1 : tensor<?x8xf32>
   }
 }
 

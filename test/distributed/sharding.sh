@@ -15,6 +15,12 @@
 #     SGD momentum into the all-reduce (dtc-fold-momentum), which rounds
 #     otherwise, and is compared within atol 1e-6 + rtol 1e-5 (measured:
 #     7e-9).
+#     Stages 1 and 2 leave each step's all-gathers in flight into the
+#     next (dtc-shard-weight-update's carry): with an evaluation after each
+#     epoch and checkpoints every 25 steps, which read the parameters
+#     between steps, the test losses equal the replicated run's and the
+#     parameters the runs' without them; compiled with --no-overlap (the
+#     gathers waited for in their own step), the same parameters.
 #  2. With clipping (the GPT's clip_grad_norm = 1.0), the global norm is
 #     summed from each rank's shards, then over the ranks: another order
 #     than the replicated step's sum, so the clip factor differs in its last
@@ -98,6 +104,39 @@ env "${gloo[@]}" RANK=0 LOCAL_RANK=0 timeout 300 "$work/mlp-gradients" "${mlp[@]
 wait $other
 same mlp-gradients-gloo mlp-gradients
 
+# Stages 1 and 2 leave each step's all-gathers in flight (carried into
+# the next step's forward): an evaluation after each epoch and checkpoints
+# every 25 steps read the parameters between two steps. They observe the
+# same parameters as the replicated run's (the same test loss and accuracy
+# each epoch, at a learning rate that moves them well within a step), and
+# change nothing the run trains (bit-identical to the runs without them).
+# (train --overlap on: the gathers progress on the communication thread
+# while the next step computes, where auto on this host's 2 cores starts
+# each at its wait.)
+evaluated=(--shuffle off --eval on --threads 1 --data synthetic:1001,301 --epochs 7
+           --max-steps $steps --batch 32 --lr 0.1 --overlap on)
+for name in mlp-rep mlp-optimizer mlp-gradients; do
+  $mpirun -np 2 "$work/$name" "${evaluated[@]}" --checkpoint "$work/$name-eval.ckpt" \
+    --checkpoint-every 25 --save "$work/$name-eval.safetensors" | grep test_loss \
+    | sed 's/ images.*//' >"$work/$name-eval.log"
+done
+[ "$(wc -l <"$work/mlp-rep-eval.log")" -ge 6 ] || { echo "FAIL: no evaluations"; exit 1; }
+for stage in optimizer gradients; do
+  echo "== mlp-$stage evaluated between steps as mlp-rep"
+  diff "$work/mlp-rep-eval.log" "$work/mlp-$stage-eval.log"
+  same "mlp-$stage-eval" mlp-rep-eval
+done
+for name in mlp-rep mlp-optimizer; do
+  train 2 "$name" "$name-lr" "${mlp[@]}" --lr 0.1
+  same "$name-eval" "$name-lr"
+done
+train 2 mlp-gradients mlp-gradients-lr "${mlp[@]}" --lr 0.1 --overlap on
+same mlp-gradients-eval mlp-gradients-lr
+# Compiled with --no-overlap, the gathers end their step: the same.
+build mlp-optimizer-ended "$examples/mlp.dsl" --shard=optimizer --ranks 2 --no-overlap
+train 2 mlp-optimizer-ended mlp-optimizer-ended "${mlp[@]}"
+same mlp-optimizer-ended mlp-rep
+
 # The CNN: batch norm (its running statistics stay each rank's), dropout.
 cnn=(--eval off --threads 1 --data synthetic:2000,0 --epochs 10 --max-steps $steps --batch 16)
 build cnn-rep "$examples/cnn.dsl" --no-fold-momentum
@@ -131,7 +170,8 @@ done
 train 2 gpt-blocks gpt-blocks-noclip "${gpt[@]}" --clip-grad-norm 0
 same gpt-blocks-noclip gpt-rep-noclip
 train 2 gpt-acc-rep gpt-acc-rep "${gpt[@]}" --clip-grad-norm 0
-train 2 gpt-acc-gradients gpt-acc-gradients "${gpt[@]}" --clip-grad-norm 0
+# (--overlap on: the carried gathers in flight across the micro-batches.)
+train 2 gpt-acc-gradients gpt-acc-gradients "${gpt[@]}" --clip-grad-norm 0 --overlap on
 same gpt-acc-gradients gpt-acc-rep
 train 2 gpt-acc-parameters gpt-acc-parameters "${gpt[@]}" --clip-grad-norm 0
 same gpt-acc-parameters gpt-acc-rep

@@ -105,7 +105,8 @@ cl::opt<double> firstBucketMB("first-bucket-mb",
                               cl::cat(category));
 cl::opt<bool> noOverlap("no-overlap",
                         cl::desc("Do not overlap all-reduces with backward "
-                                 "(each bucket waits where it starts)"),
+                                 "(each bucket waits where it starts), nor, "
+                                 "sharded, all-gathers with the next step"),
                         cl::cat(category));
 cl::opt<bool> noFoldMomentum(
     "no-fold-momentum",

@@ -15,6 +15,7 @@
 namespace dtc::rt {
 
 class Communicator; // dtc/comm.h
+class Request;      // dtc/comm.h
 class Tracer;       // dtc/trace.h
 struct DeviceContext; // dtc/cuda.h
 
@@ -229,6 +230,13 @@ struct StepArgs {
                             // (1 / ranks unless the ranks' batches differ in
                             // size, in the last step of an epoch), so that the
                             // all-reduced sum of gradients is their average
+  Request *carried;         // [ModelSpec::numBuckets]: the collectives a step
+                            // left in flight for the next (sharded stages 1
+                            // and 2: each bucket's all-gather, waited for
+                            // before the next step's first read of its
+                            // parameters); empty slots are default
+                            // Requests. The driver waits for them before
+                            // it reads the parameters (Session::finishCarried)
   uint64_t rngSeed;         // this step's random numbers (dropout masks):
                             // rt::stepRngSeed(--seed, optimizer step, rank)
   Tracer *trace;            // null unless --trace records this step

@@ -30,13 +30,16 @@ int64_t gatheredStateFloats(const ModelSpec &spec);
 // in floats; -1 if no sharded bucket holds the parameter.
 int64_t gatheredStateOffset(const ModelSpec &spec, int32_t param, int k);
 
-// Every rank's shards, gathered (collective: every rank calls it, each
-// gets the whole state).
+// Every rank's shards, gathered a bucket at a time (collective: every rank
+// calls it). Rank 0 gets the whole state; the others an empty vector: they
+// hold no more than one bucket's state at a time, so that writing a
+// checkpoint does not undo what sharding saves (FSDP's rank0_only).
 std::vector<float> gatherShardedState(const ModelSpec &spec, Communicator &comm,
                                       const char *persistent);
 
-// This rank's shards of a gathered state into its persistent block.
-void scatterShardedState(const ModelSpec &spec, int rank, const float *gathered,
+// Each rank's shards of rank 0's gathered state (the others pass null),
+// into its persistent block: broadcast a bucket at a time (collective).
+void scatterShardedState(const ModelSpec &spec, Communicator &comm, const float *gathered,
                          char *persistent);
 
 // Stage 3 (ModelSpec::shardStage 3): the persistent block holds each
@@ -51,11 +54,14 @@ int64_t paramImageOffset(const ModelSpec &spec, int32_t param);
 // Initializes this rank's shards of the parameters as initParams would the
 // whole (one bucket at a time: no more than a bucket is ever whole).
 void initShardedParams(const ModelSpec &spec, uint64_t seed, int rank, char *persistent);
-// Every rank's shards of the parameters gathered into a whole image
-// (collective).
+// Every rank's shards of the parameters gathered into a whole image, a
+// bucket at a time (collective): rank 0 gets it, the others an empty
+// vector (as gatherShardedState).
 std::vector<char> gatherParamImage(const ModelSpec &spec, Communicator &comm,
                                    const char *persistent);
-// This rank's shards of a whole image into its persistent block.
-void scatterParamImage(const ModelSpec &spec, int rank, const char *image, char *persistent);
+// Each rank's shards of rank 0's whole image (the others pass null) into
+// its persistent block, broadcast a bucket at a time (collective).
+void scatterParamImage(const ModelSpec &spec, Communicator &comm, const char *image,
+                       char *persistent);
 
 } // namespace dtc::rt

@@ -459,7 +459,9 @@ int train(Session &s, Executor &exec, const RunStart &begin) {
   if (root)
     sinks.push_back(&console.emplace(s.spec, o, s.comm.size()));
   TrainingLoop loop(s, exec, loopConfig(o), std::move(sinks));
-  if (loop.run(begin).preempted())
+  const bool preempted = loop.run(begin).preempted();
+  s.finishCarried(); // (the steps' last all-gathers)
+  if (preempted)
     return kExitPreempted;
   // (Stage 3: every rank's shards of the parameters gathered.)
   std::vector<char> image;

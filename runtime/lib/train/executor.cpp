@@ -55,7 +55,7 @@ public:
   void setParam(int64_t offset, float value) override {
     std::memcpy(s_.persistent.data() + offset, &value, sizeof value);
   }
-  void persistentToHost() override {}
+  void persistentToHost() override { s_.finishCarried(); }
   void shareBuffers() override {
     if (s_.comm.size() > 1 && s_.spec.bufferBytes > 0)
       s_.comm.broadcast(s_.persistent.data() + s_.spec.paramBytes, s_.spec.bufferBytes, 0);

@@ -68,10 +68,11 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
     // rank reads the file.
     initBuffers(spec, persistent.data());
     initShardedParams(spec, this->opts.seed, comm.rank(), persistent.data());
-    if (!this->opts.initPath.empty()) {
-      std::vector<char> whole(static_cast<size_t>(image));
-      loadCheckpoint(this->opts.initPath, spec, persistent.data(), whole.data());
-      scatterParamImage(spec, comm.rank(), whole.data(), persistent.data());
+    if (!this->opts.initPath.empty()) { // rank 0 reads it, a bucket at a time to each
+      std::vector<char> whole(comm.rank() == 0 ? static_cast<size_t>(image) : 0);
+      if (comm.rank() == 0)
+        loadCheckpoint(this->opts.initPath, spec, persistent.data(), whole.data());
+      scatterParamImage(spec, comm, whole.data(), persistent.data());
     }
   } else {
     initParams(spec, this->opts.seed, persistent.data());
@@ -92,23 +93,19 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
                                                   : spec.paramBytes + spec.bufferBytes,
                      0);
   }
-  if (resumedAnywhere && shardedParams) {
-    std::vector<char> whole(static_cast<size_t>(image));
-    if (resume)
-      std::memcpy(whole.data(), resumed->data() + spec.persistentBytes + gathered,
-                  size_t(image));
-    if (comm.size() > 1)
-      comm.broadcast(whole.data(), image, 0);
-    scatterParamImage(spec, comm.rank(), whole.data(), persistent.data());
-  }
-  // Sharded: each rank takes its shards of the resumed state.
+  // Sharded: each rank takes its shards of rank 0's resumed state (and,
+  // stage 3, of its parameters), broadcast a bucket at a time.
+  if (resumedAnywhere && shardedParams)
+    scatterParamImage(spec, comm,
+                      resume ? resumed->data() + spec.persistentBytes + gathered : nullptr,
+                      persistent.data());
   if (resumedAnywhere && gathered) {
-    std::vector<float> state(size_t(gathered) / sizeof(float));
-    if (resume)
+    std::vector<float> state; // (aligned floats: the file's bytes need not be)
+    if (resume) {
+      state.resize(size_t(gathered) / sizeof(float));
       std::memcpy(state.data(), resumed->data() + spec.persistentBytes, size_t(gathered));
-    if (comm.size() > 1)
-      comm.broadcast(state.data(), gathered, 0);
-    scatterShardedState(spec, comm.rank(), state.data(), persistent.data());
+    }
+    scatterShardedState(spec, comm, resume ? state.data() : nullptr, persistent.data());
   }
   hyper.lr = this->opts.lr;
   hyper.maxGradNorm = this->opts.maxGradNorm;
@@ -120,12 +117,22 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
   args.paramGrads = nullptr;
   args.predictions = nullptr;
   args.comm = &comm;
+  carried.assign(size_t(std::max(0, spec.numBuckets)), Request());
+  args.carried = carried.data();
   args.gradSeed = 1.0f;
   // Before any step (--gradcheck's steps): the seed of step 0, the same in
   // every evaluation of the loss.
   args.rngSeed = stepRngSeed(opts.seed, 0, comm.rank());
   args.trace = nullptr;
   args.device = nullptr;
+}
+
+void Session::finishCarried() {
+  for (Request &slot : carried)
+    if (const Request r = slot) {
+      slot = Request();
+      comm.wait(r);
+    }
 }
 
 void Session::loadBatch(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw) {

@@ -56,6 +56,9 @@ struct Session {
 
   // Copies samples idx[0..n) of ds into the batch buffer and binds it.
   void loadBatch(const Dataset &ds, const int64_t *idx, int64_t n, uint64_t draw = 0);
+  // Waits for the collectives the steps left in flight (StepArgs::carried):
+  // before the parameters are read outside a step, and before the run ends.
+  void finishCarried();
 
   const ModelSpec &spec;
   const Options opts;
@@ -64,6 +67,7 @@ struct Session {
   AlignedBuffer persistent, arena;
   BatchBuffer batch;
   std::vector<float> outputs;
+  std::vector<Request> carried; // StepArgs::carried, one slot a bucket
   Hyper hyper;
   StepArgs args{};
 };
