@@ -66,6 +66,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       *this, "shard-prefetch",
       llvm::cl::desc("Stage 3: the parameter gathers started ahead"),
       llvm::cl::init(1)};
+  Option<std::string> remat{
+      *this, "remat",
+      llvm::cl::desc("Activation recomputation: none, blocks or selective "
+                     "(dtc-rematerialize)"),
+      llvm::cl::init("none")};
   Option<bool> overlap{*this, "overlap",
                        llvm::cl::desc("Overlap all-reduces with backward "
                                       "(and, sharded, all-gathers with the "

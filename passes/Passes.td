@@ -321,6 +321,34 @@ def AccumulateGradients : Pass<"dtc-accumulate-gradients", "mlir::ModuleOp"> {
   let dependentDialects = ["dtc::DtcDialect"];
 }
 
+def Rematerialize : Pass<"dtc-rematerialize", "mlir::ModuleOp"> {
+  let summary = "Activation recomputation: forward values backward reads, computed again in backward";
+  let description = [{
+    In each step with a backward (`dtc.grad_seed`), the forward values that
+    backward reads and the policy gives up are no longer kept from forward
+    to backward: a clone of the ops that made each (the same ops on the same
+    operands, in forward order, so the same bits) computes it again right
+    before backward's first read of it, and the memory plan reuses the
+    memory the forward values held. `blocks` (torch.utils.checkpoint on
+    every block instance) gives up every value made inside a top-level
+    block instance (`dtc.block`, from the front end) but those read outside
+    it in forward: each instance keeps its input and recomputes its forward
+    before its backward. `selective` (Megatron's selective recomputation,
+    the min-cut partitioner's choice of cheap ops) keeps the results of
+    GEMMs, convolutions, attention and embeddings and recomputes the
+    elementwise and normalization work between them. Never cloned: ops with
+    side effects (`dtc.update_running_stats`: batch norm's statistics fold
+    once), constants and parameter reads, values the step returns. Runs
+    after the last CSE (which would merge the clones back) and before the
+    collectives are placed.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
+           "What to recompute: none, blocks or selective">,
+  ];
+}
+
 def ClipGradNorm : Pass<"dtc-clip-grad-norm", "mlir::ModuleOp"> {
   let summary = "Clips the gradients by their global norm before the updates";
   let description = [{

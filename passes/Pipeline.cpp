@@ -32,6 +32,11 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   pm.addNestedPass<func::FuncOp>(createAttentionQkvPacked());
   pm.addPass(createDeriveSteps());
   pm.addPass(createAccumulateGradients());
+  {
+    RematerializeOptions remat;
+    remat.policy = options.remat;
+    pm.addPass(createRematerialize(remat));
+  }
   if (options.allreduce) {
     pm.addPass(createInsertGradAllReduce());
     BucketAllReduceOptions buckets;

@@ -312,6 +312,11 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
   if (name == getTargetAttrHelper().getName())
     return expect(isa<TargetAttr>(value), onModule, "#dtc.target",
                   "the module");
+  if (name ==
+      getBlockAttrHelper().getName()) // the block instance an op computes
+    return expect(isa<StringAttr>(value) && !cast<StringAttr>(value).empty(),
+                  !onModule && !onFunc, "a non-empty string",
+                  "an op of a step");
   if (name == getShardAttrHelper().getName())
     return expect(isa<ShardAttr>(value), onModule, "#dtc.shard", "the module");
   if (name == getRecipeAttrHelper().getName())

@@ -41,7 +41,8 @@ def Dtc_Dialect : Dialect {
     "::mlir::DenseI64ArrayAttr":$in_place,
     "::mlir::IntegerAttr":$scratch,
     "::dtc::PlacementAttr":$placement,
-    "::dtc::BucketPlanAttr":$bucket_plan
+    "::dtc::BucketPlanAttr":$bucket_plan,
+    "::mlir::StringAttr":$block
   );
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{

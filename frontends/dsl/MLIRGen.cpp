@@ -550,6 +550,10 @@ Value Gen::genBlockCall(const dsl::Block &blk, const Expr &e,
       return {};
     args.push_back(v);
   }
+  // The ops the instance adds, marked with its name (dtc.block: the
+  // innermost instance's dotted path), for the passes that act on block
+  // instances (dtc-rematerialize).
+  Operation *before = body->empty() ? nullptr : &body->back();
   // The block's own scope.
   auto outerNames = std::move(names);
   auto outerPoisoned = std::move(poisoned);
@@ -579,6 +583,12 @@ Value Gen::genBlockCall(const dsl::Block &blk, const Expr &e,
       poisoned.insert(s.name);
   }
   Value result = hadError ? Value() : gen(*blk.result);
+  auto *dialect = ctx->getLoadedDialect<DtcDialect>();
+  for (Operation &op : llvm::make_range(
+           before ? std::next(before->getIterator()) : body->begin(),
+           body->end()))
+    if (!dialect->getBlockAttrHelper().getAttr(&op) && !isa<ParamRefOp>(op))
+      dialect->getBlockAttrHelper().setAttr(&op, b.getStringAttr(prefix));
   active.pop_back();
   names = std::move(outerNames);
   poisoned = std::move(outerPoisoned);

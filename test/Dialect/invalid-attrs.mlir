@@ -190,3 +190,19 @@ func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   }
   return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// dtc.block (the block instance an op computes) names an instance.
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dtc.block' must be a non-empty string, got ""}}
+  %0 = dtc.neg %x {dtc.block = ""} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dtc.block' belongs on an op of a step, not on 'func.func'}}
+func.func @g() attributes {dtc.block = "h0"} {
+  return
+}

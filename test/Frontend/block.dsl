@@ -3,7 +3,8 @@
 # named after the instance (h0.ln.weight, h0.ff.fc.weight for a block in a
 # block), a dotted name inside reads the instance's own parameter, and the
 # inputs are bound to the arguments. arange(n) gives the positions a
-# position embedding reads.
+# position embedding reads. Each op an instance adds is marked with the
+# innermost instance's path (dtc.block, which dtc-rematerialize reads).
 input ids: i32[B, 5]
 label y: i32[B, 5]
 
@@ -37,7 +38,8 @@ loss = cross_entropy(out, y)
 # CHECK: %[[POS:.*]] = dtc.arange : tensor<5xi32>
 # CHECK: dtc.embedding %[[POS]], %{{.*}} : tensor<5xi32>, tensor<5x4xf32> -> tensor<5x4xf32>
 # CHECK: dtc.param_ref @h0.ln.weight
-# CHECK: dtc.param_ref @h0.ff.fc.weight
+# CHECK: %[[FC:.*]] = dtc.param_ref @h0.ff.fc.weight
+# CHECK-NEXT: dtc.matmul %{{.*}}, %[[FC]] {dtc.block = "h0.ff", transpose_rhs = true}
 # CHECK: %[[W0:.*]] = dtc.param_ref @h0.ln.weight
-# CHECK: dtc.add %{{.*}}, %[[W0]] : tensor<?x5x4xf32>, tensor<4xf32>
+# CHECK: dtc.add %{{.*}}, %[[W0]] {dtc.block = "h0"} : tensor<?x5x4xf32>, tensor<4xf32>
 # CHECK: dtc.param_ref @h1.ln.weight

@@ -20,13 +20,15 @@ apart (else the comparison could not fail).
            its plain run), all of them at once, the same at --threads 2
            against a plain run at --threads 2, and the program compiled with
            a bucket per parameter and without overlap (the all-reduces'
-           schedule, a no-op at 1 rank, orders no sum)
+           schedule, a no-op at 1 rank, orders no sum), and the programs
+           compiled with recomputation (--remat=selective; the GPT also
+           --remat=blocks): the same ops on the same operands
   2 ranks: --overlap on / off, --eval-every (test, validation), --metrics,
            --checkpoint, --comm-timeout, --trace, and the programs compiled
            with other bucket caps (--bucket-mb 0 --first-bucket-mb 0: a
            bucket per parameter; --bucket-mb 100: one bucket; --no-overlap):
            at 2 ranks a sum of two terms does not depend on the buckets that
-           carry it
+           carry it; the GPT compiled with --remat=blocks
 
 Models: the seed MLP and the CNN (batch norm, dropout) on Fashion-MNIST, and
 the GPT (examples/gpt.dsl: attention, layer norm, embeddings, AdamW with
@@ -196,6 +198,12 @@ def main():
         prog = compile(args.model + "-unbucketed",
                        ["--bucket-mb", "0", "--first-bucket-mb", "0", "--no-overlap"])
         case("dtc --bucket-mb 0 --first-bucket-mb 0 --no-overlap", [], program=prog)
+        # Recomputation (dtc-rematerialize) repeats the same ops on the same
+        # operands: the same bits, dropout's masks and batch norm's
+        # statistics included.
+        for policy in ["selective"] + (["blocks"] if m["text"] else []):
+            prog = compile(f"{args.model}-remat-{policy}", [f"--remat={policy}"])
+            case(f"dtc --remat={policy}", [], program=prog)
     else:
         case("--overlap on", ["--overlap", "on"])
         case("--overlap off", ["--overlap", "off"])
@@ -210,6 +218,9 @@ def main():
                              ("dtc --no-overlap", ["--no-overlap"])]:
             prog = compile(args.model + "-" + str(len(cases)), flags)
             case(label, ["--overlap", "on"], program=prog)
+        if m["text"]:
+            prog = compile(args.model + "-remat-blocks", ["--remat=blocks"])
+            case("dtc --remat=blocks", ["--overlap", "on"], program=prog)
 
     failures = []
     for i, (what, opts, (key, base_opts), program, threads) in enumerate(cases):

@@ -127,6 +127,14 @@ cl::opt<int64_t> shardRanks(
     cl::desc("The world size the shards are planned for (the recipe's "
              "ranks); the program refuses to start at another"),
     cl::init(0), cl::cat(category));
+cl::opt<std::string> remat(
+    "remat",
+    cl::desc("Activation recomputation (dtc-rematerialize): none (the "
+             "default), blocks (each block instance keeps its input and "
+             "recomputes its forward in backward, as torch.utils.checkpoint) "
+             "or selective (keep the GEMMs', convolutions' and attention's "
+             "results, recompute the elementwise and normalization work)"),
+    cl::init("none"), cl::cat(category));
 cl::opt<std::string> shardGroups(
     "shard-groups",
     cl::desc("What stage 3 gathers at once (and every stage reduce-scatters): "
@@ -521,6 +529,10 @@ int main(int argc, char **argv) {
                   "' (expected bucket, block)");
     if (shardPrefetch < 1)
       return fail("--shard-prefetch must be >= 1");
+    if (remat != "none" && remat != "blocks" && remat != "selective")
+      return fail("unknown --remat '" + remat +
+                  "' (expected none, blocks, selective)");
+    options.remat = remat;
     options.shardByBlock = shardGroups == "block";
     options.shardPrefetch = shardPrefetch;
     options.channelsLast = activations == "channels-last";

@@ -1,0 +1,196 @@
+//===- Rematerialize.cpp - Recompute forward values in backward -----------===//
+//
+// Activation recomputation (torch.utils.checkpoint, Megatron's selective
+// recomputation, XLA's rematerialization): a forward value that backward
+// reads is, instead of being kept from forward to backward, computed again
+// right before backward's first read of it, by a clone of the ops that made
+// it. The clones are the same ops on the same operands in the same order,
+// so the values are the same bits (dropout's mask is a function of the
+// step's seed and the op's salt; batch norm's running statistics are
+// folded by dtc.update_running_stats, which is never cloned). The forward
+// values then die in forward, and the memory plan reuses their memory.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace dtc {
+#define GEN_PASS_DEF_REMATERIALIZE
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+namespace {
+
+struct RematerializePass
+    : public dtc::impl::RematerializeBase<RematerializePass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+/// Ops whose results cost nothing to keep or are no activation: constants,
+/// parameter reads, the batch size.
+bool isFree(Operation *op) {
+  return isa<ConstantOp, ParamRefOp, BatchSizeOp, ArangeOp>(op);
+}
+
+/// The work `selective` keeps: GEMMs, convolutions, attention, embedding
+/// lookups (Megatron's selective recomputation keeps the GEMMs' outputs).
+bool isExpensive(Operation *op) {
+  return isa<MatmulOp, Conv2dOp, AttentionOp, AttentionQkvPackedOp,
+             EmbeddingOp>(op);
+}
+
+/// The top-level block instance an op belongs to (`h3` of `h3.attn`): its
+/// dtc.block, else (an op a pass made inside an instance, before the
+/// instance's last marked op) the instance of all its operands' makers
+/// that have one.
+DenseMap<Operation *, StringRef> blockInstances(ArrayRef<Operation *> forward,
+                                                DtcDialect *dialect) {
+  DenseMap<Operation *, StringRef> instance;
+  llvm::StringMap<size_t> last; // each instance's last marked op
+  for (auto [i, op] : llvm::enumerate(forward))
+    if (StringAttr path = dialect->getBlockAttrHelper().getAttr(op))
+      last[path.getValue().split('.').first] = i;
+  for (auto [i, op] : llvm::enumerate(forward)) {
+    if (StringAttr path = dialect->getBlockAttrHelper().getAttr(op)) {
+      instance[op] = path.getValue().split('.').first;
+      continue;
+    }
+    StringRef common;
+    bool agree = true;
+    for (Value v : op->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (!def || isFree(def))
+        continue;
+      auto it = instance.find(def);
+      if (it == instance.end() || (!common.empty() && common != it->second)) {
+        agree = false;
+        break;
+      }
+      common = it->second;
+    }
+    if (agree && !common.empty() && i < last.lookup(common))
+      instance[op] = common;
+  }
+  return instance;
+}
+
+/// Rematerializes in one step function: returns the ops cloned.
+int64_t rematerialize(func::FuncOp f, StringRef policy, DtcDialect *dialect) {
+  Block &block = f.front();
+  Operation *seed = nullptr;
+  for (Operation &op : block)
+    if (isa<GradSeedOp>(op)) {
+      seed = &op;
+      break;
+    }
+  if (!seed)
+    return 0; // no backward (@eval_step)
+  SmallVector<Operation *> forward;
+  DenseMap<Operation *, int64_t> position;
+  for (Operation &op : block) {
+    if (&op == seed)
+      break;
+    position[&op] = int64_t(forward.size());
+    forward.push_back(&op);
+  }
+  Operation *ret = block.getTerminator();
+  auto returned = [&](Operation *op) {
+    return llvm::any_of(op->getUsers(), [&](Operation *u) { return u == ret; });
+  };
+  DenseMap<Operation *, StringRef> instance =
+      policy == "blocks" ? blockInstances(forward, dialect)
+                         : DenseMap<Operation *, StringRef>();
+  llvm::DenseSet<Operation *> recompute;
+  for (Operation *op : forward) {
+    if (isFree(op) || op->getNumRegions() > 0 || !isPure(op) || returned(op))
+      continue;
+    if (policy == "blocks") {
+      // An instance's values but those read outside it in forward (its
+      // result, the next instance's input, which backward starts from).
+      auto it = instance.find(op);
+      if (it == instance.end())
+        continue;
+      bool boundary = llvm::any_of(op->getUsers(), [&](Operation *user) {
+        Operation *at = block.findAncestorOpInBlock(*user);
+        return at && position.count(at) && instance.lookup(at) != it->second;
+      });
+      if (boundary)
+        continue;
+    } else if (isExpensive(op)) { // selective
+      continue;
+    }
+    recompute.insert(op);
+  }
+  // Backward's reads of recomputed values read clones made right before
+  // the first of them, the ops each needs cloned with it in forward order.
+  IRMapping cloned;
+  int64_t clones = 0;
+  auto materialize = [&](Operation *def, Operation *before) {
+    SmallVector<Operation *> needed, stack{def};
+    llvm::DenseSet<Operation *> seen{def};
+    while (!stack.empty()) {
+      Operation *op = stack.pop_back_val();
+      needed.push_back(op);
+      for (Value v : op->getOperands())
+        if (Operation *d = v.getDefiningOp(); d && recompute.contains(d) &&
+                                              !cloned.contains(v) &&
+                                              seen.insert(d).second)
+          stack.push_back(d);
+    }
+    llvm::sort(needed, [&](Operation *a, Operation *b) {
+      return position.lookup(a) < position.lookup(b);
+    });
+    OpBuilder b(before);
+    for (Operation *op : needed) {
+      b.clone(*op, cloned);
+      ++clones;
+    }
+  };
+  for (Operation &user : llvm::make_early_inc_range(
+           llvm::make_range(std::next(seed->getIterator()), block.end()))) {
+    if (&user == ret)
+      continue;
+    SmallVector<OpOperand *> uses;
+    user.walk([&](Operation *nested) {
+      for (OpOperand &use : nested->getOpOperands())
+        if (Operation *d = use.get().getDefiningOp();
+            d && recompute.contains(d))
+          uses.push_back(&use);
+    });
+    for (OpOperand *use : uses) {
+      if (!cloned.contains(use->get()))
+        materialize(use->get().getDefiningOp(), &user);
+      use->set(cloned.lookup(use->get()));
+    }
+  }
+  // Forward ops that only backward read are gone from forward.
+  for (Operation *op : llvm::reverse(forward))
+    if (recompute.contains(op) && op->use_empty())
+      op->erase();
+  return clones;
+}
+
+void RematerializePass::runOnOperation() {
+  if (policy == "none")
+    return;
+  if (policy != "blocks" && policy != "selective") {
+    getOperation().emitError("dtc-rematerialize: unknown policy '")
+        << policy << "' (expected none, blocks, selective)";
+    return signalPassFailure();
+  }
+  auto *dialect = getContext().getLoadedDialect<DtcDialect>();
+  for (auto f : getOperation().getOps<func::FuncOp>())
+    if (!f.isExternal())
+      rematerialize(f, policy, dialect);
+}
+
+} // namespace
