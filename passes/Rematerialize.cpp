@@ -83,8 +83,8 @@ DenseMap<Operation *, StringRef> blockInstances(ArrayRef<Operation *> forward,
   return instance;
 }
 
-/// Rematerializes in one step function: returns the ops cloned.
-int64_t rematerialize(func::FuncOp f, StringRef policy, DtcDialect *dialect) {
+/// Rematerializes in one step function.
+void rematerialize(func::FuncOp f, StringRef policy, DtcDialect *dialect) {
   Block &block = f.front();
   Operation *seed = nullptr;
   for (Operation &op : block)
@@ -93,7 +93,7 @@ int64_t rematerialize(func::FuncOp f, StringRef policy, DtcDialect *dialect) {
       break;
     }
   if (!seed)
-    return 0; // no backward (@eval_step)
+    return; // no backward (@eval_step)
   SmallVector<Operation *> forward;
   DenseMap<Operation *, int64_t> position;
   for (Operation &op : block) {
@@ -133,7 +133,6 @@ int64_t rematerialize(func::FuncOp f, StringRef policy, DtcDialect *dialect) {
   // Backward's reads of recomputed values read clones made right before
   // the first of them, the ops each needs cloned with it in forward order.
   IRMapping cloned;
-  int64_t clones = 0;
   auto materialize = [&](Operation *def, Operation *before) {
     SmallVector<Operation *> needed, stack{def};
     llvm::DenseSet<Operation *> seen{def};
@@ -150,10 +149,8 @@ int64_t rematerialize(func::FuncOp f, StringRef policy, DtcDialect *dialect) {
       return position.lookup(a) < position.lookup(b);
     });
     OpBuilder b(before);
-    for (Operation *op : needed) {
+    for (Operation *op : needed)
       b.clone(*op, cloned);
-      ++clones;
-    }
   };
   for (Operation &user : llvm::make_early_inc_range(
            llvm::make_range(std::next(seed->getIterator()), block.end()))) {
@@ -176,7 +173,6 @@ int64_t rematerialize(func::FuncOp f, StringRef policy, DtcDialect *dialect) {
   for (Operation *op : llvm::reverse(forward))
     if (recompute.contains(op) && op->use_empty())
       op->erase();
-  return clones;
 }
 
 void RematerializePass::runOnOperation() {

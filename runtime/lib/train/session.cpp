@@ -99,14 +99,14 @@ Session::Session(const ModelSpec &spec, Options opts, DataSplits data, CommBase 
     scatterParamImage(spec, comm,
                       resume ? resumed->data() + spec.persistentBytes + gathered : nullptr,
                       persistent.data());
-  if (resumedAnywhere && gathered) {
-    std::vector<float> state; // (aligned floats: the file's bytes need not be)
-    if (resume) {
-      state.resize(size_t(gathered) / sizeof(float));
-      std::memcpy(state.data(), resumed->data() + spec.persistentBytes, size_t(gathered));
-    }
-    scatterShardedState(spec, comm, resume ? state.data() : nullptr, persistent.data());
-  }
+  // (In place in the resumed block, whose floats lie at multiples of 4
+  // bytes from its allocation's start.)
+  if (resumedAnywhere && gathered)
+    scatterShardedState(
+        spec, comm,
+        resume ? reinterpret_cast<const float *>(resumed->data() + spec.persistentBytes)
+               : nullptr,
+        persistent.data());
   hyper.lr = this->opts.lr;
   hyper.maxGradNorm = this->opts.maxGradNorm;
   hyper.step = 0;
