@@ -71,6 +71,16 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Activation recomputation: none, blocks or selective "
                      "(dtc-rematerialize)"),
       llvm::cl::init("none")};
+  Option<std::string> machine{
+      *this, "machine",
+      llvm::cl::desc("The machine the cost model predicts for (dtc-predict): "
+                     "a train --calibrate file; empty: the defaults"),
+      llvm::cl::init("")};
+  Option<int64_t> budget{
+      *this, "budget",
+      llvm::cl::desc("The memory per rank the plan was chosen under (bytes; "
+                     "recorded in the prediction)"),
+      llvm::cl::init(0)};
   Option<bool> overlap{*this, "overlap",
                        llvm::cl::desc("Overlap all-reduces with backward "
                                       "(and, sharded, all-gathers with the "

@@ -336,7 +336,10 @@ def Rematerialize : Pass<"dtc-rematerialize", "mlir::ModuleOp"> {
     before its backward. `selective` (Megatron's selective recomputation,
     the min-cut partitioner's choice of cheap ops) keeps the results of
     GEMMs, convolutions, attention and embeddings and recomputes the
-    elementwise and normalization work between them. Never cloned: ops with
+    elementwise and normalization work between them. Whatever the policy,
+    the instances the model wraps in `checkpoint(...)` (the module's
+    `dtc.checkpoint`) are recomputed as `blocks` recomputes every top-level
+    one. Never cloned: ops with
     side effects (`dtc.update_running_stats`: batch norm's statistics fold
     once), constants and parameter reads, values the step returns. Runs
     after the last CSE (which would merge the clones back) and before the
@@ -427,6 +430,35 @@ def VerifyBackendContract : Pass<"dtc-verify-backend-contract", "mlir::ModuleOp"
     hand-written or edited IR that is not fully planned is rejected with a
     diagnostic at the op, never printed.
   }];
+}
+
+def Predict : Pass<"dtc-predict", "mlir::ModuleOp"> {
+  let summary = "Predicts a training step's time and a rank's peak memory (the cost model)";
+  let description = [{
+    Records on the module (`dtc.prediction`) what the cost model
+    (passes/CostModel.h) predicts of the planned training step on a machine:
+    `machine`, a file `train --calibrate` wrote (docs/runtime.md), or the
+    built-in defaults. Each kernel of @train_step (and, with gradient
+    accumulation, of @accumulate_step once a micro-batch but the last) is
+    costed by its shape: GEMMs at the measured rate of the nearest shapes,
+    convolutions by their FLOPs, attention as its products, everything else
+    by the bytes it reads and writes; each collective runs on a channel of
+    its own from its start and a wait blocks until it completes (with the
+    machine's `deferred_starts`, at its wait). A rank's peak memory is what
+    it allocates for the model, its batch buffer, a bucket of the
+    collectives' temporaries and the process's base. The program prints its
+    measurement next to the prediction. Runs after dtc-plan-memory; changes
+    nothing else.
+  }];
+  let dependentDialects = ["dtc::DtcDialect"];
+  let options = [
+    Option<"machine", "machine", "std::string", /*default=*/"\"\"",
+           "A machine description (train --calibrate); empty: the defaults">,
+    Option<"ranks", "ranks", "int64_t", /*default=*/"0",
+           "The world size (0: the module's dtc.shard ranks, else the machine's)">,
+    Option<"budget", "budget", "int64_t", /*default=*/"0",
+           "The memory per rank the plan was chosen under, recorded (0: none)">,
+  ];
 }
 
 def Report : Pass<"dtc-report", "mlir::ModuleOp"> {

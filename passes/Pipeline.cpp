@@ -68,6 +68,12 @@ void dtc::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
   if (options.foldMomentum)
     pm.addPass(createFoldMomentum());
   pm.addPass(createGroupUpdates());
+  {
+    PredictOptions predict;
+    predict.machine = options.machine;
+    predict.budget = options.budget;
+    pm.addPass(createPredict(predict));
+  }
   pm.addPass(createVerifyBackendContract());
 }
 

@@ -338,17 +338,7 @@ LogicalResult dtc::printShardingReport(ModuleOp frontEnd,
           ShardAttr::get(ctx, stage, stage == ShardStage::None ? 0 : world));
       PassManager pm(ctx);
       PipelineOptions o;
-      o.autodiff = options.autodiff.getValue();
-      o.fuse = options.fuse.getValue();
-      o.allreduce = options.allreduce.getValue();
-      o.bucketBytes = options.bucketBytes.getValue();
-      o.firstBucketBytes = options.firstBucketBytes.getValue();
-      o.overlap = options.overlap.getValue();
-      o.foldMomentum = options.foldMomentum.getValue();
-      o.blocked = options.blocked.getValue();
-      o.channelsLast = options.channelsLast.getValue();
-      o.shardByBlock = options.shardByBlock.getValue();
-      o.shardPrefetch = options.shardPrefetch.getValue();
+      o.copyOptionValuesFrom(options);
       buildPipeline(pm, o);
       std::string error;
       {

@@ -48,20 +48,41 @@ bool isExpensive(Operation *op) {
              EmbeddingOp>(op);
 }
 
-/// The top-level block instance an op belongs to (`h3` of `h3.attn`): its
-/// dtc.block, else (an op a pass made inside an instance, before the
-/// instance's last marked op) the instance of all its operands' makers
-/// that have one.
+/// The instance an op's dtc.block path (`h3.attn`) counts for: with
+/// `checkpoints` (the module's dtc.checkpoint), the outermost checkpointed
+/// instance it is inside ("" : none); without, its top-level instance
+/// (`h3`).
+StringRef instanceOf(StringRef path, ArrayRef<StringRef> checkpoints,
+                     bool all) {
+  if (all)
+    return path.split('.').first;
+  StringRef found;
+  for (StringRef c : checkpoints)
+    if ((path == c || path.starts_with((c + ".").str())) &&
+        (found.empty() || c.size() < found.size()))
+      found = c;
+  return found;
+}
+
+/// The block instance an op belongs to (instanceOf its dtc.block), else
+/// (an op a pass made inside an instance, before the instance's last
+/// marked op) the instance of all its operands' makers that have one.
 DenseMap<Operation *, StringRef> blockInstances(ArrayRef<Operation *> forward,
-                                                DtcDialect *dialect) {
+                                                DtcDialect *dialect,
+                                                ArrayRef<StringRef> checkpoints,
+                                                bool all) {
   DenseMap<Operation *, StringRef> instance;
   llvm::StringMap<size_t> last; // each instance's last marked op
   for (auto [i, op] : llvm::enumerate(forward))
     if (StringAttr path = dialect->getBlockAttrHelper().getAttr(op))
-      last[path.getValue().split('.').first] = i;
+      if (StringRef key = instanceOf(path.getValue(), checkpoints, all);
+          !key.empty())
+        last[key] = i;
   for (auto [i, op] : llvm::enumerate(forward)) {
     if (StringAttr path = dialect->getBlockAttrHelper().getAttr(op)) {
-      instance[op] = path.getValue().split('.').first;
+      if (StringRef key = instanceOf(path.getValue(), checkpoints, all);
+          !key.empty())
+        instance[op] = key;
       continue;
     }
     StringRef common;
@@ -83,8 +104,11 @@ DenseMap<Operation *, StringRef> blockInstances(ArrayRef<Operation *> forward,
   return instance;
 }
 
-/// Rematerializes in one step function.
-void rematerialize(func::FuncOp f, StringRef policy, DtcDialect *dialect) {
+/// Rematerializes in one step function: every top-level block instance
+/// (`blocks`), the checkpointed ones (`checkpoints`), the cheap ops
+/// (`selective`).
+void rematerialize(func::FuncOp f, StringRef policy,
+                   ArrayRef<StringRef> checkpoints, DtcDialect *dialect) {
   Block &block = f.front();
   Operation *seed = nullptr;
   for (Operation &op : block)
@@ -107,28 +131,27 @@ void rematerialize(func::FuncOp f, StringRef policy, DtcDialect *dialect) {
     return llvm::any_of(op->getUsers(), [&](Operation *u) { return u == ret; });
   };
   DenseMap<Operation *, StringRef> instance =
-      policy == "blocks" ? blockInstances(forward, dialect)
-                         : DenseMap<Operation *, StringRef>();
+      policy == "blocks" || !checkpoints.empty()
+          ? blockInstances(forward, dialect, checkpoints, policy == "blocks")
+          : DenseMap<Operation *, StringRef>();
   llvm::DenseSet<Operation *> recompute;
   for (Operation *op : forward) {
     if (isFree(op) || op->getNumRegions() > 0 || !isPure(op) || returned(op))
       continue;
-    if (policy == "blocks") {
-      // An instance's values but those read outside it in forward (its
-      // result, the next instance's input, which backward starts from).
-      auto it = instance.find(op);
-      if (it == instance.end())
-        continue;
+    // An instance's values but those read outside it in forward (its
+    // result, the next instance's input, which backward starts from).
+    if (auto it = instance.find(op); it != instance.end()) {
       bool boundary = llvm::any_of(op->getUsers(), [&](Operation *user) {
         Operation *at = block.findAncestorOpInBlock(*user);
         return at && position.count(at) && instance.lookup(at) != it->second;
       });
-      if (boundary)
+      if (!boundary) {
+        recompute.insert(op);
         continue;
-    } else if (isExpensive(op)) { // selective
-      continue;
+      }
     }
-    recompute.insert(op);
+    if (policy == "selective" && !isExpensive(op))
+      recompute.insert(op);
   }
   // Backward's reads of recomputed values read clones made right before
   // the first of them, the ops each needs cloned with it in forward order.
@@ -176,17 +199,23 @@ void rematerialize(func::FuncOp f, StringRef policy, DtcDialect *dialect) {
 }
 
 void RematerializePass::runOnOperation() {
-  if (policy == "none")
-    return;
-  if (policy != "blocks" && policy != "selective") {
+  if (policy != "none" && policy != "blocks" && policy != "selective") {
     getOperation().emitError("dtc-rematerialize: unknown policy '")
         << policy << "' (expected none, blocks, selective)";
     return signalPassFailure();
   }
   auto *dialect = getContext().getLoadedDialect<DtcDialect>();
+  // The instances the model checkpoints (checkpoint(...) in the DSL).
+  SmallVector<StringRef> checkpoints;
+  if (ArrayAttr names =
+          dialect->getCheckpointAttrHelper().getAttr(getOperation()))
+    for (Attribute a : names)
+      checkpoints.push_back(cast<StringAttr>(a).getValue());
+  if (policy == "none" && checkpoints.empty())
+    return;
   for (auto f : getOperation().getOps<func::FuncOp>())
     if (!f.isExternal())
-      rematerialize(f, policy, dialect);
+      rematerialize(f, policy, checkpoints, dialect);
 }
 
 } // namespace

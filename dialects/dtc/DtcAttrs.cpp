@@ -278,6 +278,26 @@ LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // Where each dtc.* attribute may stand
 //===----------------------------------------------------------------------===//
 
+LogicalResult
+PredictionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       F64 stepSeconds, F64 computeSeconds, F64 commSeconds,
+                       int64_t peakBytes, int64_t ranks, int64_t batch,
+                       int64_t budget) {
+  for (auto [what, v] :
+       {std::pair<const char *, double>{"step_seconds", stepSeconds},
+        {"compute_seconds", computeSeconds},
+        {"comm_seconds", commSeconds}})
+    if (!(v >= 0) || !std::isfinite(v))
+      return emitError() << "#dtc.prediction: " << what
+                         << " must be finite and >= 0, got " << v;
+  if (failed(nonNegative(emitError, "prediction",
+                         {{"peak_bytes", peakBytes}, {"budget", budget}})))
+    return failure();
+  if (ranks < 1 || batch < 1)
+    return emitError() << "#dtc.prediction: ranks and batch must be >= 1";
+  return success();
+}
+
 LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
   StringRef name = attr.getName().strref();
@@ -319,6 +339,18 @@ LogicalResult DtcDialect::verifyOperationAttribute(Operation *op,
                   "an op of a step");
   if (name == getShardAttrHelper().getName())
     return expect(isa<ShardAttr>(value), onModule, "#dtc.shard", "the module");
+  if (name == getCheckpointAttrHelper().getName()) { // checkpoint(...)
+    auto array = dyn_cast<ArrayAttr>(value);
+    return expect(array && llvm::all_of(array,
+                                        [](Attribute a) {
+                                          auto s = dyn_cast<StringAttr>(a);
+                                          return s && !s.empty();
+                                        }),
+                  onModule, "an array of block instance names", "the module");
+  }
+  if (name == getPredictionAttrHelper().getName())
+    return expect(isa<PredictionAttr>(value), onModule, "#dtc.prediction",
+                  "the module");
   if (name == getRecipeAttrHelper().getName())
     return expect(isa<RecipeAttr>(value), onModule, "#dtc.recipe",
                   "the module");

@@ -115,6 +115,35 @@ def Dtc_ShardAttr : Dtc_Attr<"Shard", "shard"> {
   let genVerifyDecl = 1;
 }
 
+def Dtc_PredictionAttr : Dtc_Attr<"Prediction", "prediction"> {
+  let summary = "The cost model's prediction for the planned program";
+  let description = [{
+    The module's `dtc.prediction`, set by dtc-predict from the planned IR
+    and a machine description (`train --calibrate`'s file, or the built-in
+    defaults): one training step's seconds at the recipe's `batch` per rank
+    on `ranks` ranks (`compute_seconds` of kernels, `comm_seconds` of
+    communication the step waits for), and a rank's peak bytes (what it
+    allocates for the model, its batch buffer, the collectives' temporaries
+    and the process's base; the data set not included). `budget` is the
+    memory per rank the plan was chosen under (0: none).
+
+    ```mlir
+    module attributes {dtc.prediction = #dtc.prediction<step_seconds = 0.0123,
+        compute_seconds = 0.0101, comm_seconds = 0.0022,
+        peak_bytes = 41943040, ranks = 2, batch = 64>} { ... }
+    ```
+  }];
+  let parameters = (ins Dtc_F64Param<"seconds of a training step">:$step_seconds,
+                        Dtc_F64Param<"of which computing">:$compute_seconds,
+                        Dtc_F64Param<"of which waiting for collectives">:$comm_seconds,
+                        Dtc_I64Param<"a rank's peak bytes">:$peak_bytes,
+                        Dtc_I64Param<"the world size">:$ranks,
+                        Dtc_I64Param<"samples a rank's step">:$batch,
+                        Dtc_I64Default<"0", "the budget per rank (0: none)">:$budget);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // The optimizer and the recipe
 //===----------------------------------------------------------------------===//

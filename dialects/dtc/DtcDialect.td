@@ -25,6 +25,7 @@ def Dtc_Dialect : Dialect {
   let discardableAttrs = (ins
     "::dtc::TargetAttr":$target,
     "::dtc::ShardAttr":$shard,
+    "::dtc::PredictionAttr":$prediction,
     "::dtc::RecipeAttr":$recipe,
     "::dtc::OptimizerAttr":$optimizer,
     "::dtc::ScheduleAttr":$schedule,
@@ -42,7 +43,8 @@ def Dtc_Dialect : Dialect {
     "::mlir::IntegerAttr":$scratch,
     "::dtc::PlacementAttr":$placement,
     "::dtc::BucketPlanAttr":$bucket_plan,
-    "::mlir::StringAttr":$block
+    "::mlir::StringAttr":$block,
+    "::mlir::ArrayAttr":$checkpoint
   );
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{

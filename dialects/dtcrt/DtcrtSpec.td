@@ -198,6 +198,20 @@ def Dtcrt_ShardAttr : Dtcrt_Attr<"Shard", "shard"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Dtcrt_PredictionAttr : Dtcrt_Attr<"Prediction", "prediction"> {
+  let summary = "The cost model's prediction, which the program prints next to its measurement";
+  let description = [{
+    The module's `#dtc.prediction` (dtc-predict): a training step's
+    seconds and a rank's peak bytes (the data set not included) at `batch`
+    samples a rank on `ranks` ranks, and the memory budget a rank was planned
+    under (0: none).
+  }];
+  let parameters = (ins Dtcrt_F64<"seconds of a step">:$step_seconds,
+                        "int64_t":$peak_bytes, "int64_t":$ranks,
+                        "int64_t":$batch, "int64_t":$budget);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 def Dtcrt_SpecOp : Dtcrt_Op<"spec", [HasParent<"::mlir::ModuleOp">]> {
   let summary = "What the runtime reads of the program (dtc::rt::ModelSpec)";
   let description = [{
@@ -208,7 +222,7 @@ def Dtcrt_SpecOp : Dtcrt_Op<"spec", [HasParent<"::mlir::ModuleOp">]> {
     width of its exported predictions (0: none), the recipe, the optimizer
     and the schedule; a sharded program's stage and world size, and the
     model's digest (the front end's dtc.model_digest: which training states
-    it may resume). The printers print it as the program's ModelSpec.
+    it may resume), and the cost model's prediction (dtc.prediction). The printers print it as the program's ModelSpec.
   }];
   let arguments = (ins Dtcrt_TargetAttr:$target, StrAttr:$name, StrAttr:$source,
       Dtcrt_InputAttr:$input, Dtcrt_LabelsAttr:$labels,
@@ -219,7 +233,8 @@ def Dtcrt_SpecOp : Dtcrt_Op<"spec", [HasParent<"::mlir::ModuleOp">]> {
       Dtcrt_RecipeAttr:$recipe, Dtcrt_HyperAttr:$hyper,
       OptionalAttr<Dtcrt_ScheduleAttr>:$schedule,
       OptionalAttr<Dtcrt_ShardAttr>:$shard,
-      OptionalAttr<I64Attr>:$model_digest);
+      OptionalAttr<I64Attr>:$model_digest,
+      OptionalAttr<Dtcrt_PredictionAttr>:$prediction);
   let assemblyFormat = "$target attr-dict";
   let hasVerifier = 1;
 }

@@ -998,6 +998,33 @@ Value Gen::genMse(const Expr &e) {
   return MseOp::create(b, at, *rt, p, t);
 }
 
+/// `h0 = checkpoint(layer(x))`: the instance, its name recorded in the
+/// module's dtc.checkpoint for dtc-rematerialize.
+Value Gen::genCheckpoint(const Expr &e, llvm::StringRef assignedName) {
+  if (!checkCall(e))
+    return {};
+  const Expr *inst = arg(e, "instance", true);
+  if (!inst)
+    return {};
+  auto it =
+      inst->kind == Expr::Kind::Call ? blocks.find(inst->text) : blocks.end();
+  if (it == blocks.end()) {
+    error(inst->loc) << "checkpoint() takes a block instance, as in 'h0 = "
+                        "checkpoint(layer(x))'";
+    return {};
+  }
+  Value v = genBlockCall(*it->second, *inst, assignedName);
+  if (!v)
+    return {};
+  auto *dialect = ctx->getLoadedDialect<DtcDialect>();
+  SmallVector<Attribute> names;
+  if (ArrayAttr old = dialect->getCheckpointAttrHelper().getAttr(module))
+    names.append(old.begin(), old.end());
+  names.push_back(b.getStringAttr(assignedName));
+  dialect->getCheckpointAttrHelper().setAttr(module, b.getArrayAttr(names));
+  return v;
+}
+
 Value Gen::genCall(const Expr &e, llvm::StringRef assignedName) {
   if (auto it = blocks.find(e.text); it != blocks.end())
     return genBlockCall(*it->second, e, assignedName);
@@ -1210,6 +1237,13 @@ std::vector<Builtin> makeBuiltins() {
        "global average pooling, `[B, C, H, W]` → `[B, C, 1, 1]` (output "
        "size 1 only)",
        plain(&Gen::genAdaptiveAvgPool2d)},
+      {"checkpoint",
+       {{"instance"}},
+       "`torch.utils.checkpoint`: a block instance, `h0 = "
+       "checkpoint(layer(x))`, that keeps only its input for backward and "
+       "computes its forward again there (`dtc --remat=blocks`: every "
+       "instance)",
+       layer(&Gen::genCheckpoint)},
       {"dropout",
        {x, {"p", "0.5"}},
        "inverted dropout in training (`F.dropout`), the identity in "

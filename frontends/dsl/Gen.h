@@ -106,6 +106,7 @@ public:
   Value genAdaptiveAvgPool2d(const Expr &e);
   Value genFlatten(const Expr &e);
   Value genDropout(const Expr &e);
+  Value genCheckpoint(const Expr &e, llvm::StringRef assignedName);
   Value genBatchNorm(const Expr &e, llvm::StringRef assignedName);
   Value genLayerNorm(const Expr &e, llvm::StringRef assignedName);
   Value genRmsNorm(const Expr &e, llvm::StringRef assignedName);

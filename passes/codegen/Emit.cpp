@@ -882,6 +882,13 @@ void printSpec(dtcrt::SpecOp spec, bool hasAccumulate, llvm::raw_ostream &os,
   if (dtcrt::ShardAttr shard = spec.getShardAttr())
     os << "  s.shardStage = " << shard.getStage() << ";\n"
        << "  s.shardRanks = " << shard.getRanks() << ";\n";
+  if (dtcrt::PredictionAttr p = spec.getPredictionAttr())
+    os << "  s.prediction.stepSeconds = "
+       << doubleLiteral(f64(p.getStepSeconds())) << ";\n"
+       << "  s.prediction.peakBytes = " << p.getPeakBytes() << ";\n"
+       << "  s.prediction.ranks = " << p.getRanks() << ";\n"
+       << "  s.prediction.batch = " << p.getBatch() << ";\n"
+       << "  s.prediction.budget = " << p.getBudget() << ";\n";
   os << "  return s;\n}\n\n";
 }
 

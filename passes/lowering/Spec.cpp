@@ -275,6 +275,12 @@ dtcrt::SpecOp dtc::lowering::buildSpec(ModuleOp module, const SpecPlan &plan) {
         ctx, runtimeSchedule(s.getKind()), s.getWarmup(), s.getDecaySteps(),
         f64(s.getMinLr()), s.getStepSize(), f64(s.getGamma()));
 
+  dtcrt::PredictionAttr prediction;
+  if (PredictionAttr p = dtc->getPredictionAttrHelper().getAttr(module))
+    prediction = dtcrt::PredictionAttr::get(ctx, f64(p.getStepSeconds()),
+                                            p.getPeakBytes(), p.getRanks(),
+                                            p.getBatch(), p.getBudget());
+
   auto str = [](StringAttr a) { return a ? a.getValue() : StringRef(); };
   OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
   return dtcrt::SpecOp::create(
@@ -291,5 +297,5 @@ dtcrt::SpecOp dtc::lowering::buildSpec(ModuleOp module, const SpecPlan &plan) {
           ? dtcrt::ShardAttr::get(ctx, int64_t(shardOf(module).getStage()),
                                   shardOf(module).getRanks())
           : dtcrt::ShardAttr(),
-      dtc->getModelDigestAttrHelper().getAttr(module));
+      dtc->getModelDigestAttrHelper().getAttr(module), prediction);
 }

@@ -206,3 +206,30 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @g() attributes {dtc.block = "h0"} {
   return
 }
+
+// -----
+
+// dtc.checkpoint (checkpoint(...) in the DSL) lists block instances.
+// expected-error @+1 {{'dtc.checkpoint' must be an array of block instance names, got ["h0", ""]}}
+module attributes {dtc.checkpoint = ["h0", ""]} {
+}
+
+// -----
+
+// expected-error @+1 {{'dtc.checkpoint' belongs on the module, not on 'func.func'}}
+func.func @h() attributes {dtc.checkpoint = ["h0"]} {
+  return
+}
+
+// -----
+
+// dtc.prediction (dtc-predict): times finite and >= 0, ranks and batch >= 1.
+// expected-error @+1 {{#dtc.prediction: comm_seconds must be finite and >= 0, got -1}}
+module attributes {dtc.prediction = #dtc.prediction<step_seconds = 1.0, compute_seconds = 1.0, comm_seconds = -1.0, peak_bytes = 10, ranks = 1, batch = 1>} {
+}
+
+// -----
+
+// expected-error @+1 {{#dtc.prediction: ranks and batch must be >= 1}}
+module attributes {dtc.prediction = #dtc.prediction<step_seconds = 1.0, compute_seconds = 1.0, comm_seconds = 0.0, peak_bytes = 10, ranks = 0, batch = 1>} {
+}

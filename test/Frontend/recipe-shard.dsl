@@ -10,7 +10,7 @@
 # CHECK: dtc.shard = #dtc.shard<optimizer, ranks = 4>
 # OVERRIDE: dtc.shard = #dtc.shard<gradients, ranks = 4>
 # NONE: dtc.shard = #dtc.shard<none, ranks = 8>
-# BADFLAG: unknown --shard 'zero3' (expected none, optimizer, gradients, parameters, or 0 to 3)
+# BADFLAG: unknown --shard 'zero3' (expected none, optimizer, gradients, parameters, 0 to 3, or auto)
 # BADRANKS: --ranks must be >= 1
 # BADRECIPE: :{{[0-9]+}}:11: error: shard is none, optimizer, gradients or parameters (or the stage, 0 to 3)
 # BADRECIPE: :{{[0-9]+}}:11: error: expected an integer from 1 to 2^40 for the ranks the shards are planned for

@@ -46,10 +46,12 @@ def run(cmd, log):
 
 
 def metrics(path):
-    """The CSV without its seconds column (wall-clock time)."""
+    """The CSV without its measurements (wall-clock time, resident memory)
+    and dtc's predictions of them."""
     rows = [line.rstrip("\n").split(",") for line in open(path)]
-    col = rows[0].index("seconds")
-    return [r[:col] + r[col + 1:] for r in rows]
+    drop = {"seconds", "peak_bytes", "predicted_step_seconds", "predicted_peak_bytes"}
+    keep = [i for i, name in enumerate(rows[0]) if name not in drop]
+    return [[r[i] for i in keep] for r in rows]
 
 
 def difference(a, b):

@@ -7,8 +7,10 @@
 #include "frontends/dsl/Builtins.h"
 #include "frontends/dsl/MLIRGen.h"
 #include "frontends/dsl/Parser.h"
+#include "passes/CostModel.h"
 #include "passes/Passes.h"
 #include "passes/PlanReport.h"
+#include "passes/Planner.h"
 #include "passes/Steps.h"
 #include "passes/codegen/Emit.h"
 
@@ -120,7 +122,8 @@ cl::opt<std::string> shardStage(
     cl::desc("Sharded data parallelism (ZeRO's stages; the recipe's shard): "
              "none (replicated, the default), optimizer (1: the optimizer "
              "state), gradients (2: and the gradients) or parameters (3: and "
-             "the parameters); a stage number is accepted too. Needs --ranks"),
+             "the parameters); a stage number is accepted too, and auto "
+             "(the fastest that fits --memory-per-rank). Needs --ranks"),
     cl::value_desc("stage"), cl::cat(category));
 cl::opt<int64_t> shardRanks(
     "ranks",
@@ -133,8 +136,23 @@ cl::opt<std::string> remat(
              "default), blocks (each block instance keeps its input and "
              "recomputes its forward in backward, as torch.utils.checkpoint) "
              "or selective (keep the GEMMs', convolutions' and attention's "
-             "results, recompute the elementwise and normalization work)"),
+             "results, recompute the elementwise and normalization work), or "
+             "auto (the fastest plan that fits --memory-per-rank)"),
     cl::init("none"), cl::cat(category));
+cl::opt<std::string> memoryPerRank(
+    "memory-per-rank",
+    cl::desc("Choose the plan (sharding stage, recomputation, micro-batch "
+             "and accumulation, bucket size) whose predicted peak memory a "
+             "rank fits this budget and whose predicted step is the fastest: "
+             "bytes, or with K, M, G or T (powers of 1024: 6G, 1.5GiB); "
+             "--report prints the plans considered"),
+    cl::value_desc("size"), cl::cat(category));
+cl::opt<std::string> machineFile(
+    "machine",
+    cl::desc("The machine the cost model predicts for: a file of train "
+             "--calibrate (default: the cached one for --ranks, "
+             "<cache>/machine-<N>ranks.json, else built-in defaults)"),
+    cl::value_desc("file"), cl::cat(category));
 cl::opt<std::string> shardGroups(
     "shard-groups",
     cl::desc("What stage 3 gathers at once (and every stage reduce-scatters): "
@@ -192,6 +210,44 @@ bool hasGpu() {
 int fail(const Twine &msg) {
   llvm::errs() << "dtc: error: " << msg << "\n";
   return 1;
+}
+
+/// "6G", "1.5GiB", "512M", "1048576": bytes (K, M, G, T: powers of 1024).
+std::optional<int64_t> parseSize(StringRef text) {
+  StringRef s = text.trim();
+  StringRef digits =
+      s.take_while([](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+  StringRef unit = s.drop_front(digits.size()).trim();
+  double value;
+  if (digits.empty() || digits.getAsDouble(value) || !(value > 0))
+    return std::nullopt;
+  unit.consume_back("B");
+  unit.consume_back("i");
+  double scale = 1;
+  if (unit.size() > 1)
+    return std::nullopt;
+  if (!unit.empty()) {
+    size_t at = StringRef("KMGT").find(char(toupper(unit[0])));
+    if (at == StringRef::npos)
+      return std::nullopt;
+    scale = double(int64_t(1) << (10 * (at + 1)));
+  }
+  if (value * scale >= 9.2e18)
+    return std::nullopt;
+  return int64_t(value * scale);
+}
+
+/// The cache directory train --calibrate writes to ($DTC_CACHE_DIR, else
+/// $XDG_CACHE_HOME/dtc, else $HOME/.cache/dtc; "" when none is set): the
+/// runtime's defaultDataCacheDir (runtime/lib/data/data_cache.h).
+std::string cacheDir() {
+  if (const char *d = getenv("DTC_CACHE_DIR"); d && *d)
+    return StringRef(d) == "off" ? "" : d;
+  if (const char *d = getenv("XDG_CACHE_HOME"); d && *d == '/')
+    return std::string(d) + "/dtc";
+  if (const char *d = getenv("HOME"); d && *d == '/')
+    return std::string(d) + "/.cache/dtc";
+  return "";
 }
 
 /// Whether `compiler` is GCC (not clang, which defines __GNUC__ too): asks
@@ -494,15 +550,15 @@ int main(int argc, char **argv) {
       dtc::ShardAttr recipe = dialect->getShardAttrHelper().getAttr(*module);
       std::optional<dtc::ShardStage> stage =
           recipe ? recipe.getStage() : dtc::ShardStage::None;
-      if (shardStage.getNumOccurrences()) {
+      if (shardStage.getNumOccurrences() && shardStage != "auto") {
         StringRef s = shardStage;
         stage = s.size() == 1 && s[0] >= '0' && s[0] <= '3'
                     ? dtc::ShardStage(s[0] - '0')
                     : dtc::symbolizeShardStage(s);
         if (!stage)
           return fail("unknown --shard '" + shardStage +
-                      "' (expected none, optimizer, gradients, parameters, or "
-                      "0 to 3)");
+                      "' (expected none, optimizer, gradients, parameters, "
+                      "0 to 3, or auto)");
       }
       if (shardRanks.getNumOccurrences() && shardRanks < 1)
         return fail("--ranks must be >= 1");
@@ -529,16 +585,87 @@ int main(int argc, char **argv) {
                   "' (expected bucket, block)");
     if (shardPrefetch < 1)
       return fail("--shard-prefetch must be >= 1");
-    if (remat != "none" && remat != "blocks" && remat != "selective")
+    if (remat != "none" && remat != "blocks" && remat != "selective" &&
+        remat != "auto")
       return fail("unknown --remat '" + remat +
-                  "' (expected none, blocks, selective)");
-    options.remat = remat;
+                  "' (expected none, blocks, selective, auto)");
+    options.remat = remat == "auto" ? "none" : remat.getValue();
     options.shardByBlock = shardGroups == "block";
     options.shardPrefetch = shardPrefetch;
     options.channelsLast = activations == "channels-last";
     options.blocked = activations == "blocked";
     // IR that already has its training step (a .mlir input) keeps it.
     options.autodiff = !module->lookupSymbol(dtc::steps::kTrain);
+
+    // The machine the cost model predicts for: --machine, else the one
+    // train --calibrate cached for this world size, else the defaults.
+    auto *dialect = context.getLoadedDialect<dtc::DtcDialect>();
+    dtc::ShardAttr planned = dialect->getShardAttrHelper().getAttr(*module);
+    const int64_t ranks =
+        planned && planned.getRanks() > 0 ? planned.getRanks() : 1;
+    dtc::Machine machine = dtc::Machine::defaults(ranks);
+    {
+      std::string path = machineFile;
+      if (path.empty() && !cacheDir().empty()) {
+        std::string cached =
+            cacheDir() + "/machine-" + std::to_string(ranks) + "ranks.json";
+        if (sys::fs::exists(cached))
+          path = cached;
+      }
+      if (!path.empty()) {
+        std::string error;
+        std::optional<dtc::Machine> loaded = dtc::Machine::load(path, error);
+        if (!loaded)
+          return fail("--machine: " + error);
+        machine = std::move(*loaded);
+        options.machine = path;
+        if (machine.ranks != ranks)
+          llvm::errs() << "dtc: warning: '" << path << "' was measured at "
+                       << machine.ranks << " rank"
+                       << (machine.ranks == 1 ? "" : "s")
+                       << ", this program is planned for " << ranks
+                       << ": its communication is predicted from the other "
+                          "world size's\n";
+      }
+    }
+    // The plan: chosen by the cost model where asked (a budget, or auto).
+    int64_t budget = 0;
+    if (memoryPerRank.getNumOccurrences()) {
+      std::optional<int64_t> b = parseSize(memoryPerRank);
+      if (!b)
+        return fail("--memory-per-rank '" + memoryPerRank +
+                    "': expected a size such as 6G, 512M or 1.5GiB");
+      budget = *b;
+    }
+    const bool autoShard = shardStage == "auto", autoRemat = remat == "auto";
+    if (budget > 0 || autoShard || autoRemat) {
+      if (autoShard && !shardRanks.getNumOccurrences() &&
+          !(planned && planned.getRanks() > 0))
+        return fail("--shard=auto needs --ranks (the world size to plan for)");
+      dtc::PlanRequest request;
+      request.ranks = ranks;
+      request.budget = budget;
+      request.machine = machine;
+      if (!autoShard &&
+          (shardStage.getNumOccurrences() ||
+           (planned && planned.getStage() != dtc::ShardStage::None)))
+        request.stage = planned ? planned.getStage() : dtc::ShardStage::None;
+      if (!autoRemat && remat.getNumOccurrences())
+        request.remat = remat.getValue();
+      if (bucketMB.getNumOccurrences())
+        request.bucketBytes = options.bucketBytes.getValue();
+      mlir::FailureOr<dtc::Plan> plan;
+      std::string error;
+      {
+        mlir::TimingScope t = rootTiming.nest("plan");
+        plan = dtc::choosePlan(*module, options, request,
+                               report ? &llvm::outs() : nullptr, &error);
+      }
+      if (mlir::failed(plan))
+        return fail(error);
+      dtc::applyPlan(*module, options, *plan, ranks);
+      options.budget = budget;
+    }
     dtc::buildPipeline(pm, options);
     if (report) // the plan, as an analysis of the planned IR (dtc-report)
       pm.addPass(dtc::createReport());

@@ -345,6 +345,18 @@ struct ModelSpec {
   // larger, by --gradcheck only.
   int64_t gradArenaPerSample;
   int64_t gradArenaFixed;
+  // The cost model's prediction (dtc-predict, docs/passes.md; stepSeconds 0:
+  // none): a training step's seconds and a rank's peak bytes (the data set's
+  // not included) at `batch` samples a rank on `ranks` ranks, and the memory
+  // per rank the plan was chosen under (dtc --memory-per-rank; 0: none).
+  // The program prints its measurement next to it at the end of training.
+  struct Prediction {
+    double stepSeconds;
+    int64_t peakBytes;
+    int64_t ranks;
+    int64_t batch;
+    int64_t budget;
+  } prediction;
 };
 
 // Runs the `train` program: parses options, loads data, trains, evaluates.

@@ -548,4 +548,15 @@ void checkLaunchAgreement(const LaunchInfo &launch, const Communicator &comm) {
                           vars, comm.backend(), comm.size(), comm.rank()));
 }
 
+// Broadcasts rank 0's string to every rank.
+void broadcastString(CommBase &comm, std::string &text) {
+  if (comm.size() == 1)
+    return;
+  int64_t n = int64_t(text.size());
+  comm.broadcast(&n, sizeof n, 0);
+  text.resize(size_t(n));
+  if (n > 0)
+    comm.broadcast(text.data(), n, 0);
+}
+
 } // namespace dtc::rt

@@ -235,4 +235,7 @@ void checkLauncherSize(const LaunchInfo &launch, const Communicator &comm, const
 // if the launcher started several ranks and comm has another size.
 void checkLaunchAgreement(const LaunchInfo &launch, const Communicator &comm);
 
+// Broadcasts rank 0's string to every rank (collective).
+void broadcastString(CommBase &comm, std::string &text);
+
 } // namespace dtc::rt

@@ -264,6 +264,13 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
       ->type_name("K")
       ->capture_default_str()
       ->check(inRange<int64_t>(0, kMaxCount, "a count from 0 to 2^40"));
+  app.add_option("--calibrate", out.calibratePath,
+                 "Train nothing: measure this machine at this world size and --threads (GEMMs, "
+                 "convolutions, elementwise loops, the bucket collectives) and write the "
+                 "results for dtc's cost model (dtc --machine FILE) to FILE (default: "
+                 "<cache dir>/machine-<N>ranks.json, the cache dir as --data-cache's)")
+      ->expected(0, 1)
+      ->type_name("[FILE]");
   app.add_option("--output", out.outputPath,
                  "Where --predict writes its CSV, or --sample its text")
       ->type_name("FILE")
@@ -510,6 +517,14 @@ std::optional<int> parseOptions(int argc, char **argv, const ModelSpec &spec,
     std::cerr << "train: error: --predict and --sample exclude each other\n";
     return 2;
   }
+  out.calibrate = app.count("--calibrate") > 0;
+  if (out.calibrate)
+    for (const char *o : {"--predict", "--sample", "--gradcheck", "--output"})
+      if (app.count(o)) {
+        std::cerr << "train: error: --calibrate and " << o
+                  << " exclude each other (--calibrate trains nothing and only measures)\n";
+        return 2;
+      }
   if (out.sampleTokens > 0 && out.initPath.empty()) {
     std::cerr << "train: error: --sample needs --init CKPT (the trained parameters)\n";
     return 2;

@@ -40,6 +40,11 @@ struct Options {
   std::string prompt = "\n";
   double temperature = 1.0;
   int64_t topK = 0; // 0: every token
+  // --calibrate [FILE] (train/calibrate.h): measure this machine and world
+  // size for dtc's cost model instead of training; calibratePath: FILE
+  // (empty: <cache dir>/machine-<N>ranks.json).
+  bool calibrate = false;
+  std::string calibratePath;
   // Training-state checkpoints (checkpoint.h): written to checkpointPath
   // every checkpointEvery steps (0: never), at each epoch's end and on a
   // preemption signal; checkpointKeep > 1 also keeps the latest K as

@@ -1,8 +1,8 @@
 //===- files.h - Files train writes and reads, safely ---------------------===//
 //
 // Every file train writes (--save, --checkpoint, --metrics, --trace, the
-// --output of --predict and --sample, the decoded-data cache) goes through
-// AtomicFile, which first looks at what is at PATH:
+// --output of --predict and --sample, --calibrate's file, the decoded-data
+// cache) goes through AtomicFile, which first looks at what is at PATH:
 // - nothing, or a regular file: the data go to a new temporary file in the
 //   file's directory, named PATH.tmp.XXXXXX and created exclusively by
 //   mkostemp (O_CREAT | O_EXCL: it never opens a file or follows a symlink

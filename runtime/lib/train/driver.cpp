@@ -15,6 +15,7 @@
 #include "checkpoint/checkpoint.h"
 #include "comm/comm_impl.h"
 #include "support/error.h"
+#include "train/calibrate.h"
 #include "train/executor.h"
 #include "support/files.h"
 #include "kernels/gemm/engine.h"
@@ -260,17 +261,6 @@ template <class Fn> void onEveryRank(CommBase &comm, const char *what, Fn fn) {
   throw CollectiveError(error.empty() ? fmt::format("another rank failed {}", what) : error);
 }
 
-// Broadcasts rank 0's string to every rank.
-void broadcastString(CommBase &comm, std::string &text) {
-  if (comm.size() == 1)
-    return;
-  int64_t n = int64_t(text.size());
-  comm.broadcast(&n, sizeof n, 0);
-  text.resize(size_t(n));
-  if (n > 0)
-    comm.broadcast(text.data(), n, 0);
-}
-
 // Reads, checks and distributes the training state of --resume (collective):
 // every rank gets its metadata and takes the options the checkpoint
 // recorded unless given on the command line; rank 0 gets the persistent
@@ -441,13 +431,89 @@ int sample(const ModelSpec &spec, const Options &opts, CommBase &comm) {
   return 0;
 }
 
-int train(Session &s, Executor &exec, const RunStart &begin) {
+// The bytes the data set holds in memory once every sample has been read
+// (the validation split is the training set's end; a text's splits share
+// its bytes).
+int64_t dataSetBytes(const DataSplits &d) {
+  int64_t bytes = d.train.text.bytes ? int64_t(d.train.text.bytes->size()) : 0;
+  for (const Dataset *s : {&d.train, &d.test})
+    if (!s->isText())
+      bytes += s->size * s->features * 4 + int64_t(s->yClass.size()) * 4 +
+               int64_t(s->yValue.size()) * 4;
+  return bytes;
+}
+
+// Bytes of memory this process may still take: /proc/meminfo's
+// MemAvailable, and within a cgroup (v2) its memory.max less its use; 0
+// when unknown.
+int64_t availableBytes() {
+  int64_t available = 0;
+  if (std::FILE *f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "MemAvailable:", 13) == 0)
+        available = std::strtoll(line + 13, nullptr, 10) * 1024;
+    std::fclose(f);
+  }
+  auto readNumber = [](const char *path) -> int64_t {
+    std::FILE *f = std::fopen(path, "r");
+    if (!f)
+      return -1;
+    char text[64] = {0};
+    const bool ok = std::fgets(text, sizeof text, f) != nullptr;
+    std::fclose(f);
+    return ok && text[0] >= '0' && text[0] <= '9' ? std::strtoll(text, nullptr, 10) : -1;
+  };
+  const int64_t limit = readNumber("/sys/fs/cgroup/memory.max"),
+                used = readNumber("/sys/fs/cgroup/memory.current");
+  if (limit > 0 && used >= 0)
+    available = available > 0 ? std::min(available, limit - used) : limit - used;
+  return std::max<int64_t>(0, available);
+}
+
+// Before training (rank 0 says it): whether the run matches what dtc
+// planned the program for (ModelSpec::prediction): its world size, and the
+// memory a rank will need (the prediction at this batch, with the data set)
+// against the budget it was planned under and what the node has free for
+// its ranks.
+void checkPlan(const ModelSpec &spec, const Options &o, const CommBase &comm,
+               int64_t dataBytes) {
+  const ModelSpec::Prediction &p = spec.prediction;
+  if (p.stepSeconds <= 0 || comm.rank() != 0 || o.quiet)
+    return;
+  auto mib = [](double bytes) { return fmt::format("{:.1f} MiB", bytes / 1048576.0); };
+  if (p.ranks != comm.size() && spec.shardStage == 0) // (a sharded one refuses to start)
+    fmt::print(stderr,
+               "train: note: dtc planned this program for {} rank{}, and it runs on {}: its "
+               "prediction is for {} (dtc --ranks {} plans for {})\n",
+               p.ranks, p.ranks == 1 ? "" : "s", comm.size(), p.ranks, comm.size(),
+               comm.size());
+  const int64_t need = p.peakBytes - arenaBytes(spec, p.batch) + arenaBytes(spec, o.batch) +
+                       dataBytes;
+  if (p.budget > 0 && need > p.budget)
+    fmt::print(stderr,
+               "train: note: a rank needs {} (predicted, with the data set's {}), more than "
+               "the {} it was planned for (dtc --memory-per-rank)\n",
+               mib(double(need)), mib(double(dataBytes)), mib(double(p.budget)));
+  const int64_t available = availableBytes();
+  if (available > 0 && need * comm.localSize() > available)
+    fmt::print(stderr,
+               "train: warning: {} rank{} on this node need {} each (predicted, with the data "
+               "set), and the node has {} available\n",
+               comm.localSize(), comm.localSize() == 1 ? "" : "s", mib(double(need)),
+               mib(double(available)));
+  std::fflush(stderr);
+}
+
+// dataBytes: what the data set holds (PredictionSink).
+int train(Session &s, Executor &exec, const RunStart &begin, int64_t dataBytes) {
   const Options &o = s.opts;
   const bool root = s.comm.rank() == 0;
   std::optional<TraceSink> trace;
   std::optional<CheckpointSink> checkpoint;
   std::optional<MetricsSink> metrics;
   std::optional<ConsoleSink> console;
+  std::optional<PredictionSink> prediction;
   std::vector<TrainingSink *> sinks;
   if (!o.tracePath.empty()) // every rank its own
     sinks.push_back(&trace.emplace(o.tracePath, o.traceSteps, root && !o.quiet, exec, s.comm));
@@ -458,6 +524,7 @@ int train(Session &s, Executor &exec, const RunStart &begin) {
     sinks.push_back(&metrics.emplace(o.metricsPath, s.spec));
   if (root)
     sinks.push_back(&console.emplace(s.spec, o, s.comm.size()));
+  sinks.push_back(&prediction.emplace(s.spec, o, s.comm, dataBytes)); // (every rank)
   TrainingLoop loop(s, exec, loopConfig(o), std::move(sinks));
   const bool preempted = loop.run(begin).preempted();
   s.finishCarried(); // (the steps' last all-gathers)
@@ -597,16 +664,20 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     if (!device.cuda) // on a device the steps' GEMMs are cuBLAS's
       gemm_engine::setThreads(threads);
     checkOutputs(*comm, opts);
+    if (opts.calibrate) // every rank measures; rank 0 writes (calibrate.h)
+      return runCalibration(opts, *comm, threads, device.cuda);
     if (!opts.predictPath.empty())
       return predict(spec, opts, *comm);
     if (opts.sampleTokens > 0)
       return sample(spec, opts, *comm);
     checkStepMemory(spec, opts.batch, /*hostSteps=*/!device.cuda);
     DataSplits data = loadData(opts.data, spec);
+    const int64_t dataBytes = dataSetBytes(data);
     if (!opts.quiet && comm->rank() == 0)
       for (const std::string &note : data.notes)
         fmt::print(stderr, "train: note: {}\n", note);
     checkSameData(*comm, data);
+    checkPlan(spec, opts, *comm, dataBytes);
     std::optional<LoadedTrainingState> resumed = loadResume(*comm, spec, opts, data);
     forgetRunInputs("--resume"); // in memory now: --checkpoint may replace its file
     RunStart begin;
@@ -633,7 +704,7 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
       printHeader(session, *exec, device);
     if (opts.gradcheck)
       return runGradcheck(session, *exec) ? 0 : 1;
-    return train(session, *exec, begin);
+    return train(session, *exec, begin, dataBytes);
   } catch (const std::bad_alloc &) {
     error = "out of memory";
   } catch (const std::exception &e) {

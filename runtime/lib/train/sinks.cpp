@@ -9,6 +9,7 @@
 #include "support/files.h"
 #include "train/preempt.h"
 #include "train/session.h"
+#include "support/resident.h"
 
 #include <fmt/format.h>
 
@@ -85,7 +86,13 @@ MetricsSink::MetricsSink(std::string path, const ModelSpec &spec)
   header_ = "epoch,step,batch";
   for (int32_t i = 0; i < spec.numOutputs; ++i)
     header_ += fmt::format(",{}", spec.outputNames[i]);
-  header_ += ",lr,seconds\n";
+  header_ += ",lr,seconds,peak_bytes";
+  if (spec.prediction.stepSeconds > 0)
+    header_ += ",predicted_step_seconds,predicted_peak_bytes";
+  header_ += "\n";
+  if (spec.prediction.stepSeconds > 0)
+    predicted_ = fmt::format(",{:.6g},{}", spec.prediction.stepSeconds,
+                             spec.prediction.peakBytes);
   text_ = header_;
 }
 
@@ -101,7 +108,9 @@ void MetricsSink::onStep(const StepInfo &step, const StepOutputs &outputs) {
   for (int32_t i = 0; i < numOutputs_; ++i)
     text_ += fmt::format(",{:.6g}", outputs.global[i]);
   // The rate as the float it is, in the fewest digits that read back to it.
-  text_ += fmt::format(",{},{:.3f}\n", step.lr, step.seconds);
+  // (Rank 0's peak resident set so far, and dtc's prediction.)
+  text_ += fmt::format(",{},{:.3f},{}{}\n", step.lr, step.seconds, peakResidentBytes(),
+                       predicted_);
 }
 
 void MetricsSink::onCheckpoint(const TrainingPosition &) { commit(); }
@@ -282,6 +291,73 @@ void CheckpointSink::onCheckpoint(const TrainingPosition &at) {
                     image.empty() ? nullptr : image.data());
   if (!kept.empty())
     pruneKeptCheckpoints(o.checkpointPath, o.checkpointKeep, kept);
+}
+
+//===--- PredictionSink -----------------------------------------------------===//
+
+PredictionSink::PredictionSink(const ModelSpec &spec, const Options &o, CommBase &comm,
+                               int64_t dataBytes)
+    : spec_(spec), batch_(o.batch), quiet_(o.quiet), comm_(comm), dataBytes_(dataBytes) {}
+
+void PredictionSink::onStep(const StepInfo &step, const StepOutputs &) {
+  if (step.lastOfStep)
+    starts_.push_back(step.seconds);
+}
+
+void PredictionSink::onRunEnd(const RunEnd &end) {
+  if (end.preempted() || starts_.empty()) // (on every rank alike)
+    return;
+  // Every rank's peak, and the data's bytes, to rank 0.
+  const int64_t mine[2] = {peakResidentBytes(), dataBytes_};
+  std::vector<int64_t> all(size_t(2 * comm_.size()));
+  if (comm_.size() > 1)
+    comm_.allgather(mine, all.data(), sizeof mine);
+  else
+    std::copy(mine, mine + 2, all.begin());
+  if (comm_.rank() != 0 || quiet_)
+    return;
+  int64_t peak = 0, data = 0;
+  for (int r = 0; r < comm_.size(); ++r) {
+    peak = std::max(peak, all[size_t(2 * r)]);
+    data = std::max(data, all[size_t(2 * r + 1)]);
+  }
+  const ModelSpec::Prediction &p = spec_.prediction;
+  auto mib = [](double bytes) { return fmt::format("{:.1f} MiB", bytes / 1048576.0); };
+  auto ms = [](double s) { return fmt::format("{:.2f} ms", s * 1e3); };
+  auto off = [](double measured, double predicted) {
+    return fmt::format("{:+.1f}%", 100.0 * (predicted - measured) / measured);
+  };
+  // The steps after the first two (warm-up): their intervals' median.
+  std::vector<double> steps;
+  for (size_t i = 3; i < starts_.size(); ++i)
+    steps.push_back(starts_[i] - starts_[i - 1]);
+  double median = 0;
+  if (!steps.empty()) {
+    std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
+    median = steps[steps.size() / 2];
+  }
+  const std::string ranks =
+      comm_.size() > 1 ? fmt::format("the largest of {} ranks", comm_.size()) : "1 rank";
+  if (p.stepSeconds <= 0) {
+    fmt::print("measured: step {} (median of {}), peak memory {} ({})\n",
+               steps.empty() ? std::string("-") : ms(median), steps.size(), mib(double(peak)),
+               ranks);
+  } else if (p.batch != batch_ || p.ranks != comm_.size()) {
+    fmt::print("measured: step {} (median of {}), peak memory {} ({}); dtc predicted {} and "
+               "{} for batch {} on {} rank{}, not this run's batch {} on {}\n",
+               steps.empty() ? std::string("-") : ms(median), steps.size(), mib(double(peak)),
+               ranks, ms(p.stepSeconds), mib(double(p.peakBytes + data)), p.batch, p.ranks,
+               p.ranks == 1 ? "" : "s", batch_, comm_.size());
+  } else {
+    const double predictedPeak = double(p.peakBytes + data);
+    fmt::print("predicted vs measured: step {} vs {} ({}, median of {} steps); peak memory {} "
+               "vs {} ({}, {}; the data set {} of it)\n",
+               ms(p.stepSeconds), steps.empty() ? std::string("-") : ms(median),
+               steps.empty() ? std::string("too few steps") : off(median, p.stepSeconds),
+               steps.size(), mib(predictedPeak), mib(double(peak)),
+               off(double(peak), predictedPeak), ranks, mib(double(data)));
+  }
+  std::fflush(stdout);
 }
 
 } // namespace dtc::rt

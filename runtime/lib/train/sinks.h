@@ -24,6 +24,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dtc::rt {
 
@@ -82,6 +83,7 @@ private:
   const std::string path_;
   const int32_t numOutputs_;
   std::string header_, text_;
+  std::string predicted_; // ",<step seconds>,<peak bytes>" of dtc's prediction
 };
 
 // --trace FILE: the first `steps` steps of the run (the executor's and the
@@ -124,6 +126,27 @@ private:
   Session &s_;
   Executor &exec_;
   const uint64_t trainDigest_;
+};
+
+// The run's end (every rank: a collective; rank 0 prints): the measured
+// step time (the median interval between optimizer steps, after the first
+// two) and peak memory (the largest rank's peak resident set, the OS's
+// VmHWM) next to dtc's prediction (ModelSpec::prediction), which the data
+// set's resident bytes (`dataBytes`, the largest rank's) are added to.
+class PredictionSink final : public TrainingSink {
+public:
+  PredictionSink(const ModelSpec &spec, const Options &o, CommBase &comm, int64_t dataBytes);
+
+  void onStep(const StepInfo &step, const StepOutputs &outputs) override;
+  void onRunEnd(const RunEnd &end) override;
+
+private:
+  const ModelSpec &spec_;
+  const int64_t batch_;
+  const bool quiet_;
+  CommBase &comm_;
+  const int64_t dataBytes_;
+  std::vector<double> starts_; // of the optimizer steps, in seconds
 };
 
 } // namespace dtc::rt

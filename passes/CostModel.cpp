@@ -1,0 +1,564 @@
+//===- CostModel.cpp - The cost model, and the dtc-predict pass -----------===//
+#include "passes/CostModel.h"
+#include "passes/Passes.h"
+#include "passes/PlanReport.h"
+#include "passes/Steps.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include <algorithm>
+#include <cmath>
+
+namespace dtc {
+#define GEN_PASS_DEF_PREDICT
+#include "passes/Passes.h.inc"
+} // namespace dtc
+
+using namespace mlir;
+using namespace dtc;
+
+//===--- the machine
+//--------------------------------------------------------===//
+
+namespace {
+/// Seconds at `size` from points sorted by size: linear between them (exact
+/// for a latency plus bytes over a bandwidth), the smallest's below them (a
+/// kernel's fixed cost), in proportion to the largest's above them.
+double interpolate(ArrayRef<Machine::Point> points, double size) {
+  if (points.empty() || size <= 0)
+    return 0;
+  if (size <= points.front().size)
+    return points.front().seconds;
+  if (size >= points.back().size)
+    return points.back().seconds * size / points.back().size;
+  auto hi =
+      llvm::upper_bound(points, size, [](double s, const Machine::Point &p) {
+        return s < p.size;
+      });
+  const Machine::Point &a = *std::prev(hi), &b = *hi;
+  const double t = (size - a.size) / (b.size - a.size);
+  return a.seconds + t * (b.seconds - a.seconds);
+}
+
+void sortPoints(SmallVectorImpl<Machine::Point> &points) {
+  llvm::sort(points, [](const Machine::Point &a, const Machine::Point &b) {
+    return a.size < b.size;
+  });
+}
+} // namespace
+
+Machine Machine::defaults(int64_t ranks) {
+  // A core of a current x86 server with one thread a rank: sgemm at up to
+  // 60 GFLOP/s (less on small or thin shapes), 12 GB/s through a streaming
+  // kernel with 2 us to start one, shared-memory MPI at 25 us and 4 GB/s a
+  // step of its rings.
+  Machine m;
+  m.ranks = std::max<int64_t>(1, ranks);
+  m.processBytes = 32 << 20;
+  for (int64_t a : {16, 64, 256, 1024, 4096})
+    for (int64_t b : {16, 64, 256, 1024, 4096})
+      for (int64_t c : {16, 64, 256, 1024, 4096}) {
+        const double smallest = double(std::min({a, b, c}));
+        const double efficiency = std::min(1.0, std::sqrt(smallest / 256.0));
+        m.gemm.push_back(
+            {a, b, c, 2.0 * a * b * c / (60e9 * efficiency) + 2e-6});
+      }
+  for (double flops = 1e5; flops <= 1e11; flops *= 10)
+    m.conv.push_back({flops, flops / 40e9 + 20e-6});
+  for (double bytes = 1024; bytes <= 64.0 * 1048576; bytes *= 4)
+    m.elementwise.push_back({bytes, 2e-6 + bytes / 12e9});
+  const double n = double(m.ranks), share = (n - 1) / n;
+  for (double bytes = 4096; bytes <= 64.0 * 1048576; bytes *= 4) {
+    if (m.ranks == 1) {
+      for (auto &c : m.collectives)
+        c.push_back({bytes, 1e-6});
+      continue;
+    }
+    m.collectives[int(Collective::AllReduce)].push_back(
+        {bytes, 2 * 25e-6 * (n - 1) + 2 * share * bytes / 4e9});
+    for (Collective c : {Collective::ReduceScatter, Collective::AllGather})
+      m.collectives[int(c)].push_back(
+          {bytes, 25e-6 * (n - 1) + share * bytes / 4e9});
+  }
+  return m;
+}
+
+std::optional<Machine> Machine::load(StringRef path, std::string &error) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!file) {
+    error = "cannot read '" + path.str() + "': " + file.getError().message();
+    return std::nullopt;
+  }
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*file)->getBuffer());
+  if (!parsed) {
+    error = "'" + path.str() +
+            "' is not JSON: " + llvm::toString(parsed.takeError());
+    return std::nullopt;
+  }
+  const llvm::json::Object *root = parsed->getAsObject();
+  auto bad = [&](const Twine &what) {
+    error = ("'" + path +
+             "' is not a machine description (train --calibrate "
+             "writes them): " +
+             what)
+                .str();
+    return std::nullopt;
+  };
+  if (!root || root->getString("format") != "dtc-machine/1")
+    return bad("its \"format\" is not \"dtc-machine/1\"");
+  Machine m;
+  m.source = path.str();
+  m.ranks = root->getInteger("ranks").value_or(0);
+  m.threads = root->getInteger("threads").value_or(1);
+  m.deferredStarts = root->getBoolean("deferred_starts").value_or(false);
+  m.processBytes = root->getInteger("process_bytes").value_or(0);
+  if (m.ranks < 1)
+    return bad("\"ranks\" must be a number >= 1");
+  // A list of {"<size key>": x, "seconds": t}, every t > 0.
+  auto points = [&](const llvm::json::Object *in, StringRef name,
+                    StringRef sizeKey, SmallVectorImpl<Point> &out) -> bool {
+    const llvm::json::Array *list = in ? in->getArray(name) : nullptr;
+    if (!list || list->empty()) {
+      bad("\"" + name + "\" must be a non-empty list");
+      return false;
+    }
+    for (const llvm::json::Value &v : *list) {
+      const llvm::json::Object *o = v.getAsObject();
+      std::optional<double> size = o ? o->getNumber(sizeKey) : std::nullopt;
+      std::optional<double> s = o ? o->getNumber("seconds") : std::nullopt;
+      if (!size || !s || !(*size > 0) || !(*s > 0) || !std::isfinite(*s)) {
+        bad("every entry of \"" + name + "\" needs \"" + sizeKey +
+            "\" and \"seconds\" > 0");
+        return false;
+      }
+      out.push_back({*size, *s});
+    }
+    sortPoints(out);
+    return true;
+  };
+  if (!points(root, "conv", "flops", m.conv) ||
+      !points(root, "elementwise", "bytes", m.elementwise))
+    return std::nullopt;
+  const llvm::json::Object *collectives = root->getObject("collectives");
+  if (!collectives)
+    return bad("\"collectives\" must be an object");
+  const char *names[] = {"all_reduce", "reduce_scatter", "all_gather"};
+  for (int c = 0; c < 3; ++c)
+    if (!points(collectives, names[c], "bytes", m.collectives[c]))
+      return std::nullopt;
+  const llvm::json::Array *gemm = root->getArray("gemm");
+  if (!gemm || gemm->empty())
+    return bad("\"gemm\" must be a non-empty list");
+  for (const llvm::json::Value &v : *gemm) {
+    const llvm::json::Object *o = v.getAsObject();
+    std::optional<int64_t> a = o ? o->getInteger("m") : std::nullopt,
+                           b = o ? o->getInteger("n") : std::nullopt,
+                           c = o ? o->getInteger("k") : std::nullopt;
+    std::optional<double> s = o ? o->getNumber("seconds") : std::nullopt;
+    if (!a || !b || !c || *a < 1 || *b < 1 || *c < 1 || !s || !(*s > 0))
+      return bad("every entry of \"gemm\" needs \"m\", \"n\", \"k\" >= 1 and "
+                 "\"seconds\" > 0");
+    m.gemm.push_back({*a, *b, *c, *s});
+  }
+  return m;
+}
+
+double Machine::gemmSeconds(double m, double n, double k) const {
+  if (gemm.empty() || m <= 0 || n <= 0 || k <= 0)
+    return 0;
+  // The rate (FLOP/s) of the measured shapes nearest in log2(m, n, k), the
+  // query clamped to the measured range, weighted by inverse squared
+  // distance over the 8 nearest.
+  double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {0, 0, 0};
+  for (const GemmPoint &p : gemm) {
+    const double d[3] = {double(p.m), double(p.n), double(p.k)};
+    for (int i = 0; i < 3; ++i) {
+      lo[i] = std::min(lo[i], d[i]);
+      hi[i] = std::max(hi[i], d[i]);
+    }
+  }
+  const double q[3] = {std::log2(std::clamp(m, lo[0], hi[0])),
+                       std::log2(std::clamp(n, lo[1], hi[1])),
+                       std::log2(std::clamp(k, lo[2], hi[2]))};
+  SmallVector<std::pair<double, double>> near; // (distance^2, log rate)
+  for (const GemmPoint &p : gemm) {
+    const double dm = std::log2(double(p.m)) - q[0],
+                 dn = std::log2(double(p.n)) - q[1],
+                 dk = std::log2(double(p.k)) - q[2];
+    near.push_back(
+        {dm * dm + dn * dn + dk * dk,
+         std::log(2.0 * double(p.m) * double(p.n) * double(p.k) / p.seconds)});
+  }
+  llvm::sort(near, [](auto &a, auto &b) { return a.first < b.first; });
+  near.resize(std::min<size_t>(near.size(), 8));
+  double weights = 0, sum = 0;
+  for (auto [d2, logRate] : near) {
+    const double w = 1.0 / ((d2 + 0.01) * (d2 + 0.01));
+    weights += w;
+    sum += w * logRate;
+  }
+  // A shape below the measured ones takes the smallest measured shape's
+  // time at most (what a call costs).
+  const double seconds = 2.0 * m * n * k / std::exp(sum / weights);
+  double floor = 1e300;
+  for (const GemmPoint &p : gemm)
+    floor = std::min(floor, p.seconds);
+  return std::max(seconds, std::min(floor, seconds * 4));
+}
+
+double Machine::convSeconds(double flops) const {
+  return interpolate(conv, flops);
+}
+
+double Machine::elementwiseSeconds(double bytes) const {
+  return interpolate(elementwise, bytes);
+}
+
+double Machine::collectiveSeconds(Collective kind, double bytes) const {
+  return ranks <= 1 ? 0 : interpolate(collectives[int(kind)], bytes);
+}
+
+//===--- the step
+//-----------------------------------------------------------===//
+
+namespace {
+struct StepModel {
+  const Machine &machine;
+  int64_t batch, states;
+  DenseMap<int64_t, int64_t> bucketFloats; // a sharded bucket's floats
+
+  double size(int64_t d) const {
+    return ShapedType::isDynamic(d) ? double(batch) : double(d);
+  }
+  double elements(Type t) const {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    if (!tensor)
+      return 0;
+    double n = 1;
+    for (int64_t d : tensor.getShape())
+      n *= size(d);
+    return n;
+  }
+  double bytes(Type t) const { return 4 * elements(t); }
+  double bytesOf(ValueRange values) const {
+    double b = 0;
+    for (Value v : values)
+      b += bytes(v.getType());
+    return b;
+  }
+
+  /// The seconds of a kernel that is not a collective.
+  double kernelSeconds(Operation *op) const {
+    if (isa<ParamRefOp, ConstantOp, ReshapeOp, ParamViewOp, BatchSizeOp,
+            GradSeedOp, ArangeOp>(op))
+      return 0;
+    if (auto mm = dyn_cast<MatmulOp>(op)) {
+      auto a = mm.getLhs().getType().getShape();
+      double inner = 1;
+      if (mm.getContractBatch())
+        for (int64_t d : a.drop_back())
+          inner *= size(d);
+      else
+        inner = size(mm.getTransposeLhs() ? a[a.size() - 2] : a.back());
+      const double all = elements(mm.getType()),
+                   n = size(mm.getType().getShape().back());
+      return machine.gemmSeconds(all / n, n, inner);
+    }
+    auto conv = [&](RankedTensorType x, RankedTensorType w,
+                    RankedTensorType y) {
+      double perSample = 1;
+      for (int64_t d : y.getShape().drop_front())
+        perSample *= double(d);
+      return machine.convSeconds(
+          2.0 * size(x.getDimSize(0)) * perSample *
+          double(w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3)));
+    };
+    if (auto c = dyn_cast<Conv2dOp>(op))
+      return conv(c.getX().getType(), c.getWeight().getType(), c.getType());
+    if (auto c = dyn_cast<Conv2dGradInputOp>(op))
+      return conv(c.getType(), c.getWeight().getType(), c.getDy().getType());
+    if (auto c = dyn_cast<Conv2dGradWeightOp>(op))
+      return conv(c.getX().getType(), c.getResult().getType(),
+                  c.getDy().getType());
+    // Attention: per head, two products of [Tq, D] x [D, Tk] forward and
+    // four (and the scores again) backward, half of them under a causal
+    // mask; each at the rate of a GEMM of its shape.
+    auto attention = [&](SmallVector<int64_t> q, SmallVector<int64_t> k,
+                         bool causal, double products) {
+      double heads = 1;
+      for (int64_t d : ArrayRef<int64_t>(q).drop_back(2))
+        heads *= size(d);
+      const double tq = size(q[q.size() - 2]), tk = size(k[k.size() - 2]),
+                   dim = size(q.back());
+      return heads * products * (causal ? 0.5 : 1.0) *
+             machine.gemmSeconds(tq, tk, dim);
+    };
+    auto headsFirst = [](SmallVector<int64_t> s, bool tokensFirst) {
+      if (tokensFirst) // [..., T, H, D]: as [..., H, T, D]
+        std::swap(s[s.size() - 3], s[s.size() - 2]);
+      return s;
+    };
+    auto packed = [](SmallVector<int64_t> s) { // [..., T, 3, H, D]
+      s.erase(s.end() - 3);
+      std::swap(s[s.size() - 3], s[s.size() - 2]);
+      return s;
+    };
+    // (The forward op and its gradient read q and k alike.)
+    auto separate = [&](auto a, double products) {
+      return attention(
+          headsFirst(SmallVector<int64_t>(a.getQ().getType().getShape()),
+                     a.getTokensFirst()),
+          headsFirst(SmallVector<int64_t>(a.getK().getType().getShape()),
+                     a.getTokensFirst()),
+          a.getCausal(), products);
+    };
+    if (auto a = dyn_cast<AttentionOp>(op))
+      return separate(a, 2);
+    if (auto a = dyn_cast<AttentionGradOp>(op))
+      return separate(a, 5);
+    if (auto a = dyn_cast<AttentionQkvPackedOp>(op)) {
+      SmallVector<int64_t> q =
+          packed(SmallVector<int64_t>(a.getQkv().getType().getShape()));
+      return attention(q, q, a.getCausal(), 2);
+    }
+    if (auto a = dyn_cast<AttentionQkvPackedGradOp>(op)) {
+      SmallVector<int64_t> q =
+          packed(SmallVector<int64_t>(a.getQkv().getType().getShape()));
+      return attention(q, q, a.getCausal(), 5);
+    }
+    // The updates: each gradient element read, its parameter and optimizer
+    // state read and written.
+    const double perElement = 3 + 2 * double(states);
+    if (auto u = dyn_cast<UpdateGroupOp>(op))
+      return machine.elementwiseSeconds(bytesOf(u.getGrads()) * perElement);
+    if (auto u = dyn_cast<ApplyGradientOp>(op))
+      return machine.elementwiseSeconds(bytesOf(op->getOperands()) *
+                                        perElement);
+    if (auto u = dyn_cast<ShardUpdateOp>(op))
+      return machine.elementwiseSeconds(bytes(u.getShard().getType()) *
+                                        perElement);
+    if (auto e = dyn_cast<EmbeddingOp>(op)) // the rows read, once each
+      return machine.elementwiseSeconds(2 * bytes(e.getType()));
+    if (auto e = dyn_cast<EmbeddingGradOp>(op)) // the table zeroed, rows added
+      return machine.elementwiseSeconds(bytes(e.getType()) +
+                                        2 * bytesOf(op->getOperands()) -
+                                        bytes(op->getOperand(0).getType()));
+    // Normalizations and softmaxes read their rows twice.
+    const double passes =
+        isa<LayerNormOp, LayerNormGradOp, RmsNormOp, RmsNormGradOp, BatchNormOp,
+            BatchNormGradOp, SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp,
+            LogSoftmaxGradOp, CrossEntropyOp, CrossEntropyGradOp>(op)
+            ? 1.5
+            : 1.0;
+    // Anything else (a fused chain, a reduction, a copy): memory-bound, its
+    // operands read and its results written once.
+    return machine.elementwiseSeconds(
+        passes * (bytesOf(op->getOperands()) + bytesOf(op->getResults())));
+  }
+
+  /// The bytes a collective carries (a sharded one: the whole bucket).
+  double collectiveBytes(Operation *op) const {
+    auto *dtc = op->getContext()->getLoadedDialect<DtcDialect>();
+    if (BucketPlanAttr plan = dtc->getBucketPlanAttrHelper().getAttr(op))
+      return 4.0 * double(plan.getCount());
+    if (auto g = dyn_cast<AllGatherStartOp>(op))
+      return 4.0 * double(bucketFloats.lookup(int64_t(g.getBucket())));
+    if (auto g = dyn_cast<GatherParamsStartOp>(op))
+      return bytes(g.getGathered().getType());
+    return bytesOf(op->getOperands());
+  }
+
+  struct Time {
+    double total = 0, compute = 0, comm = 0;
+  };
+
+  /// One call of `step`: the kernels in order on one stream; each
+  /// collective on a channel of its own from its start (or, with deferred
+  /// starts, at its wait), which a wait blocks on.
+  Time run(func::FuncOp step) const {
+    Time t;
+    double channelFree = 0;
+    DenseMap<Value, double> done;      // a request: when it completes
+    DenseMap<int64_t, double> carried; // a carried gather's bucket: same
+    const bool deferred = machine.deferredStarts;
+    auto start = [&](double seconds) {
+      if (deferred)
+        return -seconds; // paid at the wait
+      channelFree = std::max(channelFree, t.total) + seconds;
+      return channelFree;
+    };
+    auto wait = [&](double at) {
+      if (at < 0) { // deferred
+        t.total += -at;
+        t.comm += -at;
+      } else if (at > t.total) {
+        t.comm += at - t.total;
+        t.total = at;
+      }
+    };
+    using C = Machine::Collective;
+    // The gathers the step leaves in flight meet it at its start (the
+    // previous step's end).
+    step.walk([&](AllGatherStartOp g) {
+      if (g.getCarried())
+        carried[int64_t(g.getBucket())] =
+            start(machine.collectiveSeconds(C::AllGather, collectiveBytes(g)));
+    });
+    for (Operation &op : step.front()) {
+      if (isa<func::ReturnOp>(op))
+        continue;
+      if (auto g = dyn_cast<AllGatherStartOp>(op); g && g.getCarried())
+        continue;
+      if (isa<AllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp,
+              GatherParamsStartOp>(op)) {
+        const C kind = isa<AllReduceStartOp>(op)       ? C::AllReduce
+                       : isa<ReduceScatterStartOp>(op) ? C::ReduceScatter
+                                                       : C::AllGather;
+        done[op.getResult(0)] =
+            start(machine.collectiveSeconds(kind, collectiveBytes(&op)));
+        continue;
+      }
+      if (isa<AllReduceWaitOp, ReduceScatterWaitOp, GatherParamsWaitOp>(op)) {
+        wait(done.lookup(op.getOperand(0)));
+        continue;
+      }
+      if (auto w = dyn_cast<AllGatherWaitOp>(op)) {
+        wait(w.getRequest() ? done.lookup(w.getRequest())
+                            : carried.lookup(int64_t(w.getBucket())));
+        continue;
+      }
+      if (isa<AllReduceOp, AllReduceBucketOp>(op)) { // blocking
+        const double s =
+            machine.collectiveSeconds(C::AllReduce, collectiveBytes(&op));
+        t.total = std::max(t.total, deferred ? 0.0 : channelFree) + s;
+        t.comm += s;
+        continue;
+      }
+      const double s = kernelSeconds(&op);
+      t.total += s;
+      t.compute += s;
+    }
+    return t;
+  }
+};
+} // namespace
+
+Prediction dtc::predict(ModuleOp module, const Machine &machine,
+                        int64_t ranks) {
+  auto *dtc = module->getContext()->getLoadedDialect<DtcDialect>();
+  PlanReport plan(module);
+  Prediction p;
+  ShardAttr shard = shardOf(module);
+  p.ranks = ranks > 0                       ? ranks
+            : shard && shard.getRanks() > 0 ? shard.getRanks()
+                                            : machine.ranks;
+  p.batch = plan.batch;
+  Machine at = machine;
+  if (p.ranks != machine.ranks && machine.source == "built-in defaults")
+    at = Machine::defaults(p.ranks);
+  at.ranks = p.ranks;
+  StepModel model{at, plan.batch, optimizerStateBuffers(module), {}};
+  auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
+  if (!train)
+    return p;
+  train.walk([&](ReduceScatterStartOp rs) {
+    if (BucketPlanAttr b = dtc->getBucketPlanAttrHelper().getAttr(rs))
+      model.bucketFloats[int64_t(rs.getBucket())] = b.getCount();
+  });
+  // A step's batch: its inputs' per-sample bytes, copied in once.
+  double perSample = 0;
+  for (Type t : train.getArgumentTypes())
+    if (auto tensor = dyn_cast<RankedTensorType>(t);
+        tensor && tensor.getRank() > 0 && tensor.isDynamicDim(0)) {
+      double n = 4;
+      for (int64_t d : tensor.getShape().drop_front())
+        n *= double(d);
+      perSample += n;
+    }
+  p.batchBytes = int64_t(perSample) * plan.batch;
+  StepModel::Time t = model.run(train);
+  int64_t k = 1;
+  if (IntegerAttr acc = dtc->getAccumulateAttrHelper().getAttr(module))
+    k = std::max<int64_t>(1, acc.getInt());
+  if (auto micro = module.lookupSymbol<func::FuncOp>(steps::kAccumulate);
+      micro && k > 1) {
+    StepModel::Time m = model.run(micro);
+    t.total += double(k - 1) * m.total;
+    t.compute += double(k - 1) * m.compute;
+    t.comm += double(k - 1) * m.comm;
+  }
+  const double copyIn =
+      double(k) * at.elementwiseSeconds(2.0 * double(p.batchBytes));
+  p.stepSeconds = t.total + copyIn;
+  p.computeSeconds = t.compute + copyIn;
+  p.commSeconds = t.comm;
+  // Memory: what the rank allocates, its batch buffer, a bucket's worth of
+  // the collectives' temporaries (MPI's reduce-scatter and all-reduce keep
+  // one) and the process's base.
+  p.persistentBytes = plan.persistentBytes;
+  p.arenaBytes = plan.allocatedArena();
+  int64_t largest = 0;
+  for (const PlanReport::Bucket &b : plan.buckets)
+    largest = std::max(largest, b.bytes);
+  p.commBytes = p.ranks > 1 ? largest : 0;
+  p.processBytes = at.processBytes;
+  p.peakBytes = p.persistentBytes + p.arenaBytes + p.batchBytes + p.commBytes +
+                p.processBytes;
+  return p;
+}
+
+std::string dtc::formatSeconds(double seconds) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (seconds >= 1)
+    os << llvm::format("%.2f s", seconds);
+  else
+    os << llvm::format("%.1f ms", seconds * 1e3);
+  return s;
+}
+
+std::string dtc::formatBytes(int64_t bytes) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  const double b = double(bytes);
+  if (b >= 1024.0 * 1048576)
+    os << llvm::format("%.2f GiB", b / (1024.0 * 1048576));
+  else
+    os << llvm::format("%.1f MiB", b / 1048576);
+  return s;
+}
+
+//===--- dtc-predict ------------------------------------------------------===//
+
+namespace {
+struct PredictPass : public dtc::impl::PredictBase<PredictPass> {
+  using PredictBase::PredictBase;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (!module.lookupSymbol<func::FuncOp>(steps::kTrain))
+      return; // (nothing to predict: a module without training)
+    Machine m;
+    if (machine.empty()) {
+      m = Machine::defaults(ranks > 0 ? int64_t(ranks) : 1);
+    } else {
+      std::string error;
+      std::optional<Machine> loaded = Machine::load(machine, error);
+      if (!loaded) {
+        module.emitError() << "dtc-predict: " << error;
+        return signalPassFailure();
+      }
+      m = std::move(*loaded);
+    }
+    Prediction p = dtc::predict(module, m, ranks);
+    auto *dtc = module->getContext()->getLoadedDialect<DtcDialect>();
+    dtc->getPredictionAttrHelper().setAttr(
+        module, PredictionAttr::get(module.getContext(), p.stepSeconds,
+                                    p.computeSeconds, p.commSeconds,
+                                    p.peakBytes, p.ranks, p.batch, budget));
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace

@@ -1,0 +1,90 @@
+//===- CostModel.h - A training step's time and a rank's memory, predicted
+//-===//
+//
+// The machine a program will run on (what `train --calibrate` measured, or
+// built-in defaults) and the cost model that predicts, from a planned
+// module alone, how long its training step takes there and how much memory
+// a rank holds at its peak. dtc-predict records the prediction on the module
+// (dtc.prediction); the planner (Planner.h) compares plans by it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+#include <string>
+
+namespace dtc {
+
+/// A machine and world size, as `train --calibrate` measured it
+/// (docs/runtime.md, "Calibration": the format dtc-machine/1), or the
+/// built-in defaults (docs/passes.md, dtc-predict). Seconds at sizes
+/// between measured ones are interpolated linearly; past the largest, they
+/// grow in proportion to the size.
+struct Machine {
+  struct Point {
+    double size, seconds; // size: bytes or FLOPs
+  };
+  struct GemmPoint {
+    int64_t m, n, k;
+    double seconds;
+  };
+  enum class Collective { AllReduce, ReduceScatter, AllGather };
+
+  /// Where it came from: the file, or "built-in defaults".
+  std::string source = "built-in defaults";
+  int64_t ranks = 1, threads = 1;
+  /// Collectives progress only while a rank waits for them (the runtime's
+  /// --overlap auto without a core for the communication thread).
+  bool deferredStarts = false;
+  /// A process's resident memory before the model's (libraries, MPI).
+  int64_t processBytes = 0;
+  llvm::SmallVector<GemmPoint> gemm;
+  llvm::SmallVector<Point> conv, elementwise;
+  llvm::SmallVector<Point> collectives[3];
+
+  /// The built-in machine: a core's worth of a current server at
+  /// `ranks` ranks (docs/passes.md lists its figures).
+  static Machine defaults(int64_t ranks);
+  /// Reads a dtc-machine/1 file; on failure, says why in `error`.
+  static std::optional<Machine> load(llvm::StringRef path, std::string &error);
+
+  /// One GEMM C[m,n] = A[m,k] B[k,n].
+  double gemmSeconds(double m, double n, double k) const;
+  /// A convolution (or one of its gradients) of `flops`.
+  double convSeconds(double flops) const;
+  /// A memory-bound kernel that reads and writes `bytes` in all.
+  double elementwiseSeconds(double bytes) const;
+  /// A collective over `bytes` (the whole bucket) at this world size.
+  double collectiveSeconds(Collective kind, double bytes) const;
+};
+
+/// The cost model's answer for a planned module (after dtc-plan-memory).
+struct Prediction {
+  double stepSeconds = 0;    // one optimizer step (its micro-batches too)
+  double computeSeconds = 0; // of which kernels
+  double commSeconds = 0;    // of which waiting for collectives
+  int64_t peakBytes = 0;     // a rank's peak, the data set not included
+  int64_t ranks = 1, batch = 1;
+  // The parts of peakBytes.
+  int64_t persistentBytes = 0, arenaBytes = 0, batchBytes = 0, commBytes = 0,
+          processBytes = 0;
+};
+
+/// Predicts `module`'s training step on `machine` at `ranks` ranks (0: the
+/// module's dtc.shard ranks, else the machine's): every kernel of the step
+/// costed by its shape, the collectives on a channel of their own that a
+/// wait blocks on (or, with deferred starts, run at their waits), the
+/// accumulation micro-batches; and a rank's memory: what it allocates for
+/// the model (PlanReport::rankBytes), its batch buffer, a bucket of the
+/// collectives' temporaries and the process's base.
+Prediction predict(mlir::ModuleOp module, const Machine &machine,
+                   int64_t ranks = 0);
+
+/// "12.3 ms" / "1.20 s"; "512.0 MiB" / "1.50 GiB".
+std::string formatSeconds(double seconds);
+std::string formatBytes(int64_t bytes);
+
+} // namespace dtc

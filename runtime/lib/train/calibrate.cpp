@@ -1,0 +1,461 @@
+//===- calibrate.cpp - train --calibrate ----------------------------------===//
+//
+// The measurements of calibrate.h. Every rank runs the same measurements
+// with the same repetition counts (fixed by the work of each size, not by
+// timings), a barrier before each size, so that the ranks measure together,
+// sharing the machine as they do in training. Each result is the median of
+// its samples after one warm-up (a small size's sample the mean of enough
+// calls to last ~0.2 ms), then the maximum over the ranks.
+//
+//===----------------------------------------------------------------------===//
+#include "train/calibrate.h"
+
+#include "comm/comm_impl.h"
+#include "data/data_cache.h"
+#include "dtc/kernels.h"
+#include "kernels/gemm/engine.h"
+#include "kernels/simd.h"
+#include "options/options.h"
+#include "support/buffer.h"
+#include "support/error.h"
+#include "support/files.h"
+#include "support/resident.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+#include <unistd.h>
+
+namespace dtc::rt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The median over `samples` samples of fn's seconds, after one warm-up
+// call; each sample times `inner` calls and takes their mean.
+template <class Fn> double medianSeconds(int samples, int64_t inner, Fn &&fn) {
+  fn();
+  std::vector<double> t(static_cast<size_t>(samples));
+  for (double &s : t) {
+    const Clock::time_point t0 = Clock::now();
+    for (int64_t i = 0; i < inner; ++i)
+      fn();
+    s = secondsSince(t0) / double(inner);
+  }
+  return median(std::move(t));
+}
+
+// Repetitions of a computation of `work` (flops or bytes): calls per sample
+// so that a sample has at least `perSample` of it, and fewer samples for
+// large sizes (the same on every rank: they depend on the size alone).
+int64_t innerCalls(double work, double perSample) {
+  return std::max<int64_t>(1, int64_t(std::ceil(perSample / std::max(work, 1.0))));
+}
+int samplesFor(double work, double large, double medium) {
+  return work >= large ? 3 : work >= medium ? 5 : 9;
+}
+
+// "model name" of /proc/cpuinfo ("" when it has none, as on ARM).
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.compare(0, 10, "model name") == 0) {
+      size_t colon = line.find(':');
+      if (colon == std::string::npos)
+        return "";
+      size_t begin = line.find_first_not_of(" \t", colon + 1);
+      return begin == std::string::npos ? "" : line.substr(begin);
+    }
+  return "";
+}
+
+std::string hostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0)
+    return "";
+  return name;
+}
+
+std::string utcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20) {
+      out += fmt::format("\\u{:04x}", unsigned(c));
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string seconds(double s) { return fmt::format("{:.6g}", s); }
+
+// Runs fn on rank 0; an Error there becomes an error of every rank (rank
+// 0's message there, "rank 0 failed <what>" on the others), so that the
+// ranks end together.
+template <class Fn> void onRankZero(CommBase &comm, const char *what, Fn fn) {
+  std::string error;
+  if (comm.rank() == 0) {
+    try {
+      fn();
+    } catch (const Error &e) {
+      error = e.what();
+      if (error.empty())
+        error = "error";
+    }
+  }
+  broadcastString(comm, error);
+  if (!error.empty())
+    throw CollectiveError(comm.rank() == 0 ? error : fmt::format("rank 0 failed {}", what));
+}
+
+// Where the profile goes: FILE, else the cache directory's
+// machine-<N>ranks.json (the directory created). Rank 0 only.
+std::string resolvePath(const Options &opts, int ranks) {
+  if (!opts.calibratePath.empty())
+    return opts.calibratePath;
+  const std::string path = defaultMachinePath(ranks);
+  if (path.empty()) {
+    const char *env = std::getenv("DTC_CACHE_DIR");
+    throw Error(fmt::format("--calibrate: no cache directory to write machine-{}ranks.json in "
+                            "({}); give the file: --calibrate FILE",
+                            ranks,
+                            env && std::strcmp(env, "off") == 0
+                                ? "DTC_CACHE_DIR is off"
+                                : "none of DTC_CACHE_DIR, XDG_CACHE_HOME (absolute) and HOME "
+                                  "(absolute) is set"));
+  }
+  const std::string dir = directoryOf(path);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw Error(fmt::format("--calibrate: cannot create the cache directory '{}': {}; give "
+                            "the file: --calibrate FILE",
+                            dir, ec.message()));
+  return path;
+}
+
+// y[i] = a x[i] + y[i] over [lo, hi): a generated fused loop's work (built
+// for the host there; here with an AVX2 clone).
+DTC_SIMD_CLONES void axpyRange(float a, const float *__restrict x, float *__restrict y, int64_t lo,
+                               int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i)
+    y[i] = a * x[i] + y[i];
+}
+
+void fill(float *p, int64_t n, float scale) {
+  for (int64_t i = 0; i < n; ++i)
+    p[i] = scale * float(int((i * 7919) % 17) - 8);
+}
+
+constexpr int64_t kGemmSizes[] = {16, 64, 256, 1024, 4096};
+constexpr double kMaxGemmFlops = 4.3e9;
+
+void measureGemm(CommBase &comm, MachineProfile &p) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  std::vector<Shape> shapes;
+  int64_t maxA = 0, maxB = 0, maxC = 0;
+  for (int64_t m : kGemmSizes)
+    for (int64_t n : kGemmSizes)
+      for (int64_t k : kGemmSizes)
+        if (2.0 * double(m) * double(n) * double(k) <= kMaxGemmFlops) {
+          shapes.push_back({m, n, k});
+          maxA = std::max(maxA, m * k);
+          maxB = std::max(maxB, k * n);
+          maxC = std::max(maxC, m * n);
+        }
+  AlignedBuffer a(size_t(maxA) * 4), b(size_t(maxB) * 4), c(size_t(maxC) * 4);
+  fill(a.as<float>(), maxA, 1e-2f);
+  fill(b.as<float>(), maxB, 1e-2f);
+  for (const Shape &s : shapes) {
+    const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
+    comm.barrier();
+    const double t = medianSeconds(samplesFor(flops, 1e9, 1e8), innerCalls(flops, 1e7), [&] {
+      gemm_engine::gemm(false, false, s.m, s.n, s.k, 1.0f, a.as<float>(), s.k, b.as<float>(), s.n,
+                        0.0f, c.as<float>(), s.n);
+    });
+    p.gemm.push_back({s.m, s.n, s.k, t});
+  }
+}
+
+void measureConv(CommBase &comm, MachineProfile &p) {
+  struct Shape {
+    int64_t c, o, h, w;
+  };
+  const Shape shapes[] = {{1, 32, 28, 28}, {32, 64, 14, 14}, {64, 128, 7, 7}, {64, 64, 32, 32}};
+  const int64_t batch = 32, kh = 3, kw = 3;
+  for (const Shape &s : shapes) {
+    const int64_t ho = s.h, wo = s.w; // stride 1, padding 1
+    const int64_t window[Window2d::kValues] = {s.c, s.h, s.w, s.o, kh, kw, 1,  1,
+                                               1,   1,   1,   1,   1,  ho, wo, 0};
+    AlignedBuffer x(size_t(batch * s.c * s.h * s.w) * 4), weight(size_t(s.o * s.c * kh * kw) * 4),
+        bias(size_t(s.o) * 4), y(size_t(batch * s.o * ho * wo) * 4),
+        cols(size_t(s.c * kh * kw * ho * wo) * 4);
+    fill(x.as<float>(), batch * s.c * s.h * s.w, 1e-2f);
+    fill(weight.as<float>(), s.o * s.c * kh * kw, 1e-2f);
+    const int64_t flops = 2 * batch * s.o * ho * wo * s.c * kh * kw;
+    comm.barrier();
+    const double t =
+        medianSeconds(samplesFor(double(flops), 1e9, 1e8), innerCalls(double(flops), 1e7), [&] {
+          kern::conv2d(HostContext{}, x.as<float>(), weight.as<float>(), bias.as<float>(),
+                       y.as<float>(), cols.as<float>(), batch, window);
+        });
+    p.conv.push_back({flops, t});
+  }
+}
+
+void measureElementwise(CommBase &comm, MachineProfile &p) {
+  constexpr int64_t kMin = 1 << 10, kMax = int64_t(64) << 20; // bytes of an array
+  AlignedBuffer x(static_cast<size_t>(kMax)), y(static_cast<size_t>(kMax));
+  fill(x.as<float>(), kMax / 4, 1e-6f);
+  const HostContext ctx{};
+  for (int64_t arrayBytes = kMin; arrayBytes <= kMax; arrayBytes *= 4) {
+    const int64_t n = arrayBytes / 4, bytes = 3 * 4 * n;
+    const float *xs = x.as<float>();
+    float *ys = y.as<float>();
+    comm.barrier();
+    const double t =
+        medianSeconds(samplesFor(double(bytes), 1e8, 1e7), innerCalls(double(bytes), 4e6), [&] {
+          kern::forRanges(ctx, n, 1,
+                          [&](int64_t lo, int64_t hi) { axpyRange(1e-3f, xs, ys, lo, hi); });
+        });
+    p.elementwise.push_back({bytes, t});
+  }
+}
+
+void measureCollectives(CommBase &comm, MachineProfile &p) {
+  const int64_t sizes[] = {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20,
+                           int64_t(4) << 20, int64_t(16) << 20, int64_t(64) << 20};
+  const int64_t ranks = comm.size();
+  AlignedBuffer buffer(static_cast<size_t>(sizes[5]));
+  float *data = buffer.as<float>();
+  fill(data, sizes[5] / 4, 1e-6f);
+  auto samples = [](int64_t bytes) {
+    return bytes >= (int64_t(16) << 20) ? 5 : bytes >= (int64_t(1) << 20) ? 7 : 21;
+  };
+  for (int kind = 0; kind < 3; ++kind)
+    for (int i = 0; i < 6; ++i) {
+      const int bucket = i;
+      const int64_t floats = sizes[i] / 4, shard = floats / ranks;
+      double t = 0;
+      int64_t bytes = 0;
+      comm.barrier();
+      if (kind == 0) {
+        bytes = floats * 4;
+        t = medianSeconds(samples(bytes), 1,
+                          [&] { comm.wait(comm.allreduceStart(bucket, data, floats)); });
+        p.allReduce.push_back({bytes, t});
+      } else if (kind == 1) { // the input: shard x ranks floats, reduced in place
+        bytes = shard * ranks * 4;
+        float *mine = data + comm.rank() * shard;
+        t = medianSeconds(samples(bytes), 1,
+                          [&] { comm.wait(comm.reduceScatterStart(bucket, data, mine, shard)); });
+        p.reduceScatter.push_back({bytes, t});
+      } else { // the gathered output: shard x ranks floats
+        bytes = shard * ranks * 4;
+        t = medianSeconds(samples(bytes), 1,
+                          [&] { comm.wait(comm.allgatherStart(bucket, data, shard)); });
+        p.allGather.push_back({bytes, t});
+      }
+    }
+}
+
+// Every rank's times replaced by their maximum over the ranks (and the
+// process's resident set likewise).
+void maxOverRanks(CommBase &comm, MachineProfile &p) {
+  if (comm.size() == 1)
+    return;
+  std::vector<double *> slots;
+  for (MachineProfile::Gemm &g : p.gemm)
+    slots.push_back(&g.seconds);
+  for (std::vector<MachineProfile::Work> *list :
+       {&p.conv, &p.elementwise, &p.allReduce, &p.reduceScatter, &p.allGather})
+    for (MachineProfile::Work &w : *list)
+      slots.push_back(&w.seconds);
+  std::vector<double> mine;
+  mine.push_back(double(p.processBytes));
+  for (double *s : slots)
+    mine.push_back(*s);
+  std::vector<double> all(mine.size() * size_t(comm.size()));
+  comm.allgather(mine.data(), all.data(), int64_t(mine.size() * sizeof(double)));
+  for (size_t i = 0; i < mine.size(); ++i)
+    for (int r = 0; r < comm.size(); ++r)
+      mine[i] = std::max(mine[i], all[size_t(r) * mine.size() + i]);
+  p.processBytes = int64_t(mine[0]);
+  for (size_t i = 0; i < slots.size(); ++i)
+    *slots[i] = mine[i + 1];
+}
+
+std::string mib(int64_t bytes) {
+  return bytes >= (int64_t(1) << 20) ? fmt::format("{} MiB", bytes >> 20)
+                                     : fmt::format("{} KiB", bytes >> 10);
+}
+
+// "3.1 ms", "12.4 us"
+std::string duration(double s) {
+  return s >= 1      ? fmt::format("{:.3g} s", s)
+         : s >= 1e-3 ? fmt::format("{:.3g} ms", s * 1e3)
+                     : fmt::format("{:.3g} us", s * 1e6);
+}
+
+// "all-reduce 4 MiB 3.1 ms" (the 4 MiB entry, else the last).
+std::string collectiveSummary(const char *name, const std::vector<MachineProfile::Work> &list) {
+  if (list.empty())
+    return "";
+  const MachineProfile::Work *pick = &list.back();
+  for (const MachineProfile::Work &w : list)
+    if (w.amount >= (int64_t(4) << 20)) {
+      pick = &w;
+      break;
+    }
+  return fmt::format(", {} {} {}", name, mib(pick->amount), duration(pick->seconds));
+}
+
+// The first words of the summary line: the rates' range over the sizes.
+std::string rateRange(const std::vector<double> &rates) {
+  if (rates.empty())
+    return "-";
+  const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
+  return fmt::format("{:.3g}-{:.3g}", *lo, *hi);
+}
+
+std::string summary(const MachineProfile &p, double elapsed, const std::string &path) {
+  std::vector<double> gemm, conv;
+  for (const MachineProfile::Gemm &g : p.gemm)
+    gemm.push_back(2.0 * double(g.m) * double(g.n) * double(g.k) / g.seconds / 1e9);
+  for (const MachineProfile::Work &w : p.conv)
+    conv.push_back(double(w.amount) / w.seconds / 1e9);
+  const MachineProfile::Work &stream = p.elementwise.back();
+  return fmt::format("calibrated {} rank{} x {} thread{} ({}{}): GEMM {} GFLOP/s, conv {} GFLOP/s, "
+                     "elementwise {:.3g} GB/s ({}){}{}{}, process {:.1f} MB, {:.1f} s; wrote {}",
+                     p.ranks, p.ranks == 1 ? "" : "s", p.threads, p.threads == 1 ? "" : "s",
+                     p.backend, p.deferredStarts ? ", deferred starts" : "", rateRange(gemm),
+                     rateRange(conv), double(stream.amount) / stream.seconds / 1e9,
+                     mib(stream.amount / 3), collectiveSummary("all-reduce", p.allReduce),
+                     collectiveSummary("reduce-scatter", p.reduceScatter),
+                     collectiveSummary("all-gather", p.allGather), double(p.processBytes) / 1e6,
+                     elapsed, path);
+}
+
+} // namespace
+
+std::string machineJson(const MachineProfile &p) {
+  std::string out = "{\n";
+  out += "  \"format\": \"dtc-machine/1\",\n";
+  out += "  \"written_by\": \"train --calibrate\",\n";
+  out += fmt::format("  \"date\": {},\n", jsonString(p.date));
+  out += fmt::format("  \"host\": {},\n", jsonString(p.host));
+  out += fmt::format("  \"cpu\": {},\n", jsonString(p.cpu));
+  out += fmt::format("  \"ranks\": {},\n", p.ranks);
+  out += fmt::format("  \"local_ranks\": {},\n", p.localRanks);
+  out += fmt::format("  \"threads\": {},\n", p.threads);
+  out += fmt::format("  \"backend\": {},\n", jsonString(p.backend));
+  out += fmt::format("  \"deferred_starts\": {},\n", p.deferredStarts ? "true" : "false");
+  out += fmt::format("  \"process_bytes\": {},\n", p.processBytes);
+  auto list = [&](const std::vector<std::string> &items, const char *indent) {
+    std::string s = "[";
+    for (size_t i = 0; i < items.size(); ++i)
+      s += fmt::format("{}\n{}  {}", i ? "," : "", indent, items[i]);
+    return s + (items.empty() ? "]" : fmt::format("\n{}]", indent));
+  };
+  auto works = [&](const std::vector<MachineProfile::Work> &ws, const char *key,
+                   const char *indent) {
+    std::vector<std::string> items;
+    for (const MachineProfile::Work &w : ws)
+      items.push_back(
+          fmt::format("{{\"{}\": {}, \"seconds\": {}}}", key, w.amount, seconds(w.seconds)));
+    return list(items, indent);
+  };
+  std::vector<std::string> gemm;
+  for (const MachineProfile::Gemm &g : p.gemm)
+    gemm.push_back(fmt::format("{{\"m\": {}, \"n\": {}, \"k\": {}, \"seconds\": {}}}", g.m, g.n,
+                               g.k, seconds(g.seconds)));
+  out += fmt::format("  \"gemm\": {},\n", list(gemm, "  "));
+  out += fmt::format("  \"conv\": {},\n", works(p.conv, "flops", "  "));
+  out += fmt::format("  \"elementwise\": {},\n", works(p.elementwise, "bytes", "  "));
+  out += "  \"collectives\": {\n";
+  out += fmt::format("    \"all_reduce\": {},\n", works(p.allReduce, "bytes", "    "));
+  out += fmt::format("    \"reduce_scatter\": {},\n", works(p.reduceScatter, "bytes", "    "));
+  out += fmt::format("    \"all_gather\": {}\n", works(p.allGather, "bytes", "    "));
+  out += "  }\n}\n";
+  return out;
+}
+
+std::string defaultMachinePath(int ranks) {
+  const std::string dir = defaultDataCacheDir();
+  return dir.empty() ? "" : fmt::format("{}/machine-{}ranks.json", dir, ranks);
+}
+
+int runCalibration(const Options &opts, CommBase &comm, int threads, bool cuda) {
+  const Clock::time_point start = Clock::now();
+  MachineProfile p;
+  p.processBytes = residentBytes(); // before any buffer of ours
+  if (cuda)
+    throw CollectiveError("--calibrate measures the CPU (its GEMMs, loops and collectives), "
+                          "but this run would use the CUDA steps; give --device cpu");
+  std::string path;
+  onRankZero(comm, "to prepare the calibration file", [&] {
+    path = resolvePath(opts, comm.size());
+    checkWritable(path, "calibration file", "--calibrate");
+  });
+  p.date = utcNow();
+  p.host = hostName();
+  p.cpu = cpuModel();
+  p.backend = comm.backend();
+  p.ranks = comm.size();
+  p.localRanks = comm.localSize();
+  p.threads = threads;
+  p.deferredStarts = comm.deferredStarts();
+  measureGemm(comm, p);
+  measureConv(comm, p);
+  measureElementwise(comm, p);
+  measureCollectives(comm, p);
+  comm.barrier();
+  maxOverRanks(comm, p);
+  onRankZero(comm, "to write the calibration file", [&] {
+    AtomicFile out(path, "calibration file");
+    out.write(machineJson(p));
+    out.commit();
+  });
+  if (comm.rank() == 0 && !opts.quiet) {
+    fmt::print("{}\n", summary(p, secondsSince(start), path));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+} // namespace dtc::rt

@@ -1,0 +1,63 @@
+//===- calibrate.h - train --calibrate: this machine for dtc's cost model -===//
+//
+// `train --calibrate [FILE]` trains nothing and reads no data: once the
+// communicator exists (so it runs as training does, alone or under mpirun),
+// every rank measures, at the same time and with the run's --threads, what
+// dtc's cost model (passes/, dtc --machine FILE) estimates a step from:
+//   gemm         gemm_engine::gemm(false, false, M, N, K, ...) for M, N, K in
+//                {16, 64, 256, 1024, 4096} with 2MNK <= 4.3e9
+//   conv         kern::conv2d (the entry generated code calls: the engine's
+//                convolution, else im2col + GEMM), 3x3 stride 1 pad 1, N = 32
+//   elementwise  y[i] = a x[i] + y[i] through kern::forRanges (rt::parallelFor,
+//                as the generated fused loops), 1 KiB .. 64 MiB arrays
+//   collectives  the bucket API compiled steps use (allreduceStart,
+//                reduceScatterStart, allgatherStart, then wait), 4 KiB .. 64 MiB
+// Each time is the median of repetitions after one warm-up, the maximum over
+// the ranks; rank 0 writes them as JSON ("format": "dtc-machine/1",
+// machineJson) through AtomicFile and prints a one-line summary.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtc::rt {
+
+class CommBase;
+struct Options;
+
+// What --calibrate measured: the file's keys (docs/runtime.md, Calibration).
+struct MachineProfile {
+  struct Gemm {
+    int64_t m, n, k;
+    double seconds;
+  };
+  struct Work { // conv: flops; elementwise and collectives: bytes
+    int64_t amount;
+    double seconds;
+  };
+  std::string date, host, cpu, backend;
+  int ranks = 1, localRanks = 1, threads = 1;
+  bool deferredStarts = false;
+  int64_t processBytes = 0;
+  std::vector<Gemm> gemm;
+  std::vector<Work> conv, elementwise;
+  std::vector<Work> allReduce, reduceScatter, allGather;
+};
+
+// The JSON of a profile ("dtc-machine/1").
+std::string machineJson(const MachineProfile &p);
+
+// <cache dir>/machine-<ranks>ranks.json, the cache dir defaultDataCacheDir()'s;
+// "" when there is none.
+std::string defaultMachinePath(int ranks);
+
+// train --calibrate (collective: every rank calls it). `threads`: the
+// compute threads of each rank (setKernelThreads and gemm_engine::setThreads
+// already applied); `cuda`: the run would use CUDA steps (refused: the
+// measurements are the CPU's). Returns the exit status (0); errors throw.
+int runCalibration(const Options &opts, CommBase &comm, int threads, bool cuda);
+
+} // namespace dtc::rt

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# train --calibrate [FILE] (runtime/lib/train/calibrate.h): at 1 rank and
+# under mpirun at 2, the program trains nothing, measures (GEMMs,
+# convolutions, elementwise loops, the bucket collectives) and rank 0 writes
+# the dtc-machine/1 JSON that dtc's cost model reads: the file parses, says
+# its world size, backend and threads, and holds positive times (the
+# collectives' at 2 ranks; 6 sizes each at both) and the process's resident
+# set. Without FILE it goes to $DTC_CACHE_DIR/machine-<N>ranks.json (the
+# directory created); with no cache directory at all, the error asks for
+# FILE. An unwritable FILE fails at once (before any measurement), naming
+# it, on 1 and 2 ranks, and leaves no file behind.
+# usage: calibrate.sh DTC WORKDIR
+set -euo pipefail
+dtc=$1 work=$2
+rm -rf "$work"
+mkdir -p "$work"
+mpirun="timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none"
+python=/usr/bin/python3
+fail() { echo "FAIL: $*"; exit 1; }
+cat > "$work/tiny.dsl" <<'DSL'
+model tiny
+input x: f32[B, 6]
+label y: i32[B]
+h = linear(x, 8, act=tanh)
+o = linear(h, 3)
+loss = cross_entropy(o, y)
+train {
+  data = synthetic(train=100, test=20)
+  batch = 10
+}
+DSL
+"$dtc" "$work/tiny.dsl" -o "$work/train"
+train=$work/train
+
+# check FILE RANKS BACKEND: the file's keys and values.
+check() {
+  "$python" - "$@" <<'PY'
+import json, sys
+path, ranks, backend = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+d = json.load(open(path))
+def need(cond, what):
+    if not cond:
+        sys.exit(f"{path}: {what}")
+need(d.get("format") == "dtc-machine/1", f"format is {d.get('format')!r}")
+need(d.get("written_by") == "train --calibrate", "written_by")
+for key in ("date", "host", "cpu", "backend"):
+    need(isinstance(d.get(key), str), f"{key} is not a string")
+need(d["date"].endswith("Z") and "T" in d["date"], f"date {d['date']!r}")
+need(d["ranks"] == ranks, f"ranks {d['ranks']}, expected {ranks}")
+need(d["local_ranks"] == ranks, f"local_ranks {d['local_ranks']}, expected {ranks}")
+need(d["backend"] == backend, f"backend {d['backend']!r}, expected {backend!r}")
+need(isinstance(d["threads"], int) and d["threads"] >= 1, f"threads {d['threads']}")
+need(isinstance(d["deferred_starts"], bool), "deferred_starts is not a boolean")
+need(isinstance(d["process_bytes"], int) and d["process_bytes"] > 1e6,
+     f"process_bytes {d['process_bytes']}")
+def positive(entries, what):
+    need(isinstance(entries, list) and entries, f"{what}: empty")
+    for e in entries:
+        need(isinstance(e["seconds"], (int, float)) and e["seconds"] > 0,
+             f"{what}: {e} has no positive seconds")
+positive(d["gemm"], "gemm")
+shapes = {(g["m"], g["n"], g["k"]) for g in d["gemm"]}
+sizes = (16, 64, 256, 1024, 4096)
+want = {(m, n, k) for m in sizes for n in sizes for k in sizes if 2 * m * n * k <= 4.3e9}
+need(shapes == want, f"gemm shapes: {len(shapes)}, expected {len(want)}")
+positive(d["conv"], "conv")
+need([c["flops"] for c in d["conv"]] ==
+     [2 * 32 * o * h * w * c * 9 for c, o, h, w in
+      ((1, 32, 28, 28), (32, 64, 14, 14), (64, 128, 7, 7), (64, 64, 32, 32))], "conv flops")
+positive(d["elementwise"], "elementwise")
+need([e["bytes"] for e in d["elementwise"]] == [3 * (1024 << 2 * i) for i in range(9)],
+     "elementwise bytes")
+coll = d["collectives"]
+for kind in ("all_reduce", "reduce_scatter", "all_gather"):
+    entries = coll[kind]
+    need(len(entries) == 6, f"{kind}: {len(entries)} sizes")
+    need([e["bytes"] for e in entries] == [4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20],
+         f"{kind} bytes")
+    if ranks > 1:
+        positive(entries, kind)
+    else:
+        need(all(e["seconds"] >= 0 for e in entries), f"{kind}: negative seconds")
+print(f"{path}: {ranks} rank(s), {d['threads']} thread(s), {d['backend']}, "
+      f"{len(d['gemm'])} GEMMs, process {d['process_bytes']} bytes")
+PY
+}
+
+# 1 rank.
+"$train" --calibrate "$work/one.json" > "$work/one.log"
+cat "$work/one.log"
+grep -q "^calibrated 1 rank x [0-9]* threads\? (local): GEMM .*; wrote $work/one.json\$" \
+  "$work/one.log" || fail "no summary line at 1 rank"
+check "$work/one.json" 1 local
+
+# 2 ranks under mpirun, one thread each.
+$mpirun -np 2 "$train" --calibrate "$work/two.json" --threads 1 > "$work/two.log"
+cat "$work/two.log"
+[ "$(grep -c '^calibrated' "$work/two.log")" = 1 ] || fail "not one summary line at 2 ranks"
+grep -q "^calibrated 2 ranks x 1 thread (mpi" "$work/two.log" || fail "summary at 2 ranks"
+check "$work/two.json" 2 mpi
+"$python" -c "import json, sys; sys.exit(json.load(open('$work/two.json'))['threads'] != 1)" ||
+  fail "--threads 1 not recorded"
+
+# Without FILE: the cache directory, created.
+DTC_CACHE_DIR=$work/cache/dtc "$train" --calibrate --threads 1 > "$work/cache.log"
+[ -f "$work/cache/dtc/machine-1ranks.json" ] || fail "no machine-1ranks.json in DTC_CACHE_DIR"
+grep -q "; wrote $work/cache/dtc/machine-1ranks.json\$" "$work/cache.log" || fail "cache summary"
+check "$work/cache/dtc/machine-1ranks.json" 1 local
+for unset in "DTC_CACHE_DIR=off" "-u DTC_CACHE_DIR -u XDG_CACHE_HOME -u HOME"; do
+  # shellcheck disable=SC2086 # (the words are env's arguments)
+  if env $unset "$train" --calibrate > "$work/nocache.log" 2>&1; then
+    fail "no cache directory ($unset) and no FILE succeeded"
+  fi
+  grep -q "^train: error: --calibrate: no cache directory .*give the file: --calibrate FILE" \
+    "$work/nocache.log" || { cat "$work/nocache.log"; fail "no cache directory ($unset): message"; }
+done
+
+# An unwritable FILE: the error names it, nothing is measured or written.
+bad=$work/missing/machine.json
+for ranks in 1 2; do
+  launch=""
+  [ $ranks = 1 ] || launch="$mpirun -np 2"
+  if $launch "$train" --calibrate "$bad" > "$work/bad$ranks.log" 2> "$work/bad$ranks.err"; then
+    fail "$ranks rank(s): an unwritable FILE succeeded"
+  fi
+  grep -q "^train: error: .*cannot write calibration file '$bad'" "$work/bad$ranks.err" ||
+    { cat "$work/bad$ranks.err"; fail "$ranks rank(s): the error does not name $bad"; }
+  ! grep -q calibrated "$work/bad$ranks.log" || fail "$ranks rank(s): measured anyway"
+  [ ! -e "$bad" ] && [ ! -e "$work/missing" ] || fail "$ranks rank(s): a file was left"
+done
+# A directory as FILE, likewise; nothing left in it.
+if "$train" --calibrate "$work/cache" 2> "$work/dir.err"; then fail "a directory as FILE"; fi
+grep -q "^train: error: cannot write calibration file '$work/cache': " "$work/dir.err" ||
+  { cat "$work/dir.err"; fail "directory: message"; }
+[ -z "$(find "$work/cache" -name '*.tmp.*')" ] || fail "a temporary file was left"
+
+# The modes exclude each other.
+if "$train" --calibrate "$work/x.json" --gradcheck 2> "$work/modes.err"; then fail "with --gradcheck"; fi
+grep -q "^train: error: --calibrate and --gradcheck exclude each other" "$work/modes.err" ||
+  fail "--gradcheck: message"
+[ ! -e "$work/x.json" ] || fail "--gradcheck: a file was written"
+echo PASS
