@@ -146,9 +146,12 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
         evaluate(frontEnd, options, request, p);
         plans.push_back(std::move(p));
       }
+  auto need = [&](const Plan &p) {
+    return p.prediction.peakBytes + request.dataBytes;
+  };
   auto fits = [&](const Plan &p) {
     return p.error.empty() &&
-           (request.budget <= 0 || p.prediction.peakBytes <= request.budget);
+           (request.budget <= 0 || need(p) <= request.budget);
   };
   // The fastest plan that fits (of equal ones, the first above).
   auto choose = [&](ArrayRef<Plan> from) -> const Plan * {
@@ -192,8 +195,8 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
     if (request.budget > 0)
       os << " within " << formatBytes(request.budget) << " a rank";
     os << " (machine: " << request.machine.source << "; predicted step time "
-       << "and a rank's peak memory, the data set not included), fastest "
-          "first:\n";
+       << "and a rank's peak memory, with the data set's "
+       << formatBytes(request.dataBytes) << "), fastest first:\n";
     os << llvm::format("  %-13s %-10s %-16s %-9s %10s %10s %10s  %s\n", "stage",
                        "remat", "batch", "buckets", "step", "of which", "peak",
                        "");
@@ -220,14 +223,13 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
       }
       std::string note = p == best ? "<- chosen" : "";
       if (request.budget > 0 && !fits(*p))
-        note =
-            "over by " + formatBytes(p->prediction.peakBytes - request.budget);
-      os << llvm::format(
-          "  %-13s %-10s %-16s %-9s %10s %10s %10s  %s\n", stageName(p->stage),
-          p->remat.c_str(), micro.c_str(), formatBytes(p->bucketBytes).c_str(),
-          formatSeconds(p->prediction.stepSeconds).c_str(),
-          formatSeconds(p->prediction.commSeconds).c_str(),
-          formatBytes(p->prediction.peakBytes).c_str(), note.c_str());
+        note = "over by " + formatBytes(need(*p) - request.budget);
+      os << llvm::format("  %-13s %-10s %-16s %-9s %10s %10s %10s  %s\n",
+                         stageName(p->stage), p->remat.c_str(), micro.c_str(),
+                         formatBytes(p->bucketBytes).c_str(),
+                         formatSeconds(p->prediction.stepSeconds).c_str(),
+                         formatSeconds(p->prediction.commSeconds).c_str(),
+                         formatBytes(need(*p)).c_str(), note.c_str());
     }
     if (best)
       os << "chosen: " << best->describe() << ": the fastest of " << fitting
@@ -235,15 +237,14 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
          << (request.budget > 0 ? " that fit" : "") << " (" << plans.size()
          << " considered), predicted "
          << formatSeconds(best->prediction.stepSeconds) << " a step and "
-         << formatBytes(best->prediction.peakBytes) << " a rank\n";
+         << formatBytes(need(*best)) << " a rank\n";
   }
   if (best)
     return *best;
   // Nothing fits: the smallest plan, against the budget.
   const Plan *smallest = nullptr;
   for (const Plan &p : plans)
-    if (p.error.empty() &&
-        (!smallest || p.prediction.peakBytes < smallest->prediction.peakBytes))
+    if (p.error.empty() && (!smallest || need(p) < need(*smallest)))
       smallest = &p;
   std::string message;
   llvm::raw_string_ostream diag(message);
@@ -257,9 +258,9 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
   diag << "no plan fits " << formatBytes(request.budget) << " a rank on "
        << request.ranks << " rank" << (request.ranks == 1 ? "" : "s")
        << ": the smallest of " << plans.size() << " (" << smallest->describe()
-       << ") needs " << formatBytes(smallest->prediction.peakBytes)
-       << " (predicted; " << smallest->prediction.peakBytes << " bytes against "
-       << request.budget
+       << ") needs " << formatBytes(need(*smallest)) << " (predicted, with the "
+       << "data set's " << formatBytes(request.dataBytes) << "; "
+       << need(*smallest) << " bytes against " << request.budget
        << "); give more ranks, a smaller batch or a larger budget";
   if (error)
     *error = message;

@@ -37,6 +37,9 @@ struct Plan {
 struct PlanRequest {
   int64_t ranks = 1;
   int64_t budget = 0; // bytes a rank (0: none: the fastest plan)
+  /// The data set's bytes a rank holds besides the plan's peak (the
+  /// driver's estimate from the recipe), counted against the budget.
+  int64_t dataBytes = 0;
   Machine machine;
   /// Fixed by the user (else searched).
   std::optional<ShardStage> stage;

@@ -237,6 +237,74 @@ std::optional<int64_t> parseSize(StringRef text) {
   return int64_t(value * scale);
 }
 
+/// The bytes train will hold of the data set the recipe names (0 when it
+/// names none, or it cannot be read): IDX files as floats (a gzipped
+/// file's size from its trailer), a text's files as bytes (symbolic links
+/// skipped, as train does), CSV files as large as on disk, synthetic
+/// samples as floats of the model's input and labels.
+int64_t estimateDataBytes(mlir::ModuleOp module) {
+  auto *dialect = module->getContext()->getLoadedDialect<dtc::DtcDialect>();
+  dtc::RecipeAttr r = dialect->getRecipeAttrHelper().getAttr(module);
+  if (!r)
+    return 0;
+  auto fileBytes = [](const Twine &path) -> int64_t {
+    sys::fs::file_status st;
+    if (sys::fs::status(path, st, /*follow=*/false) ||
+        st.type() != sys::fs::file_type::regular_file)
+      return 0;
+    return int64_t(st.getSize());
+  };
+  // An IDX file's uncompressed bytes (a .gz's ISIZE trailer), less its
+  // header, times 4 (floats, or int32 labels).
+  auto idx = [&](StringRef name, int64_t header) -> int64_t {
+    SmallString<256> raw(r.getDir());
+    sys::path::append(raw, name);
+    if (int64_t n = fileBytes(raw))
+      return std::max<int64_t>(0, n - header) * 4;
+    auto gz = MemoryBuffer::getFile(raw + ".gz");
+    if (!gz || (*gz)->getBufferSize() < 4)
+      return 0;
+    const unsigned char *end =
+        reinterpret_cast<const unsigned char *>((*gz)->getBufferEnd());
+    const int64_t n = int64_t(end[-4]) | int64_t(end[-3]) << 8 |
+                      int64_t(end[-2]) << 16 | int64_t(end[-1]) << 24;
+    return std::max<int64_t>(0, n - header) * 4;
+  };
+  switch (r.getData()) {
+  case dtc::DataKind::IDX:
+    return idx("train-images-idx3-ubyte", 16) +
+           idx("train-labels-idx1-ubyte", 8) +
+           idx("t10k-images-idx3-ubyte", 16) + idx("t10k-labels-idx1-ubyte", 8);
+  case dtc::DataKind::Text: {
+    if (int64_t n = fileBytes(r.getTrain()))
+      return n;
+    int64_t total = 0;
+    std::error_code ec;
+    for (sys::fs::recursive_directory_iterator it(r.getTrain(), ec, false), end;
+         !ec && it != end; it.increment(ec))
+      total += fileBytes(it->path());
+    return total;
+  }
+  case dtc::DataKind::CSV:
+    return fileBytes(r.getTrain()) + fileBytes(r.getTest());
+  case dtc::DataKind::Synthetic: {
+    int64_t perSample = 0;
+    if (auto fwd =
+            module.lookupSymbol<mlir::func::FuncOp>(dtc::steps::kForward))
+      for (mlir::Type t : fwd.getArgumentTypes())
+        if (auto tensor = dyn_cast<mlir::RankedTensorType>(t)) {
+          int64_t n = 4;
+          for (int64_t d : tensor.getShape().drop_front())
+            n *= d;
+          perSample += n;
+        }
+    return (r.getTrainSize() + r.getTestSize()) * perSample;
+  }
+  default:
+    return 0;
+  }
+}
+
 /// The cache directory train --calibrate writes to ($DTC_CACHE_DIR, else
 /// $XDG_CACHE_HOME/dtc, else $HOME/.cache/dtc; "" when none is set): the
 /// runtime's defaultDataCacheDir (runtime/lib/data/data_cache.h).
@@ -645,6 +713,7 @@ int main(int argc, char **argv) {
       dtc::PlanRequest request;
       request.ranks = ranks;
       request.budget = budget;
+      request.dataBytes = estimateDataBytes(*module);
       request.machine = machine;
       if (!autoShard &&
           (shardStage.getNumOccurrences() ||

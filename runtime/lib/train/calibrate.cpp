@@ -423,7 +423,14 @@ std::string defaultMachinePath(int ranks) {
 int runCalibration(const Options &opts, CommBase &comm, int threads, bool cuda) {
   const Clock::time_point start = Clock::now();
   MachineProfile p;
-  p.processBytes = residentBytes(); // before any buffer of ours
+  // The process's base: its resident set before any buffer of ours, once
+  // the GEMM engine has started (its threads, its first kernel), as it has
+  // in a step.
+  {
+    float a[64 * 64] = {}, b[64 * 64] = {}, c[64 * 64];
+    gemm_engine::gemm(false, false, 64, 64, 64, 1.0f, a, 64, b, 64, 0.0f, c, 64);
+  }
+  p.processBytes = residentBytes();
   if (cuda)
     throw CollectiveError("--calibrate measures the CPU (its GEMMs, loops and collectives), "
                           "but this run would use the CUDA steps; give --device cpu");

@@ -29,6 +29,7 @@
 #include "train/session.h"
 #include "train/sinks.h"
 #include "support/tracer.h"
+#include "support/resident.h"
 #include "train/training_loop.h"
 
 #include <fmt/format.h>
@@ -671,8 +672,12 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
     if (opts.sampleTokens > 0)
       return sample(spec, opts, *comm);
     checkStepMemory(spec, opts.batch, /*hostSteps=*/!device.cuda);
+    const int64_t beforeData = residentBytes();
     DataSplits data = loadData(opts.data, spec);
-    const int64_t dataBytes = dataSetBytes(data);
+    // (What loading kept resident, where more than the splits hold: the
+    // text's file list, the window index.)
+    const int64_t dataBytes =
+        std::max(dataSetBytes(data), residentBytes() - beforeData);
     if (!opts.quiet && comm->rank() == 0)
       for (const std::string &note : data.notes)
         fmt::print(stderr, "train: note: {}\n", note);
