@@ -86,13 +86,15 @@ MetricsSink::MetricsSink(std::string path, const ModelSpec &spec)
   header_ = "epoch,step,batch";
   for (int32_t i = 0; i < spec.numOutputs; ++i)
     header_ += fmt::format(",{}", spec.outputNames[i]);
-  header_ += ",lr,seconds,peak_bytes";
-  if (spec.prediction.stepSeconds > 0)
-    header_ += ",predicted_step_seconds,predicted_peak_bytes";
-  header_ += "\n";
-  if (spec.prediction.stepSeconds > 0)
+  header_ += ",lr,seconds";
+  // Where dtc predicted the step: rank 0's peak resident set so far, next
+  // to the prediction.
+  if (spec.prediction.stepSeconds > 0) {
+    header_ += ",peak_bytes,predicted_step_seconds,predicted_peak_bytes";
     predicted_ = fmt::format(",{:.6g},{}", spec.prediction.stepSeconds,
                              spec.prediction.peakBytes);
+  }
+  header_ += "\n";
   text_ = header_;
 }
 
@@ -108,9 +110,10 @@ void MetricsSink::onStep(const StepInfo &step, const StepOutputs &outputs) {
   for (int32_t i = 0; i < numOutputs_; ++i)
     text_ += fmt::format(",{:.6g}", outputs.global[i]);
   // The rate as the float it is, in the fewest digits that read back to it.
-  // (Rank 0's peak resident set so far, and dtc's prediction.)
-  text_ += fmt::format(",{},{:.3f},{}{}\n", step.lr, step.seconds, peakResidentBytes(),
-                       predicted_);
+  text_ += fmt::format(",{},{:.3f}", step.lr, step.seconds);
+  if (!predicted_.empty())
+    text_ += fmt::format(",{}{}", peakResidentBytes(), predicted_);
+  text_ += "\n";
 }
 
 void MetricsSink::onCheckpoint(const TrainingPosition &) { commit(); }
@@ -305,7 +308,9 @@ void PredictionSink::onStep(const StepInfo &step, const StepOutputs &) {
 }
 
 void PredictionSink::onRunEnd(const RunEnd &end) {
-  if (end.preempted() || starts_.empty()) // (on every rank alike)
+  // (On every rank alike.) A program without dtc's prediction (one built
+  // from IR without it) prints nothing.
+  if (end.preempted() || starts_.empty() || spec_.prediction.stepSeconds <= 0)
     return;
   // Every rank's peak, and the data's bytes, to rank 0.
   const int64_t mine[2] = {peakResidentBytes(), dataBytes_};
@@ -338,11 +343,7 @@ void PredictionSink::onRunEnd(const RunEnd &end) {
   }
   const std::string ranks =
       comm_.size() > 1 ? fmt::format("the largest of {} ranks", comm_.size()) : "1 rank";
-  if (p.stepSeconds <= 0) {
-    fmt::print("measured: step {} (median of {}), peak memory {} ({})\n",
-               steps.empty() ? std::string("-") : ms(median), steps.size(), mib(double(peak)),
-               ranks);
-  } else if (p.batch != batch_ || p.ranks != comm_.size()) {
+  if (p.batch != batch_ || p.ranks != comm_.size()) {
     fmt::print("measured: step {} (median of {}), peak memory {} ({}); dtc predicted {} and "
                "{} for batch {} on {} rank{}, not this run's batch {} on {}\n",
                steps.empty() ? std::string("-") : ms(median), steps.size(), mib(double(peak)),
