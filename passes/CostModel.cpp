@@ -228,7 +228,7 @@ namespace {
 struct StepModel {
   const Machine &machine;
   int64_t batch, states;
-  DenseMap<int64_t, int64_t> bucketFloats; // a sharded bucket's floats
+  DenseMap<int64_t, int64_t> bucketFloats{}; // a sharded bucket's floats
 
   double size(int64_t d) const {
     return ShapedType::isDynamic(d) ? double(batch) : double(d);
@@ -460,7 +460,7 @@ Prediction dtc::predict(ModuleOp module, const Machine &machine,
   if (p.ranks != machine.ranks && machine.source == "built-in defaults")
     at = Machine::defaults(p.ranks);
   at.ranks = p.ranks;
-  StepModel model{at, plan.batch, optimizerStateBuffers(module), {}};
+  StepModel model{at, plan.batch, optimizerStateBuffers(module)};
   auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
   if (!train)
     return p;
