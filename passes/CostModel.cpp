@@ -495,15 +495,21 @@ Prediction dtc::predict(ModuleOp module, const Machine &machine,
   p.stepSeconds = t.total + copyIn;
   p.computeSeconds = t.compute + copyIn;
   p.commSeconds = t.comm;
-  // Memory: what the rank allocates, its batch buffer, a bucket's worth of
-  // the collectives' temporaries (MPI's reduce-scatter and all-reduce keep
-  // one) and the process's base.
+  // Memory: what the rank allocates, its batch buffer, the collectives'
+  // temporaries and the process's base.
   p.persistentBytes = plan.persistentBytes;
   p.arenaBytes = plan.allocatedArena();
   int64_t largest = 0;
   for (const PlanReport::Bucket &b : plan.buckets)
     largest = std::max(largest, b.bytes);
-  p.commBytes = p.ranks > 1 ? largest : 0;
+  // (Open MPI 4.1 here: an all-reduce keeps a bucket-sized temporary; a
+  // sharded step's reduce-scatter and all-gather one each, stage 3's
+  // prefetched gathers one more: benchmarks/plan_demo.sh.)
+  const int64_t stage = shard ? int64_t(shard.getStage()) : 0;
+  p.commBytes = p.ranks > 1 ? largest * (stage == 0  ? 1
+                                         : stage < 3 ? 2
+                                                     : 3)
+                            : 0;
   p.processBytes = at.processBytes;
   p.peakBytes = p.persistentBytes + p.arenaBytes + p.batchBytes + p.commBytes +
                 p.processBytes;

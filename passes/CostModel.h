@@ -78,8 +78,9 @@ struct Prediction {
 /// costed by its shape, the collectives on a channel of their own that a
 /// wait blocks on (or, with deferred starts, run at their waits), the
 /// accumulation micro-batches; and a rank's memory: what it allocates for
-/// the model (PlanReport::rankBytes), its batch buffer, a bucket of the
-/// collectives' temporaries and the process's base.
+/// the model (PlanReport::rankBytes), its batch buffer, the collectives'
+/// temporaries (the largest bucket once replicated, twice sharded, three
+/// times at stage 3) and the process's base.
 Prediction predict(mlir::ModuleOp module, const Machine &machine,
                    int64_t ranks = 0);
 

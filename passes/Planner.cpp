@@ -146,12 +146,14 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
         evaluate(frontEnd, options, request, p);
         plans.push_back(std::move(p));
       }
+  // What a plan's prediction may reach: the budget less the headroom.
+  const int64_t usable =
+      int64_t(double(request.budget) * (1.0 - kPlanHeadroom));
   auto need = [&](const Plan &p) {
     return p.prediction.peakBytes + request.dataBytes;
   };
   auto fits = [&](const Plan &p) {
-    return p.error.empty() &&
-           (request.budget <= 0 || need(p) <= request.budget);
+    return p.error.empty() && (request.budget <= 0 || need(p) <= usable);
   };
   // The fastest plan that fits (of equal ones, the first above).
   auto choose = [&](ArrayRef<Plan> from) -> const Plan * {
@@ -193,7 +195,9 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
     os << "plans for " << request.ranks << " rank"
        << (request.ranks == 1 ? "" : "s");
     if (request.budget > 0)
-      os << " within " << formatBytes(request.budget) << " a rank";
+      os << " within " << formatBytes(request.budget) << " a rank ("
+         << formatBytes(usable) << " predicted, "
+         << int(kPlanHeadroom * 100 + 0.5) << "% kept as headroom)";
     os << " (machine: " << request.machine.source << "; predicted step time "
        << "and a rank's peak memory, with the data set's "
        << formatBytes(request.dataBytes) << "), fastest first:\n";
@@ -223,7 +227,7 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
       }
       std::string note = p == best ? "<- chosen" : "";
       if (request.budget > 0 && !fits(*p))
-        note = "over by " + formatBytes(need(*p) - request.budget);
+        note = "over by " + formatBytes(need(*p) - usable);
       os << llvm::format("  %-13s %-10s %-16s %-9s %10s %10s %10s  %s\n",
                          stageName(p->stage), p->remat.c_str(), micro.c_str(),
                          formatBytes(p->bucketBytes).c_str(),
@@ -255,12 +259,14 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
       *error = message;
     return failure();
   }
-  diag << "no plan fits " << formatBytes(request.budget) << " a rank on "
+  diag << "no plan fits " << formatBytes(request.budget) << " a rank ("
+       << formatBytes(usable) << " predicted, "
+       << int(kPlanHeadroom * 100 + 0.5) << "% kept as headroom) on "
        << request.ranks << " rank" << (request.ranks == 1 ? "" : "s")
        << ": the smallest of " << plans.size() << " (" << smallest->describe()
        << ") needs " << formatBytes(need(*smallest)) << " (predicted, with the "
        << "data set's " << formatBytes(request.dataBytes) << "; "
-       << need(*smallest) << " bytes against " << request.budget
+       << need(*smallest) << " bytes against " << usable
        << "); give more ranks, a smaller batch or a larger budget";
   if (error)
     *error = message;

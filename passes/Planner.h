@@ -20,6 +20,12 @@
 
 namespace dtc {
 
+/// The share of a budget a plan's predicted peak may not use: what the
+/// prediction does not see (the allocator's retained memory, the GEMM
+/// engine's kernels and caches, the collective library's buffers) has
+/// measured up to 10% above it (benchmarks/plan_demo.sh).
+constexpr double kPlanHeadroom = 0.10;
+
 /// One way to train the model.
 struct Plan {
   ShardStage stage = ShardStage::None;
