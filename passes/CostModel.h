@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 #include <string>
+#include <vector>
 
 namespace dtc {
 
@@ -68,6 +69,8 @@ struct Prediction {
   double commSeconds = 0;    // of which waiting for collectives
   int64_t peakBytes = 0;     // a rank's peak, the data set not included
   int64_t ranks = 1, batch = 1;
+  /// The kernels' seconds by op (`matmul`, `fused`, ...), the most first.
+  std::vector<std::pair<std::string, double>> kernelSeconds;
   // The parts of peakBytes.
   int64_t persistentBytes = 0, arenaBytes = 0, batchBytes = 0, commBytes = 0,
           processBytes = 0;

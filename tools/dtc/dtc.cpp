@@ -22,6 +22,7 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -758,6 +759,19 @@ int main(int argc, char **argv) {
       if (mlir::failed(dtc::printShardingReport(
               *frontEnd, options, shard ? shard.getRanks() : 0, llvm::outs())))
         return 1;
+      // The cost model's step, by kernel (against a --trace of the run).
+      dtc::Prediction p = dtc::predict(*module, machine);
+      llvm::outs() << "predicted step (machine: " << machine.source
+                   << "): " << dtc::formatSeconds(p.stepSeconds)
+                   << " = kernels " << dtc::formatSeconds(p.computeSeconds)
+                   << " + waiting for collectives "
+                   << dtc::formatSeconds(p.commSeconds) << "; a rank's peak "
+                   << dtc::formatBytes(p.peakBytes)
+                   << " (the data set not included)\n";
+      for (auto &[kind, seconds] : p.kernelSeconds)
+        llvm::outs() << llvm::format("  %-28s %10s %5.1f%%\n", kind.c_str(),
+                                     dtc::formatSeconds(seconds).c_str(),
+                                     100.0 * seconds / p.computeSeconds);
     }
     if (emitKind == Emit::MLIROpt)
       return writeOutput(out, [&](raw_ostream &os) { module->print(os); });
