@@ -257,79 +257,17 @@ struct StepModel {
             GradSeedOp, ArangeOp>(op))
       return 0;
     if (auto mm = dyn_cast<MatmulOp>(op)) {
-      auto a = mm.getLhs().getType().getShape();
-      double inner = 1;
-      if (mm.getContractBatch())
-        for (int64_t d : a.drop_back())
-          inner *= size(d);
-      else
-        inner = size(mm.getTransposeLhs() ? a[a.size() - 2] : a.back());
-      const double all = elements(mm.getType()),
-                   n = size(mm.getType().getShape().back());
-      return machine.gemmSeconds(all / n, n, inner);
+      work::Gemm g = work::gemm(mm, batch);
+      return machine.gemmSeconds(g.m, g.n, g.k);
     }
-    auto conv = [&](RankedTensorType x, RankedTensorType w,
-                    RankedTensorType y) {
-      double perSample = 1;
-      for (int64_t d : y.getShape().drop_front())
-        perSample *= double(d);
-      return machine.convSeconds(
-          2.0 * size(x.getDimSize(0)) * perSample *
-          double(w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3)));
-    };
-    if (auto c = dyn_cast<Conv2dOp>(op))
-      return conv(c.getX().getType(), c.getWeight().getType(), c.getType());
-    if (auto c = dyn_cast<Conv2dGradInputOp>(op))
-      return conv(c.getType(), c.getWeight().getType(), c.getDy().getType());
-    if (auto c = dyn_cast<Conv2dGradWeightOp>(op))
-      return conv(c.getX().getType(), c.getResult().getType(),
-                  c.getDy().getType());
+    if (double flops = work::convFlops(op, batch); flops > 0)
+      return machine.convSeconds(flops);
     // Attention: per head, two products of [Tq, D] x [D, Tk] forward and
     // four (and the scores again) backward, half of them under a causal
     // mask; each at the rate of a GEMM of its shape.
-    auto attention = [&](SmallVector<int64_t> q, SmallVector<int64_t> k,
-                         bool causal, double products) {
-      double heads = 1;
-      for (int64_t d : ArrayRef<int64_t>(q).drop_back(2))
-        heads *= size(d);
-      const double tq = size(q[q.size() - 2]), tk = size(k[k.size() - 2]),
-                   dim = size(q.back());
-      return heads * products * (causal ? 0.5 : 1.0) *
-             machine.gemmSeconds(tq, tk, dim);
-    };
-    auto headsFirst = [](SmallVector<int64_t> s, bool tokensFirst) {
-      if (tokensFirst) // [..., T, H, D]: as [..., H, T, D]
-        std::swap(s[s.size() - 3], s[s.size() - 2]);
-      return s;
-    };
-    auto packed = [](SmallVector<int64_t> s) { // [..., T, 3, H, D]
-      s.erase(s.end() - 3);
-      std::swap(s[s.size() - 3], s[s.size() - 2]);
-      return s;
-    };
-    // (The forward op and its gradient read q and k alike.)
-    auto separate = [&](auto a, double products) {
-      return attention(
-          headsFirst(SmallVector<int64_t>(a.getQ().getType().getShape()),
-                     a.getTokensFirst()),
-          headsFirst(SmallVector<int64_t>(a.getK().getType().getShape()),
-                     a.getTokensFirst()),
-          a.getCausal(), products);
-    };
-    if (auto a = dyn_cast<AttentionOp>(op))
-      return separate(a, 2);
-    if (auto a = dyn_cast<AttentionGradOp>(op))
-      return separate(a, 5);
-    if (auto a = dyn_cast<AttentionQkvPackedOp>(op)) {
-      SmallVector<int64_t> q =
-          packed(SmallVector<int64_t>(a.getQkv().getType().getShape()));
-      return attention(q, q, a.getCausal(), 2);
-    }
-    if (auto a = dyn_cast<AttentionQkvPackedGradOp>(op)) {
-      SmallVector<int64_t> q =
-          packed(SmallVector<int64_t>(a.getQkv().getType().getShape()));
-      return attention(q, q, a.getCausal(), 5);
-    }
+    if (std::optional<work::Attention> a = work::attention(op, batch))
+      return a->heads * (a->gradient ? 5.0 : 2.0) * (a->causal ? 0.5 : 1.0) *
+             machine.gemmSeconds(a->tq, a->tk, a->dim);
     // The memory-bound kernels: the time calibration's streaming loop takes
     // to move their bytes, times what the runtime's kernels were
     // measured to take more than it (--trace against dtc --report, the CNN

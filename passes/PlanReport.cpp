@@ -151,76 +151,107 @@ PlanReport::PlanReport(Operation *op) {
         bucket.params.push_back(p.str());
     buckets.push_back(std::move(bucket));
   });
-  train.walk([&](MatmulOp m) {
-    auto a = m.getLhs().getType().getShape();
-    auto size = [&](int64_t d) {
-      return ShapedType::isDynamic(d) ? double(batch) : double(d);
-    };
-    // 2 x the result's elements x the inner dimension (every leading
-    // position's, summed, under contract_batch).
-    double inner = 1;
-    if (m.getContractBatch())
-      for (int64_t d : a.drop_back())
-        inner *= size(d);
-    else
-      inner = size(m.getTransposeLhs() ? a[a.size() - 2] : a.back());
-    double elements = 1;
-    for (int64_t d : m.getType().getShape())
-      elements *= size(d);
-    gemmFlops += 2.0 * elements * inner;
+  // GEMMs: 2 m n k each. Fused attention: S = Q K^T and O = P V forward (2
+  // Tq Tk D each per head), dP = dO V^T, dV = P^T dO, dQ = dS K and dK =
+  // dS^T Q backward, counted at the forward op; with a causal mask half of
+  // the scores exist. (A backward that recomputes S does more; this counts
+  // what the step needs.)
+  train.walk([&](Operation *op) {
+    if (auto m = dyn_cast<MatmulOp>(op)) {
+      work::Gemm g = work::gemm(m, batch);
+      gemmFlops += 2.0 * g.m * g.n * g.k;
+    }
+    convFlops += work::convFlops(op, batch);
+    if (std::optional<work::Attention> a = work::attention(op, batch);
+        a && !a->gradient)
+      attentionFlops +=
+          6 * 2.0 * a->heads * a->tq * a->tk * a->dim * (a->causal ? 0.5 : 1.0);
   });
-  // Fused attention: S = Q K^T and O = P V forward (2 Tq Tk D each per
-  // head), dP = dO V^T, dV = P^T dO, dQ = dS K and dK = dS^T Q backward;
-  // with a causal mask half of the scores exist. (A backward that
-  // recomputes S does more; this counts what the step needs.)
-  auto countAttention = [&](SmallVector<int64_t> q, SmallVector<int64_t> k,
-                            bool causal) {
-    auto size = [&](int64_t d) {
-      return ShapedType::isDynamic(d) ? double(batch) : double(d);
-    };
-    double heads = 1;
-    for (int64_t d : ArrayRef<int64_t>(q).drop_back(2))
-      heads *= size(d);
-    const double tq = size(q[q.size() - 2]), tk = size(k[k.size() - 2]),
-                 dim = size(q.back());
-    attentionFlops += 6 * 2.0 * heads * tq * tk * dim * (causal ? 0.5 : 1.0);
-  };
-  train.walk([&](AttentionOp a) {
-    SmallVector<int64_t> q(a.getQ().getType().getShape()),
-        k(a.getK().getType().getShape());
-    if (a.getTokensFirst()) // [..., T, H, D]: as [..., H, T, D]
-      for (auto *s : {&q, &k})
-        std::swap((*s)[s->size() - 3], (*s)[s->size() - 2]);
-    countAttention(q, k, a.getCausal());
-  });
-  train.walk([&](AttentionQkvPackedOp a) {
-    // [..., T, 3, H, D]: q, k and v each as [..., H, T, D].
-    SmallVector<int64_t> q(a.getQkv().getType().getShape());
-    q.erase(q.end() - 3);
-    std::swap(q[q.size() - 3], q[q.size() - 2]);
-    countAttention(q, q, a.getCausal());
-  });
-  // A convolution and each of its gradients: 2 N O Ho Wo (C / groups) kH kW
-  // (O Ho Wo: a sample's elements of y, in any layout).
-  auto convFlopsOf = [&](RankedTensorType x, RankedTensorType w,
-                         RankedTensorType y) {
-    double n = ShapedType::isDynamic(x.getDimSize(0)) ? double(batch)
-                                                      : double(x.getDimSize(0));
+}
+
+namespace {
+double sizeAt(int64_t d, int64_t batch) {
+  return ShapedType::isDynamic(d) ? double(batch) : double(d);
+}
+} // namespace
+
+work::Gemm work::gemm(MatmulOp op, int64_t batch) {
+  auto a = op.getLhs().getType().getShape();
+  double inner = 1;
+  if (op.getContractBatch())
+    for (int64_t d : a.drop_back())
+      inner *= sizeAt(d, batch);
+  else
+    inner = sizeAt(op.getTransposeLhs() ? a[a.size() - 2] : a.back(), batch);
+  double elements = 1;
+  for (int64_t d : op.getType().getShape())
+    elements *= sizeAt(d, batch);
+  const double n = sizeAt(op.getType().getShape().back(), batch);
+  return {elements / n, n, inner};
+}
+
+double work::convFlops(Operation *op, int64_t batch) {
+  auto flops = [&](RankedTensorType x, RankedTensorType w, RankedTensorType y) {
     double perSample = 1;
     for (int64_t d : y.getShape().drop_front())
       perSample *= double(d);
-    convFlops += 2.0 * n * perSample *
-                 double(w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3));
+    return 2.0 * sizeAt(x.getDimSize(0), batch) * perSample *
+           double(w.getDimSize(1) * w.getDimSize(2) * w.getDimSize(3));
   };
-  train.walk([&](Operation *op) {
-    if (auto c = dyn_cast<Conv2dOp>(op))
-      convFlopsOf(c.getX().getType(), c.getWeight().getType(), c.getType());
-    else if (auto c = dyn_cast<Conv2dGradInputOp>(op))
-      convFlopsOf(c.getType(), c.getWeight().getType(), c.getDy().getType());
-    else if (auto c = dyn_cast<Conv2dGradWeightOp>(op))
-      convFlopsOf(c.getX().getType(), c.getResult().getType(),
-                  c.getDy().getType());
-  });
+  if (auto c = dyn_cast<Conv2dOp>(op))
+    return flops(c.getX().getType(), c.getWeight().getType(), c.getType());
+  if (auto c = dyn_cast<Conv2dGradInputOp>(op))
+    return flops(c.getType(), c.getWeight().getType(), c.getDy().getType());
+  if (auto c = dyn_cast<Conv2dGradWeightOp>(op))
+    return flops(c.getX().getType(), c.getResult().getType(),
+                 c.getDy().getType());
+  return 0;
+}
+
+std::optional<work::Attention> work::attention(Operation *op, int64_t batch) {
+  // q and k as [..., H, T, D].
+  auto make = [&](SmallVector<int64_t> q, SmallVector<int64_t> k, bool causal,
+                  bool gradient) {
+    double heads = 1;
+    for (int64_t d : ArrayRef<int64_t>(q).drop_back(2))
+      heads *= sizeAt(d, batch);
+    return Attention{heads,
+                     sizeAt(q[q.size() - 2], batch),
+                     sizeAt(k[k.size() - 2], batch),
+                     sizeAt(q.back(), batch),
+                     causal,
+                     gradient};
+  };
+  auto headsFirst = [](ArrayRef<int64_t> shape, bool tokensFirst) {
+    SmallVector<int64_t> s(shape);
+    if (tokensFirst) // [..., T, H, D]
+      std::swap(s[s.size() - 3], s[s.size() - 2]);
+    return s;
+  };
+  auto packed = [](ArrayRef<int64_t> shape) { // [..., T, 3, H, D]
+    SmallVector<int64_t> s(shape);
+    s.erase(s.end() - 3);
+    std::swap(s[s.size() - 3], s[s.size() - 2]);
+    return s;
+  };
+  auto separate = [&](auto a, bool gradient) {
+    return make(headsFirst(a.getQ().getType().getShape(), a.getTokensFirst()),
+                headsFirst(a.getK().getType().getShape(), a.getTokensFirst()),
+                a.getCausal(), gradient);
+  };
+  if (auto a = dyn_cast<AttentionOp>(op))
+    return separate(a, false);
+  if (auto a = dyn_cast<AttentionGradOp>(op))
+    return separate(a, true);
+  if (auto a = dyn_cast<AttentionQkvPackedOp>(op)) {
+    SmallVector<int64_t> q = packed(a.getQkv().getType().getShape());
+    return make(q, q, a.getCausal(), false);
+  }
+  if (auto a = dyn_cast<AttentionQkvPackedGradOp>(op)) {
+    SmallVector<int64_t> q = packed(a.getQkv().getType().getShape());
+    return make(q, q, a.getCausal(), true);
+  }
+  return std::nullopt;
 }
 
 int64_t PlanReport::peakArena() const {

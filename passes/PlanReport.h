@@ -11,11 +11,13 @@
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
+#include <optional>
 #include <string>
 
 namespace dtc {
 
 struct PipelineOptions;
+class MatmulOp;
 
 struct PlanReport {
   /// The analysis of a planned module (after dtc-plan-memory).
@@ -74,6 +76,28 @@ struct PlanReport {
     return ranks <= 1 ? 0 : collectiveFloats * 4 * (ranks - 1) / ranks;
   }
 };
+
+/// The shapes a step's work is counted by, the dynamic (batch) dimension at
+/// `batch`: PlanReport's FLOPs and the cost model's times (CostModel.h).
+namespace work {
+/// A dtc.matmul as one GEMM C[m,n] = A[m,k] B[k,n]: m the result's leading
+/// dimensions folded, k the inner one (summed over the leading positions
+/// under contract_batch).
+struct Gemm {
+  double m, n, k;
+};
+Gemm gemm(MatmulOp op, int64_t batch);
+/// A convolution's or either gradient's FLOPs, 2 N O Ho Wo (C / groups) kH
+/// kW (O Ho Wo: a sample's elements of y, in any layout); 0 for other ops.
+double convFlops(mlir::Operation *op, int64_t batch);
+/// Fused attention (any of its four ops) per head: the [tq, dim] x [dim,
+/// tk] products, under a causal mask or not, forward or its gradient.
+struct Attention {
+  double heads, tq, tk, dim;
+  bool causal, gradient;
+};
+std::optional<Attention> attention(mlir::Operation *op, int64_t batch);
+} // namespace work
 
 /// What `dtc --report` adds for sharded data parallelism: the per-rank
 /// memory of `frontEnd` (a module from the front end) planned under each
