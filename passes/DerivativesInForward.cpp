@@ -40,17 +40,39 @@ template <class Act, class Grad, class Deriv> void rewrite(func::FuncOp func) {
       else if (!isa<Act>(user) || user->getBlock() != act->getBlock())
         onlyThese = false;
     }
-    // The first activation of x (in block order) gets the derivative.
-    if (!onlyThese || grads.empty() ||
-        llvm::any_of(x.getUsers(), [&](Operation *u) {
-          return isa<Act>(u) && u->isBeforeInBlock(act);
-        }))
+    // The activation of x last before its first gradient gets the
+    // derivative: the forward's, or the clone recomputation placed in
+    // backward (which then holds x, not the derivative, across the step).
+    if (!onlyThese || grads.empty())
+      continue;
+    // (Gradients in another block: the first activation.)
+    Operation *firstGrad = nullptr;
+    bool sameBlock = llvm::all_of(
+        grads, [&](Grad g) { return g->getBlock() == act->getBlock(); });
+    for (Grad g : grads)
+      if (sameBlock && (!firstGrad || g->isBeforeInBlock(firstGrad)))
+        firstGrad = g;
+    Operation *last = nullptr;
+    for (Operation *u : x.getUsers())
+      if (isa<Act>(u) && (firstGrad ? u->isBeforeInBlock(firstGrad) &&
+                                          (!last || last->isBeforeInBlock(u))
+                                    : !last || u->isBeforeInBlock(last)))
+        last = u;
+    if (last != act.getOperation())
       continue;
     OpBuilder b(act);
     b.setInsertionPointAfter(act);
     Value d = Deriv::create(b, act.getLoc(), x.getType(), x);
     for (Grad g : grads) {
-      b.setInsertionPoint(g);
+      // Beside the derivative where dy exists there (the clone in
+      // backward), so that one kernel reads x once for all three;
+      // otherwise at the gradient.
+      Operation *dyDef = g.getDy().getDefiningOp();
+      if (dyDef && dyDef->getBlock() == act->getBlock() &&
+          dyDef->isBeforeInBlock(act))
+        b.setInsertionPointAfter(d.getDefiningOp());
+      else
+        b.setInsertionPoint(g);
       Value prod = MulOp::create(b, g.getLoc(), g.getType(), g.getDy(), d);
       g.getResult().replaceAllUsesWith(prod);
       g.erase();

@@ -85,6 +85,7 @@ void FuseElementwisePass::runOnOperation() {
   // in the size of the function.
   SmallVector<bool> closed;
   DenseMap<Operation *, unsigned> groupOf;
+  DenseMap<Value, unsigned> readBy; // the last group an operand fed
   for (Operation &op : func.getBody().front()) {
     std::optional<unsigned> joined;
     if (isElementwise(&op) && op.getNumResults() == 1) {
@@ -100,6 +101,20 @@ void FuseElementwisePass::runOnOperation() {
           joined = it->second;
           break;
         }
+      // Else the open group of a sibling reading the same value, of the
+      // same shape (one kernel reads it once: a GELU recomputed in
+      // backward beside its derivative).
+      if (chains && !joined)
+        for (Value v : op.getOperands()) {
+          auto it = readBy.find(v);
+          if (v.getType() != op.getResult(0).getType() || it == readBy.end() ||
+              closed[it->second] ||
+              groups[it->second].back()->getResult(0).getType() !=
+                  op.getResult(0).getType())
+            continue;
+          joined = it->second;
+          break;
+        }
       if (!joined) {
         joined = groups.size();
         groups.emplace_back();
@@ -107,6 +122,8 @@ void FuseElementwisePass::runOnOperation() {
       }
       groups[*joined].insert(&op);
       groupOf[&op] = *joined;
+      for (Value v : op.getOperands())
+        readBy[v] = *joined;
       if (maxOps > 0 && (int64_t)groups[*joined].size() >= maxOps)
         closed[*joined] = true;
     }

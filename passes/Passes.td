@@ -135,7 +135,11 @@ def DerivativesInForward : Pass<"dtc-derivatives-in-forward", "mlir::func::FuncO
     backward's kernel evaluated the exponential and a division again), and
     the step keeps `d` instead of `x`: the same memory, a cheap backward.
     The same floats (`dy * d` is the expression the gradient computed).
-    After dtc-autodiff, before dtc-fuse-elementwise (dtc runs it when it
+    Where dtc-rematerialize cloned the activation into backward, the clone
+    (the activation last before the first gradient) gets `d`, and the
+    product beside it where `dy` already exists: one kernel then reads `x`
+    once for the activation, `d` and the product, and the step keeps `x`
+    only. After dtc-autodiff, before dtc-fuse-elementwise (dtc runs it when it
     fuses).
   }];
   let dependentDialects = ["dtc::DtcDialect"];
@@ -166,6 +170,9 @@ def FuseElementwise : Pass<"dtc-fuse-elementwise", "mlir::func::FuncOp"> {
     body keeps the chain's intermediates in registers: a fused kernel reads
     each input once and writes only the values used outside it. Splat
     constants and `dtc.batch_size` used by the chain are cloned into the body.
+    An op with no producer's group to join joins the open group of a sibling
+    that reads the same full-size value (a GELU recomputed in backward and
+    its derivative): one kernel reads that value once.
     Every remaining elementwise op becomes a one-op kernel, so code generators
     emit elementwise work only through `dtc.fused`. A kernel holds at most
     `max-ops` ops (64): a longer chain is split into kernels of that size,
@@ -194,7 +201,10 @@ def PlanMemory : Pass<"dtc-plan-memory", "mlir::ModuleOp"> {
     offset * batch), the others in the fixed region placed before it. A
     buffer is live from its definition to its last use (results tied to an
     operand, as reshapes and in-place collectives, share its buffer);
-    best-fit placement reuses freed ranges. Each gradient collective gets its
+    best-fit placement reuses freed ranges, and the per-sample region is
+    then placed again knowing every live range (the largest buffer first,
+    each at the lowest offset clear of those it is live with), which is
+    kept where it needs less. Each gradient collective gets its
     bucket's place (`dtc.bucket_plan = #dtc.bucket_plan<offset, count>`), each
     function its arena (`dtc.arena = #dtc.arena<per_sample, fixed,
     naive_per_sample, naive_fixed>`, the naive sizes without reuse), each
@@ -333,10 +343,14 @@ def Rematerialize : Pass<"dtc-rematerialize", "mlir::ModuleOp"> {
     every block instance) gives up every value made inside a top-level
     block instance (`dtc.block`, from the front end) but those read outside
     it in forward: each instance keeps its input and recomputes its forward
-    before its backward. `selective` (Megatron's selective recomputation,
-    the min-cut partitioner's choice of cheap ops) keeps the results of
-    GEMMs, convolutions, attention and embeddings and recomputes the
-    elementwise and normalization work between them. Whatever the policy,
+    before its backward. `selective` (AOTAutograd's min-cut partitioner,
+    Megatron's selective recomputation) never recomputes GEMMs,
+    convolutions, attention or embeddings, and of the rest recomputes what
+    makes the bytes kept for backward fewest: a minimum cut of the forward
+    graph, each op an edge of its results' bytes, between those ops and
+    backward's reads. It recomputes a normalization or an activation whose
+    input backward holds anyway, and keeps a residual sum rather than the
+    GEMM result it would need to recompute it. Whatever the policy,
     the instances the model wraps in `checkpoint(...)` (the module's
     `dtc.checkpoint`) are recomputed as `blocks` recomputes every top-level
     one. Never cloned: ops with

@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include <limits>
 #include <map>
 
 namespace dtc {
@@ -107,6 +108,52 @@ private:
   int64_t alignment;
   int64_t top = 0, peak = 0;
   std::map<int64_t, int64_t> free; // offset -> size
+};
+
+/// The live ranges of one region's buffers, placed again once all are
+/// known (greedy by size: the largest first, each at the lowest offset
+/// clear of the placed buffers it is live with; Pisarchyk and Lee,
+/// "Efficient Memory Management for Deep Neural Net Inference", 2020),
+/// which the program-order best fit of Region can fragment.
+struct LiveRanges {
+  struct Range {
+    int64_t start, end, bytes, offset = 0;
+  };
+  std::vector<Range> ranges;
+
+  unsigned add(int64_t start, int64_t bytes) {
+    ranges.push_back({start, std::numeric_limits<int64_t>::max(), bytes});
+    return unsigned(ranges.size() - 1);
+  }
+  /// Places every range; returns the peak.
+  int64_t place(int64_t alignment) {
+    auto order = llvm::to_vector(llvm::seq<unsigned>(0, ranges.size()));
+    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+      return ranges[a].bytes > ranges[b].bytes;
+    });
+    SmallVector<unsigned> placed;
+    int64_t peak = 0;
+    for (unsigned i : order) {
+      Range &r = ranges[i];
+      r.bytes = alignTo(std::max<int64_t>(r.bytes, 1), alignment);
+      SmallVector<std::pair<int64_t, int64_t>> taken; // [offset, end)
+      for (unsigned j : placed)
+        if (ranges[j].start <= r.end && r.start <= ranges[j].end)
+          taken.push_back(
+              {ranges[j].offset, ranges[j].offset + ranges[j].bytes});
+      llvm::sort(taken);
+      int64_t at = 0;
+      for (auto [from, to] : taken) {
+        if (from - at >= r.bytes)
+          break;
+        at = std::max(at, to);
+      }
+      r.offset = at;
+      peak = std::max(peak, at + r.bytes);
+      placed.push_back(i);
+    }
+    return peak;
+  }
 };
 
 /// A tensor's bytes: per sample when batched, else in total.
@@ -237,9 +284,15 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
     buckets.push_back(bucket);
   }
 
-  Region batched(std::max<int64_t>(alignment / 4, 4)), fixedRegion(alignment);
+  int64_t batchedAlign = std::max<int64_t>(alignment / 4, 4);
+  Region batched(batchedAlign), fixedRegion(alignment);
   Plan plan;
   DenseMap<Value, int64_t> offsetOf;
+  // The batched buffers' live ranges (each storage's, in-place results
+  // continuing their input's), and the results placed in each.
+  LiveRanges batchedRanges;
+  DenseMap<Value, unsigned> rangeOf;
+  SmallVector<std::tuple<Operation *, unsigned, unsigned>> batchedResults;
   // Storage whose buffer a fused kernel's result took over (in place): not
   // released where it dies, the result releases it.
   llvm::SmallPtrSet<void *, 16> handedOver;
@@ -293,7 +346,10 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
       int64_t off;
       if (auto ri = cast<OpResult>(r).getResultNumber();
           !inPlace.empty() && inPlace[ri] >= 0) {
-        off = offsetOf[storageOf(op.getOperand(unsigned(inPlace[ri])))];
+        Value taken = storageOf(op.getOperand(unsigned(inPlace[ri])));
+        off = offsetOf[taken];
+        if (isBatched)
+          rangeOf[r] = rangeOf.lookup(taken);
         (isBatched ? plan.naivePerSample : plan.naiveFixed) += alignTo(
             bytes, isBatched ? std::max<int64_t>(alignment / 4, 4) : alignment);
       } else if (auto slot = bucketSlot.find(r); slot != bucketSlot.end()) {
@@ -305,10 +361,15 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
         off = bucket.offset + slot->second.second;
       } else {
         off = isBatched ? batched.allocate(bytes) : fixedRegion.allocate(bytes);
+        if (isBatched)
+          rangeOf[r] = batchedRanges.add(index[&op], bytes);
         (isBatched ? plan.naivePerSample : plan.naiveFixed) += alignTo(
             bytes, isBatched ? std::max<int64_t>(alignment / 4, 4) : alignment);
       }
       offsetOf[r] = off;
+      if (auto range = rangeOf.find(r); range != rangeOf.end())
+        batchedResults.push_back(
+            {&op, cast<OpResult>(r).getResultNumber(), range->second});
       offsets.push_back(off);
       // A result nobody uses dies at once.
       if (!lastUse.count(r))
@@ -343,6 +404,22 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
       auto t = cast<RankedTensorType>(v.getType());
       (shape::isBatched(t) ? batched : fixedRegion)
           .release(off->second, bytesOf(t));
+      if (auto range = rangeOf.find(v); range != rangeOf.end())
+        batchedRanges.ranges[range->second].end = index[&op];
+    }
+  }
+  // The batched buffers placed again knowing every live range, where that
+  // needs less than the program-order placement.
+  plan.perSample = batched.peakBytes();
+  if (int64_t offline = batchedRanges.place(batchedAlign);
+      offline < plan.perSample) {
+    plan.perSample = offline;
+    for (auto [op, result, range] : batchedResults) {
+      SmallVector<int64_t> offsets(
+          dialect->getOffsetsAttrHelper().getAttr(op).asArrayRef());
+      offsets[result] = batchedRanges.ranges[range].offset;
+      dialect->getOffsetsAttrHelper().setAttr(op,
+                                              b.getDenseI64ArrayAttr(offsets));
     }
   }
   MLIRContext *ctx = func.getContext();
@@ -355,7 +432,6 @@ std::optional<Plan> planFunction(func::FuncOp func, int64_t alignment) {
         BucketPlanAttr::get(ctx, bucket.offset, bucket.bytes / 4, std::nullopt,
                             shardFloats, std::nullopt, std::nullopt));
   }
-  plan.perSample = batched.peakBytes();
   plan.fixed = fixedRegion.peakBytes();
   dialect->getArenaAttrHelper().setAttr(
       func, ArenaAttr::get(ctx, plan.perSample, plan.fixed, plan.naivePerSample,

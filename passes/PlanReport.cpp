@@ -337,6 +337,14 @@ void PlanReport::print(llvm::raw_ostream &os) const {
                      "arena %lld = %lld bytes\n",
                      (long long)batch, (long long)persistentBytes,
                      (long long)allocatedArena(), (long long)rankBytes());
+  // (The arena's batched part: what a step keeps from forward for backward
+  // and the gradients of those values; recomputation shrinks it.)
+  for (const Step &s : steps)
+    if (s.name == "train_step")
+      os << llvm::format("activations of a training step: %lld bytes a sample "
+                         "= %lld at batch %lld (the arena's batched part)\n",
+                         (long long)s.perSample,
+                         (long long)(s.perSample * batch), (long long)batch);
 }
 
 LogicalResult dtc::printShardingReport(ModuleOp frontEnd,

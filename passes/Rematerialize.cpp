@@ -19,6 +19,9 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <limits>
+#include <vector>
+
 namespace dtc {
 #define GEN_PASS_DEF_REMATERIALIZE
 #include "passes/Passes.h.inc"
@@ -104,6 +107,131 @@ DenseMap<Operation *, StringRef> blockInstances(ArrayRef<Operation *> forward,
   return instance;
 }
 
+/// A value's bytes for one sample (dynamic dimensions, the batch, as 1).
+int64_t sampleBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return 0;
+  int64_t n = std::max<int64_t>(1, tensor.getElementTypeBitWidth() / 8);
+  for (int64_t d : tensor.getShape())
+    n *= ShapedType::isDynamic(d) ? 1 : d;
+  return n;
+}
+
+/// A directed graph's minimum s-t cut (Dinic's maximum flow): after
+/// maxFlow, reachable() says which side of the cut each node lies on.
+class MinCut {
+public:
+  static constexpr int64_t kInfinite = std::numeric_limits<int64_t>::max() / 4;
+  explicit MinCut(int nodes) : adjacent(nodes), level(nodes), next(nodes) {}
+  void addEdge(int from, int to, int64_t capacity) {
+    adjacent[from].push_back(int(edges.size()));
+    edges.push_back({to, capacity});
+    adjacent[to].push_back(int(edges.size()));
+    edges.push_back({from, 0});
+  }
+  void maxFlow(int source, int sink) {
+    for (levels(source); level[sink] >= 0; levels(source)) {
+      std::fill(next.begin(), next.end(), 0);
+      while (push(source, sink, kInfinite) > 0) {
+      }
+    }
+  }
+  /// Whether `node` is on the source's side (reachable in the residual
+  /// graph of the last maxFlow).
+  bool reachable(int node) const { return level[node] >= 0; }
+
+private:
+  struct Edge {
+    int to;
+    int64_t capacity;
+  };
+  /// Each node's distance from the source over edges with capacity left
+  /// (-1: unreachable).
+  void levels(int source) {
+    std::fill(level.begin(), level.end(), -1);
+    SmallVector<int> queue{source};
+    level[source] = 0;
+    for (size_t i = 0; i < queue.size(); ++i)
+      for (int e : adjacent[queue[i]])
+        if (edges[e].capacity > 0 && level[edges[e].to] < 0) {
+          level[edges[e].to] = level[queue[i]] + 1;
+          queue.push_back(edges[e].to);
+        }
+  }
+  int64_t push(int node, int sink, int64_t flow) {
+    if (node == sink)
+      return flow;
+    for (int &i = next[node]; i < int(adjacent[node].size()); ++i) {
+      Edge &e = edges[adjacent[node][i]];
+      if (e.capacity <= 0 || level[e.to] != level[node] + 1)
+        continue;
+      if (int64_t pushed = push(e.to, sink, std::min(flow, e.capacity))) {
+        e.capacity -= pushed;
+        edges[adjacent[node][i] ^ 1].capacity += pushed;
+        return pushed;
+      }
+    }
+    return 0;
+  }
+  std::vector<SmallVector<int>> adjacent;
+  std::vector<Edge> edges;
+  std::vector<int> level, next;
+};
+
+/// `selective`'s choice (AOTAutograd's min-cut partitioner): of the
+/// forward ops not yet recomputed, those to recompute so that the bytes
+/// kept for backward are fewest. Each op is an edge of its results' bytes
+/// (keeping them), from a node its operands' ops feed to a node that
+/// feeds its users; the source feeds the ops that are never recomputed
+/// (GEMMs, convolutions, attention, embeddings, ops with effects or
+/// regions, the step's results) and the ops backward reads feed the sink
+/// (backward's reads, and those of the ops already recomputed). The
+/// minimum cut keeps the ops it cuts; the ops past it (not reachable from
+/// the source) are recomputed from those. Of cuts of the same bytes, it
+/// keeps the values backward reads (no op recomputed for nothing).
+void minCutRecompute(ArrayRef<Operation *> forward,
+                     const DenseMap<Operation *, int64_t> &position,
+                     Operation *ret, llvm::DenseSet<Operation *> &recompute) {
+  auto inForward = [&](Operation *op) {
+    return op && position.count(op) && !isFree(op) && !recompute.contains(op);
+  };
+  // Nodes: 0 source, 1 sink, 2 + 2i op i's input side, 3 + 2i its output.
+  MinCut graph(2 + 2 * int(forward.size()));
+  constexpr int source = 0, sink = 1;
+  auto in = [&](Operation *op) { return 2 + 2 * int(position.lookup(op)); };
+  llvm::DenseSet<Operation *> read; // by backward or a recomputed op
+  for (Operation *op : forward)
+    for (Operation *user : op->getUsers())
+      if (Operation *at = op->getBlock()->findAncestorOpInBlock(*user);
+          !at || !position.count(at) || recompute.contains(at))
+        read.insert(op);
+  for (Operation *op : forward) {
+    if (!inForward(op))
+      continue;
+    int64_t bytes = 0;
+    for (Value r : op->getResults())
+      bytes += sampleBytes(r.getType());
+    // Twice the bytes, and one more where backward does not read the op.
+    graph.addEdge(in(op), in(op) + 1, 2 * bytes + (read.contains(op) ? 0 : 1));
+    bool fixed = isExpensive(op) || op->getNumRegions() > 0 || !isPure(op) ||
+                 llvm::is_contained(op->getUsers(), ret);
+    if (fixed)
+      graph.addEdge(source, in(op), MinCut::kInfinite);
+    if (read.contains(op))
+      graph.addEdge(in(op) + 1, sink, MinCut::kInfinite);
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp(); inForward(def))
+        graph.addEdge(in(def) + 1, in(op), MinCut::kInfinite);
+  }
+  graph.maxFlow(source, sink);
+  // (Those past the cut that backward does not read are cloned only as
+  // what the ones it reads are made from.)
+  for (Operation *op : forward)
+    if (inForward(op) && !graph.reachable(in(op)))
+      recompute.insert(op);
+}
+
 /// Rematerializes in one step function: every top-level block instance
 /// (`blocks`), the checkpointed ones (`checkpoints`), the cheap ops
 /// (`selective`).
@@ -150,9 +278,9 @@ void rematerialize(func::FuncOp f, StringRef policy,
         continue;
       }
     }
-    if (policy == "selective" && !isExpensive(op))
-      recompute.insert(op);
   }
+  if (policy == "selective")
+    minCutRecompute(forward, position, ret, recompute);
   // Backward's reads of recomputed values read clones made right before
   // the first of them, the ops each needs cloned with it in forward order.
   IRMapping cloned;

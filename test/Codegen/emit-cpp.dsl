@@ -86,7 +86,7 @@ train {
 # CHECK: static const dtc::rt::BucketSpec kBuckets[] = {
 # CHECK-NEXT: {0, 397512, 4, kBucket0Params},
 # CHECK: static const char *const kOutputNames[] = {"loss", "accuracy"};
-# CHECK: s.arenaPerSample = 4096;
+# CHECK: s.arenaPerSample = 4048;
 # CHECK: s.recipe.data.trainPath = "evil\"); system(\"rm -rf /\"); //\012.csv";
 # CHECK: s.fingerprint = 0x{{[0-9a-f]+}}ULL;
 # CHECK: s.numBuckets = 1;

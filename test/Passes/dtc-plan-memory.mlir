@@ -146,3 +146,29 @@ module {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Placed once every live range is known (greedy by size), not in program
+// order: best fit would put %a at 0 and %b at 16, and %c (32 bytes, after
+// %a has died but while %b is read) finds no hole of its size below %b and
+// grows the region to 64. Placing the largest first puts %c at 0, %a (dead
+// before %c is made) at 0 too, and %b at 32: 48 bytes a sample.
+// CHECK-LABEL: func.func @fragmented
+// CHECK-SAME: dtc.arena = #dtc.arena<per_sample = 48,
+// CHECK: dtc.matmul {{.*}}dtc.offsets = array<i64: 0>
+// CHECK: dtc.matmul {{.*}}dtc.offsets = array<i64: 32>
+// CHECK: dtc.matmul {{.*}}dtc.offsets = array<i64: 0>
+module {
+  dtc.param @w : tensor<4x4xf32>
+  dtc.param @w8 : tensor<8x4xf32>
+  // expected-remark @+1 {{arena 48 B/sample + 0 B (without reuse: 64 B/sample + 0 B)}}
+  func.func @fragmented(%x: tensor<?x4xf32>) -> tensor<?x8xf32> {
+    %w = dtc.param_ref @w : tensor<4x4xf32>
+    %w8 = dtc.param_ref @w8 : tensor<8x4xf32>
+    %a = dtc.matmul %x, %w {transpose_rhs = true} : tensor<?x4xf32>, tensor<4x4xf32> -> tensor<?x4xf32>
+    %b = dtc.matmul %a, %w {transpose_rhs = true} : tensor<?x4xf32>, tensor<4x4xf32> -> tensor<?x4xf32>
+    %c = dtc.matmul %b, %w8 {transpose_rhs = true} : tensor<?x4xf32>, tensor<8x4xf32> -> tensor<?x8xf32>
+    return %c : tensor<?x8xf32>
+  }
+}
