@@ -118,6 +118,19 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
   m.processBytes = root->getInteger("process_bytes").value_or(0);
   if (m.ranks < 1)
     return bad("\"ranks\" must be a number >= 1");
+  // (Optional: files written before it have none.)
+  if (const llvm::json::Value *c = root->get("contention")) {
+    const llvm::json::Object *o = c->getAsObject();
+    std::pair<StringRef, double *> factors[] = {
+        {"compute", &m.compute},
+        {"compute_communicating", &m.computeCommunicating}};
+    for (auto [key, into] : factors) {
+      std::optional<double> f = o ? o->getNumber(key) : std::nullopt;
+      if (!f || !(*f >= 1) || !std::isfinite(*f))
+        return bad("\"contention\" needs \"" + key + "\" >= 1");
+      *into = *f;
+    }
+  }
   // A list of {"<size key>": x, "seconds": t}, every t > 0.
   auto points = [&](const llvm::json::Object *in, StringRef name,
                     StringRef sizeKey, SmallVectorImpl<Point> &out) -> bool {
@@ -335,6 +348,18 @@ struct StepModel {
       channelFree = std::max(channelFree, t.total) + seconds;
       return channelFree;
     };
+    // A kernel of `s` calibrated seconds, from now: at the sustained rate,
+    // and while a collective is in flight at the rate beside collectives.
+    auto kernel = [&](double s) {
+      const double alone = machine.compute,
+                   beside = machine.computeCommunicating;
+      const double window = deferred ? 0 : channelFree - t.total;
+      if (window <= 0)
+        return s * alone;
+      if (s * beside <= window)
+        return s * beside;
+      return window + (s - window / beside) * alone;
+    };
     auto wait = [&](double at) {
       if (at < 0) { // deferred
         t.total += -at;
@@ -382,7 +407,7 @@ struct StepModel {
         t.comm += s;
         continue;
       }
-      const double s = kernelSeconds(&op);
+      const double s = kernel(kernelSeconds(&op));
       t.total += s;
       t.compute += s;
       if (s > 0)

@@ -80,6 +80,11 @@ for kind in ("all_reduce", "reduce_scatter", "all_gather"):
         positive(entries, kind)
     else:
         need(all(e["seconds"] >= 0 for e in entries), f"{kind}: negative seconds")
+c = d["contention"]
+for key in ("compute", "compute_communicating"):
+    need(isinstance(c.get(key), (int, float)) and c[key] >= 1, f"contention {key}: {c.get(key)}")
+if ranks == 1 or d["deferred_starts"]:  # no collective runs beside the GEMMs
+    need(c["compute_communicating"] == c["compute"], f"contention {c}")
 print(f"{path}: {ranks} rank(s), {d['threads']} thread(s), {d['backend']}, "
       f"{len(d['gemm'])} GEMMs, process {d['process_bytes']} bytes")
 PY

@@ -294,6 +294,66 @@ void measureCollectives(CommBase &comm, MachineProfile &p) {
     }
 }
 
+// What the short measurements above do not see, as factors (docs/runtime.md,
+// "Calibration"): a step's kernels run back to back for tens of
+// milliseconds, on every rank at once, and (unless starts are deferred)
+// beside the communication thread's collectives. With more ranks and
+// threads than cores (ranks sharing a node's cores, a loaded host) a
+// sustained run gets less of a core than a median of short ones.
+//   compute                 0.2 s of 256^3 GEMMs back to back, every rank at
+//                           once, against as many times their median alone
+//   compute_communicating   the same GEMMs while 1 MiB all-reduces run one
+//                           after another (6 of them, the GEMMs going on
+//                           until they are done), against the same median
+// Without collectives (1 rank) or with deferred starts (the collectives run
+// at their waits, beside no compute) the second is the first.
+void measureContention(CommBase &comm, MachineProfile &p) {
+  constexpr int64_t n = 256;
+  AlignedBuffer a(size_t(n * n) * 4), b(size_t(n * n) * 4), c(size_t(n * n) * 4);
+  fill(a.as<float>(), n * n, 1e-2f);
+  fill(b.as<float>(), n * n, 1e-2f);
+  auto gemm = [&] {
+    gemm_engine::gemm(false, false, n, n, n, 1.0f, a.as<float>(), n, b.as<float>(), n, 0.0f,
+                      c.as<float>(), n);
+  };
+  comm.barrier();
+  const double burst = medianSeconds(21, 1, gemm);
+  const int64_t calls = std::clamp<int64_t>(int64_t(0.2 / burst), 20, 100000);
+  comm.barrier();
+  Clock::time_point t0 = Clock::now();
+  for (int64_t i = 0; i < calls; ++i)
+    gemm();
+  p.computeContention = std::max(1.0, secondsSince(t0) / (double(calls) * burst));
+  p.communicatingContention = p.computeContention;
+  if (comm.size() == 1 || comm.deferredStarts())
+    return;
+  constexpr int kAllReduces = 6, kBucket = 0;
+  constexpr int64_t kFloats = (int64_t(1) << 20) / 4;
+  AlignedBuffer buffer(size_t(kFloats) * 4);
+  fill(buffer.as<float>(), kFloats, 1e-6f);
+  comm.barrier();
+  int started = 1, finished = 0;
+  int64_t done = 0;
+  t0 = Clock::now();
+  Clock::time_point since = t0;
+  Request r = comm.allreduceStart(kBucket, buffer.as<float>(), kFloats);
+  while (finished < kAllReduces || done < calls) {
+    gemm();
+    ++done;
+    if (finished == started ||
+        comm.finishedAt(CollectiveKind::Allreduce, kBucket) <= since)
+      continue;
+    comm.wait(r);
+    ++finished;
+    if (started < kAllReduces) {
+      since = Clock::now();
+      r = comm.allreduceStart(kBucket, buffer.as<float>(), kFloats);
+      ++started;
+    }
+  }
+  p.communicatingContention = std::max(1.0, secondsSince(t0) / (double(done) * burst));
+}
+
 // Every rank's times replaced by their maximum over the ranks (and the
 // process's resident set likewise).
 void maxOverRanks(CommBase &comm, MachineProfile &p) {
@@ -306,6 +366,8 @@ void maxOverRanks(CommBase &comm, MachineProfile &p) {
        {&p.conv, &p.elementwise, &p.allReduce, &p.reduceScatter, &p.allGather})
     for (MachineProfile::Work &w : *list)
       slots.push_back(&w.seconds);
+  for (double *factor : {&p.computeContention, &p.communicatingContention})
+    slots.push_back(factor);
   std::vector<double> mine;
   mine.push_back(double(p.processBytes));
   for (double *s : slots)
@@ -361,13 +423,15 @@ std::string summary(const MachineProfile &p, double elapsed, const std::string &
     conv.push_back(double(w.amount) / w.seconds / 1e9);
   const MachineProfile::Work &stream = p.elementwise.back();
   return fmt::format("calibrated {} rank{} x {} thread{} ({}{}): GEMM {} GFLOP/s, conv {} GFLOP/s, "
-                     "elementwise {:.3g} GB/s ({}){}{}{}, process {:.1f} MB, {:.1f} s; wrote {}",
+                     "elementwise {:.3g} GB/s ({}){}{}{}, sustained x{:.2f} (beside collectives "
+                     "x{:.2f}), process {:.1f} MB, {:.1f} s; wrote {}",
                      p.ranks, p.ranks == 1 ? "" : "s", p.threads, p.threads == 1 ? "" : "s",
                      p.backend, p.deferredStarts ? ", deferred starts" : "", rateRange(gemm),
                      rateRange(conv), double(stream.amount) / stream.seconds / 1e9,
                      mib(stream.amount / 3), collectiveSummary("all-reduce", p.allReduce),
                      collectiveSummary("reduce-scatter", p.reduceScatter),
-                     collectiveSummary("all-gather", p.allGather), double(p.processBytes) / 1e6,
+                     collectiveSummary("all-gather", p.allGather), p.computeContention,
+                     p.communicatingContention, double(p.processBytes) / 1e6,
                      elapsed, path);
 }
 
@@ -411,7 +475,11 @@ std::string machineJson(const MachineProfile &p) {
   out += fmt::format("    \"all_reduce\": {},\n", works(p.allReduce, "bytes", "    "));
   out += fmt::format("    \"reduce_scatter\": {},\n", works(p.reduceScatter, "bytes", "    "));
   out += fmt::format("    \"all_gather\": {}\n", works(p.allGather, "bytes", "    "));
-  out += "  }\n}\n";
+  out += "  },\n";
+  out += fmt::format("  \"contention\": {{\"compute\": {:.4f}, \"compute_communicating\": "
+                     "{:.4f}}}\n",
+                     p.computeContention, p.communicatingContention);
+  out += "}\n";
   return out;
 }
 
@@ -451,6 +519,7 @@ int runCalibration(const Options &opts, CommBase &comm, int threads, bool cuda) 
   measureConv(comm, p);
   measureElementwise(comm, p);
   measureCollectives(comm, p);
+  measureContention(comm, p);
   comm.barrier();
   maxOverRanks(comm, p);
   onRankZero(comm, "to write the calibration file", [&] {

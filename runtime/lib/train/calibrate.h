@@ -12,6 +12,8 @@
 //                as the generated fused loops), 1 KiB .. 64 MiB arrays
 //   collectives  the bucket API compiled steps use (allreduceStart,
 //                reduceScatterStart, allgatherStart, then wait), 4 KiB .. 64 MiB
+//   contention   sustained GEMMs on every rank at once, alone and beside
+//                all-reduces, against the short measurements' rate
 // Each time is the median of repetitions after one warm-up, the maximum over
 // the ranks; rank 0 writes them as JSON ("format": "dtc-machine/1",
 // machineJson) through AtomicFile and prints a one-line summary.
@@ -45,6 +47,9 @@ struct MachineProfile {
   std::vector<Gemm> gemm;
   std::vector<Work> conv, elementwise;
   std::vector<Work> allReduce, reduceScatter, allGather;
+  // Sustained work against the short measurements (calibrate.cpp,
+  // measureContention): >= 1.
+  double computeContention = 1, communicatingContention = 1;
 };
 
 // The JSON of a profile ("dtc-machine/1").
