@@ -43,22 +43,25 @@ template <class Act, class Grad, class Deriv> void rewrite(func::FuncOp func) {
     // The activation of x last before its first gradient gets the
     // derivative: the forward's, or the clone recomputation placed in
     // backward (which then holds x, not the derivative, across the step).
+    // (Gradients in another block: the first activation.)
     if (!onlyThese || grads.empty())
       continue;
-    // (Gradients in another block: the first activation.)
-    Operation *firstGrad = nullptr;
-    bool sameBlock = llvm::all_of(
-        grads, [&](Grad g) { return g->getBlock() == act->getBlock(); });
-    for (Grad g : grads)
-      if (sameBlock && (!firstGrad || g->isBeforeInBlock(firstGrad)))
-        firstGrad = g;
-    Operation *last = nullptr;
+    SmallVector<Operation *> acts;
     for (Operation *u : x.getUsers())
-      if (isa<Act>(u) && (firstGrad ? u->isBeforeInBlock(firstGrad) &&
-                                          (!last || last->isBeforeInBlock(u))
-                                    : !last || u->isBeforeInBlock(last)))
-        last = u;
-    if (last != act.getOperation())
+      if (isa<Act>(u))
+        acts.push_back(u);
+    llvm::sort(
+        acts, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    Operation *chosen = acts.front();
+    if (llvm::all_of(
+            grads, [&](Grad g) { return g->getBlock() == act->getBlock(); })) {
+      Operation *firstGrad = *llvm::min_element(
+          grads, [](Grad a, Grad b) { return a->isBeforeInBlock(b); });
+      for (Operation *a : acts)
+        if (a->isBeforeInBlock(firstGrad))
+          chosen = a;
+    }
+    if (chosen != act.getOperation())
       continue;
     OpBuilder b(act);
     b.setInsertionPointAfter(act);

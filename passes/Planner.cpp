@@ -155,16 +155,18 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
   auto fits = [&](const Plan &p) {
     return p.error.empty() && (request.budget <= 0 || need(p) <= usable);
   };
-  // The fastest plan that fits (of equal ones, the first above).
-  auto choose = [&](ArrayRef<Plan> from) -> const Plan * {
+  // The fastest plan that fits of those `among` takes (of equal ones, the
+  // first above).
+  auto choose = [&](function_ref<bool(const Plan &)> among) -> const Plan * {
     const Plan *fastest = nullptr;
-    for (const Plan &p : from)
-      if (fits(p) && (!fastest || p.prediction.stepSeconds <
-                                      fastest->prediction.stepSeconds))
+    for (const Plan &p : plans)
+      if (among(p) && fits(p) &&
+          (!fastest ||
+           p.prediction.stepSeconds < fastest->prediction.stepSeconds))
         fastest = &p;
     return fastest;
   };
-  const Plan *best = choose(plans);
+  const Plan *best = choose([](const Plan &) { return true; });
   // Bucket sizes, for the plan chosen: a quarter and four times as large.
   if (best && !request.bucketBytes) {
     Plan base = *best;
@@ -175,18 +177,10 @@ FailureOr<Plan> dtc::choosePlan(ModuleOp frontEnd,
       evaluate(frontEnd, options, request, p);
       plans.push_back(std::move(p));
     }
-    best = nullptr;
-    SmallVector<Plan> same;
-    for (const Plan &p : plans)
-      if (p.stage == base.stage && p.remat == base.remat &&
-          p.batch == base.batch)
-        same.push_back(p);
-    const Plan *pick = choose(same);
-    for (const Plan &p : plans)
-      if (pick && p.bucketBytes == pick->bucketBytes &&
-          p.stage == pick->stage && p.remat == pick->remat &&
-          p.batch == pick->batch)
-        best = &p;
+    best = choose([&](const Plan &p) {
+      return p.stage == base.stage && p.remat == base.remat &&
+             p.batch == base.batch;
+    });
   }
   const int64_t fitting = llvm::count_if(plans, fits);
 
