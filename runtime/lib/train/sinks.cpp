@@ -300,17 +300,28 @@ void CheckpointSink::onCheckpoint(const TrainingPosition &at) {
 
 PredictionSink::PredictionSink(const ModelSpec &spec, const Options &o, CommBase &comm,
                                int64_t dataBytes)
-    : spec_(spec), batch_(o.batch), quiet_(o.quiet), comm_(comm), dataBytes_(dataBytes) {}
+    : spec_(spec), batch_(o.batch), quiet_(o.quiet), comm_(comm), dataBytes_(dataBytes) {
+  intervals_.reserve(kKeptIntervals);
+}
 
 void PredictionSink::onStep(const StepInfo &step, const StepOutputs &) {
-  if (step.lastOfStep)
-    starts_.push_back(step.seconds);
+  if (!step.lastOfStep)
+    return;
+  // (The first two steps warm up.)
+  if (++optimizerSteps_ > 3) {
+    const double interval = step.seconds - lastStart_;
+    if (intervals_.size() < kKeptIntervals)
+      intervals_.push_back(interval);
+    else
+      intervals_[nextInterval_++ % kKeptIntervals] = interval;
+  }
+  lastStart_ = step.seconds;
 }
 
 void PredictionSink::onRunEnd(const RunEnd &end) {
   // (On every rank alike.) A program without dtc's prediction (one built
   // from IR without it) prints nothing.
-  if (end.preempted() || starts_.empty() || spec_.prediction.stepSeconds <= 0)
+  if (end.preempted() || optimizerSteps_ == 0 || spec_.prediction.stepSeconds <= 0)
     return;
   // Every rank's peak, and the data's bytes, to rank 0.
   const int64_t mine[2] = {peakResidentBytes(), dataBytes_};
@@ -332,10 +343,7 @@ void PredictionSink::onRunEnd(const RunEnd &end) {
   auto off = [](double measured, double predicted) {
     return fmt::format("{:+.1f}%", 100.0 * (predicted - measured) / measured);
   };
-  // The steps after the first two (warm-up): their intervals' median.
-  std::vector<double> steps;
-  for (size_t i = 3; i < starts_.size(); ++i)
-    steps.push_back(starts_[i] - starts_[i - 1]);
+  std::vector<double> steps = intervals_;
   double median = 0;
   if (!steps.empty()) {
     std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());

@@ -146,7 +146,12 @@ private:
   const bool quiet_;
   CommBase &comm_;
   const int64_t dataBytes_;
-  std::vector<double> starts_; // of the optimizer steps, in seconds
+  // The intervals between optimizer steps after the first two, the latest
+  // kKeptIntervals of them (a ring: a long run keeps no more).
+  static constexpr size_t kKeptIntervals = 4096;
+  std::vector<double> intervals_;
+  size_t optimizerSteps_ = 0, nextInterval_ = 0;
+  double lastStart_ = 0; // seconds
 };
 
 } // namespace dtc::rt
