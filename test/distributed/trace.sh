@@ -26,3 +26,26 @@ both() { # both EXPECTATION: checks the traces of both ranks
 run --overlap on && both overlapped
 run --overlap off && both deferred
 run && both auto
+# Stage 2 carries each step's all-gathers into the next: when the trace ends
+# before the run does, those of its last step are still to run on the
+# communication thread when the tracer is written and destroyed. They must
+# not record into it: that was a use after free (this run, the GPT in
+# micro-batches with a gather per block, crashed with SIGSEGV every time
+# once the trace was large) until the communicator's setTracer waited them
+# out. 3 ranks, 30 steps, the first 29 traced.
+gpt=$(dirname "$0")/../../examples/gpt.dsl
+sed 's/^  batch = 12$/  batch = 3\n  accumulate = 4/' "$gpt" >"$work/gpt_acc.dsl"
+grep -q 'accumulate = 4' "$work/gpt_acc.dsl"
+"$dtc" "$work/gpt_acc.dsl" --ranks 3 --shard gradients --shard-groups block -o "$work/train-stage2"
+rm -f "$work"/trace*.json
+timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 3 "$work/train-stage2" \
+  --threads 1 --max-steps 30 --eval off --trace "$work/trace.json" --trace-steps 29 --quiet
+for f in "$work/trace.json" "$work/trace.rank1.json" "$work/trace.rank2.json"; do
+  /usr/bin/python3 -c '
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+steps = sum(e.get("name", "").startswith("step ") for e in ev)
+gathers = sum(e.get("name", "").startswith("allgather bucket") for e in ev)
+assert steps == 29 and gathers > 0, (steps, gathers)' "$f"
+done
+echo "PASS: stage 2 traced for 29 of 30 steps"

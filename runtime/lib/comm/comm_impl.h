@@ -116,8 +116,11 @@ public:
   // Records the bucket collectives' spans ("allreduce bucket 3",
   // "reducescatter bucket 3", "allgather bucket 3"; the communication
   // thread's) and the waits' ("wait bucket 3"; the compute thread's) into t
-  // (null: stop recording). Called by the compute thread between steps.
-  void setTracer(Tracer *t) { tracer_ = t; }
+  // (null: stop recording). Called by the compute thread between steps;
+  // once it returns, no thread records into the previous tracer (a
+  // collective still in flight, such as a carried all-gather, is not
+  // recorded), so the caller may destroy it.
+  virtual void setTracer(Tracer *t) { tracer_ = t; }
   // Bucket names for messages, from the compiled bucket plan.
   void setBuckets(const ModelSpec &spec);
   // "bucket 3 (fc1.weight, fc1.bias)"

@@ -52,6 +52,11 @@ public:
   PluginCommunicator(double timeoutSeconds, const DtcrtMpiApi *api)
       : CommBase(timeoutSeconds), api_(api), ring_(64) {}
 
+  void setTracer(Tracer *t) override {
+    std::lock_guard<std::mutex> lock(traceM_);
+    tracer_ = t;
+  }
+
   ~PluginCommunicator() override {
     if (!thread_.joinable())
       return;
@@ -400,9 +405,14 @@ private:
       err[0] = 0;
       const int failed = execute(*op, err);
       const auto end = Clock::now();
-      if (op->tracer && isBucket(op->kind))
-        op->tracer->span(Tracer::kCommTid, spanName(collectiveOf(op->kind), op->bucket), start,
-                         end, op->bytes);
+      if (op->tracer && isBucket(op->kind)) {
+        // Only into the tracer it started under, if that is still the
+        // current one (setTracer may have ended it since).
+        std::lock_guard<std::mutex> lock(traceM_);
+        if (op->tracer == tracer_)
+          op->tracer->span(Tracer::kCommTid, spanName(collectiveOf(op->kind), op->bucket), start,
+                           end, op->bytes);
+      }
       const bool shutdown = op->kind == Kind::Shutdown;
       {
         std::lock_guard<std::mutex> lock(m_);
@@ -424,6 +434,7 @@ private:
   std::string version_;
 
   mutable std::mutex m_;
+  std::mutex traceM_; // tracer_ against the communication thread's spans
   std::condition_variable work_, done_;
   std::vector<Op *> ring_;
   size_t head_ = 0, count_ = 0;
