@@ -130,6 +130,12 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
         return bad("\"contention\" needs \"" + key + "\" >= 1");
       *into = *f;
     }
+    if (o && o->get("communication")) { // (optional: later than the others)
+      std::optional<double> f = o->getNumber("communication");
+      if (!f || !(*f >= 1) || !std::isfinite(*f))
+        return bad("\"contention\" needs \"communication\" >= 1");
+      m.communication = *f;
+    }
   }
   // A list of {"<size key>": x, "seconds": t}, every t > 0.
   auto points = [&](const llvm::json::Object *in, StringRef name,
@@ -345,7 +351,8 @@ struct StepModel {
     auto start = [&](double seconds) {
       if (deferred)
         return -seconds; // paid at the wait
-      channelFree = std::max(channelFree, t.total) + seconds;
+      channelFree =
+          std::max(channelFree, t.total) + seconds * machine.communication;
       return channelFree;
     };
     // A kernel of `s` calibrated seconds, from now: at the sustained rate,

@@ -47,6 +47,10 @@ struct Machine {
   /// (`compute`), and beside the communication thread's collectives
   /// (`computeCommunicating`). 1 where a node has a core for each thread.
   double compute = 1, computeCommunicating = 1;
+  /// Collectives beside compute against alone (the file's "contention"
+  /// `communication`, >= 1; optional): a collective started while the
+  /// rank's kernels go on takes this many times its calibrated seconds.
+  double communication = 1;
   llvm::SmallVector<GemmPoint> gemm;
   llvm::SmallVector<Point> conv, elementwise;
   llvm::SmallVector<Point> collectives[3];

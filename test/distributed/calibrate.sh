@@ -4,7 +4,7 @@
 # convolutions, elementwise loops, the bucket collectives) and rank 0 writes
 # the dtc-machine/1 JSON that dtc's cost model reads: the file parses, says
 # its world size, backend and threads, and holds positive times (the
-# collectives' at 2 ranks; 6 sizes each at both) and the process's resident
+# collectives' at 2 ranks; 7 sizes each at both) and the process's resident
 # set. Without FILE it goes to $DTC_CACHE_DIR/machine-<N>ranks.json (the
 # directory created); with no cache directory at all, the error asks for
 # FILE. An unwritable FILE fails at once (before any measurement), naming
@@ -73,18 +73,18 @@ need([e["bytes"] for e in d["elementwise"]] == [3 * (1024 << 2 * i) for i in ran
 coll = d["collectives"]
 for kind in ("all_reduce", "reduce_scatter", "all_gather"):
     entries = coll[kind]
-    need(len(entries) == 6, f"{kind}: {len(entries)} sizes")
-    need([e["bytes"] for e in entries] == [4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20],
+    need(len(entries) == 7, f"{kind}: {len(entries)} sizes")
+    need([e["bytes"] for e in entries] == [4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20],
          f"{kind} bytes")
     if ranks > 1:
         positive(entries, kind)
     else:
         need(all(e["seconds"] >= 0 for e in entries), f"{kind}: negative seconds")
 c = d["contention"]
-for key in ("compute", "compute_communicating"):
+for key in ("compute", "compute_communicating", "communication"):
     need(isinstance(c.get(key), (int, float)) and c[key] >= 1, f"contention {key}: {c.get(key)}")
 if ranks == 1 or d["deferred_starts"]:  # no collective runs beside the GEMMs
-    need(c["compute_communicating"] == c["compute"], f"contention {c}")
+    need(c["compute_communicating"] == c["compute"] and c["communication"] == 1, f"contention {c}")
 print(f"{path}: {ranks} rank(s), {d['threads']} thread(s), {d['backend']}, "
       f"{len(d['gemm'])} GEMMs, process {d['process_bytes']} bytes")
 PY

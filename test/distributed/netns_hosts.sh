@@ -88,18 +88,26 @@ chmod +x "$work/agent.sh" "$work/rank.sh"
 
 # hosts_run N LIMIT ARGS...: mpirun, on host a, with one rank on each of the
 # first N hosts, ended by SIGTERM (SIGKILL 5 s later) after LIMIT seconds.
+# The hosts share this machine's cores, which real hosts do not: Open MPI,
+# seeing one rank a node, would spin in every wait and hold a core the
+# others need, so each message round cost a scheduler quantum (a 4 KiB
+# all-reduce of 3 ranks on 2 cores took 8 ms, against 0.1 ms with
+# mpi_yield_when_idle, which yields the core while waiting).
 hosts_run() {
   local n=$1 limit=$2; shift 2
   local list
   list=$(IFS=,; echo "${ips[*]:0:n}")
   timeout -k 5 "$limit" ip netns exec "${hosts[0]}" env TMPDIR="$work/tmp/${hosts[0]}" \
     mpirun --allow-run-as-root --oversubscribe --bind-to none --host "$list" -np "$n" \
-    --map-by node --mca plm_rsh_agent "$work/agent.sh" --mca btl tcp,self \
+    --map-by node --mca plm_rsh_agent "$work/agent.sh" --mca btl tcp,self --mca mpi_yield_when_idle 1 \
     --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" "$@"
 }
 # shape_links RATE: every host sends at most RATE (tc's units: 1gbit,
 # 10gbit) through its link, by a token bucket (tbf; these kernels have no
-# netem) holding 10 ms of it; "off" removes the limit.
+# netem) holding 1 ms of it; "off" removes the limit. (A link has no burst
+# beyond its rate: a bucket of 10 ms, 1.25 MB at 1 Gbit/s, let a whole
+# 256 KiB collective through at the veth's speed after any pause, so
+# in a step the two links measured the same.)
 shape_links() {
   local rate=$1 h bytes
   for h in "${hosts[@]}"; do
@@ -109,7 +117,7 @@ shape_links() {
     fi
     bytes=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = substr(r, length(n "") + 1);
       m = u == "gbit" ? 1e9 : u == "mbit" ? 1e6 : u == "kbit" ? 1e3 : 1;
-      printf "%d", n * m / 8 / 100 }')
+      printf "%d", n * m / 8 / 1000 }')
     ip netns exec "$h" tc qdisc replace dev eth0 root tbf rate "$rate" burst "$bytes" latency 50ms ||
       fail "tc tbf on host $h"
   done

@@ -12,8 +12,10 @@
 //                as the generated fused loops), 1 KiB .. 64 MiB arrays
 //   collectives  the bucket API compiled steps use (allreduceStart,
 //                reduceScatterStart, allgatherStart, then wait), 4 KiB .. 64 MiB
+//                (4, 64 and 256 KiB, then 1 MiB x 4^i)
 //   contention   sustained GEMMs on every rank at once, alone and beside
-//                all-reduces, against the short measurements' rate
+//                all-reduces, against the short measurements' rate; and
+//                reduce-scatters beside GEMMs against alone
 // Each time is the median of repetitions after one warm-up, the maximum over
 // the ranks; rank 0 writes them as JSON ("format": "dtc-machine/1",
 // machineJson) through AtomicFile and prints a one-line summary.
@@ -49,7 +51,7 @@ struct MachineProfile {
   std::vector<Work> allReduce, reduceScatter, allGather;
   // Sustained work against the short measurements (calibrate.cpp,
   // measureContention): >= 1.
-  double computeContention = 1, communicatingContention = 1;
+  double computeContention = 1, communicatingContention = 1, communicationContention = 1;
 };
 
 // The JSON of a profile ("dtc-machine/1").
