@@ -31,8 +31,9 @@ run && both auto
 # communication thread when the tracer is written and destroyed. They must
 # not record into it: that was a use after free (this run, the GPT in
 # micro-batches with a gather per block, crashed with SIGSEGV every time
-# once the trace was large) until the communicator's setTracer waited them
-# out. 3 ranks, 30 steps, the first 29 traced.
+# once the trace was large) until the communicator's setTracer shut them
+# out (a span goes only into the tracer still current). 3 ranks, 30 steps,
+# the first 29 traced.
 gpt=$(dirname "$0")/../../examples/gpt.dsl
 sed 's/^  batch = 12$/  batch = 3\n  accumulate = 4/' "$gpt" >"$work/gpt_acc.dsl"
 grep -q 'accumulate = 4' "$work/gpt_acc.dsl"
