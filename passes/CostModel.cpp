@@ -339,42 +339,52 @@ struct StepModel {
     std::map<std::string, double> byKind; // kernels' seconds by op name
   };
 
-  /// One call of `step`: the kernels in order on one stream; each
-  /// collective on a channel of its own from its start (or, with deferred
-  /// starts, at its wait), which a wait blocks on.
+  /// One call of `step`: the kernels in order on one stream; the
+  /// collectives in order on a channel of their own from their starts (or,
+  /// with deferred starts, each at its wait), which a wait blocks on. The
+  /// channel's work is its collectives' calibrated (alone) seconds: it
+  /// does that work at the calibrated rate while the rank waits, and
+  /// `communication` times slower while the rank's kernels run.
   Time run(func::FuncOp step) const {
     Time t;
-    double channelFree = 0;
-    DenseMap<Value, double> done;      // a request: when it completes
+    // The channel's work done and enqueued so far (done <= queued), and
+    // each request's mark: the work it is done at.
+    double done = 0, queued = 0;
+    DenseMap<Value, double> marks;
     DenseMap<int64_t, double> carried; // a carried gather's bucket: same
     const bool deferred = machine.deferredStarts;
+    const double beside = machine.communication;
     auto start = [&](double seconds) {
       if (deferred)
         return -seconds; // paid at the wait
-      channelFree =
-          std::max(channelFree, t.total) + seconds * machine.communication;
-      return channelFree;
+      queued += seconds;
+      return queued;
     };
     // A kernel of `s` calibrated seconds, from now: at the sustained rate,
-    // and while a collective is in flight at the rate beside collectives.
+    // and while the channel has work at the rate beside collectives; the
+    // channel's work goes on meanwhile.
     auto kernel = [&](double s) {
       const double alone = machine.compute,
-                   beside = machine.computeCommunicating;
-      const double window = deferred ? 0 : channelFree - t.total;
+                   slowed = machine.computeCommunicating;
+      const double window = (queued - done) * beside; // till it drains
+      double seconds;
       if (window <= 0)
-        return s * alone;
-      if (s * beside <= window)
-        return s * beside;
-      return window + (s - window / beside) * alone;
+        seconds = s * alone;
+      else if (s * slowed <= window)
+        seconds = s * slowed;
+      else
+        seconds = window + (s - window / slowed) * alone;
+      done = std::min(queued, done + seconds / beside);
+      return seconds;
     };
-    auto wait = [&](double at) {
-      if (at < 0) { // deferred
-        t.total += -at;
-        t.comm += -at;
-      } else if (at > t.total) {
-        t.comm += at - t.total;
-        t.total = at;
-      }
+    // Blocked until the channel's work reaches `mark` (or, deferred, for
+    // the collective's seconds).
+    auto wait = [&](double mark) {
+      const double seconds = mark < 0 ? -mark : std::max(0.0, mark - done);
+      if (mark >= 0)
+        done = std::max(done, mark);
+      t.total += seconds;
+      t.comm += seconds;
     };
     using C = Machine::Collective;
     // The gathers the step leaves in flight meet it at its start (the
@@ -394,23 +404,24 @@ struct StepModel {
         const C kind = isa<AllReduceStartOp>(op)       ? C::AllReduce
                        : isa<ReduceScatterStartOp>(op) ? C::ReduceScatter
                                                        : C::AllGather;
-        done[op.getResult(0)] =
+        marks[op.getResult(0)] =
             start(machine.collectiveSeconds(kind, collectiveBytes(&op)));
         continue;
       }
       if (isa<AllReduceWaitOp, ReduceScatterWaitOp, GatherParamsWaitOp>(op)) {
-        wait(done.lookup(op.getOperand(0)));
+        wait(marks.lookup(op.getOperand(0)));
         continue;
       }
       if (auto w = dyn_cast<AllGatherWaitOp>(op)) {
-        wait(w.getRequest() ? done.lookup(w.getRequest())
+        wait(w.getRequest() ? marks.lookup(w.getRequest())
                             : carried.lookup(int64_t(w.getBucket())));
         continue;
       }
       if (isa<AllReduceOp, AllReduceBucketOp>(op)) { // blocking
         const double s =
             machine.collectiveSeconds(C::AllReduce, collectiveBytes(&op));
-        t.total = std::max(t.total, deferred ? 0.0 : channelFree) + s;
+        wait(queued); // behind the channel's work
+        t.total += s;
         t.comm += s;
         continue;
       }

@@ -48,8 +48,9 @@ struct Machine {
   /// (`computeCommunicating`). 1 where a node has a core for each thread.
   double compute = 1, computeCommunicating = 1;
   /// Collectives beside compute against alone (the file's "contention"
-  /// `communication`, >= 1; optional): a collective started while the
-  /// rank's kernels go on takes this many times its calibrated seconds.
+  /// `communication`, >= 1; optional): while the rank's kernels run, a
+  /// collective progresses this many times slower than calibrated (and at
+  /// the calibrated rate while the rank waits for it).
   double communication = 1;
   llvm::SmallVector<GemmPoint> gemm;
   llvm::SmallVector<Point> conv, elementwise;
