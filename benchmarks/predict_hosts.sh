@@ -10,11 +10,11 @@
 # link's plan is also run on the other link, to show what choosing for the
 # wrong link costs (measured). Needs root (network namespaces); skips
 # otherwise.
-# usage: benchmarks/predict_hosts.sh [steps=60] [budget=52M]   (after scripts/build.sh)
+# usage: benchmarks/predict_hosts.sh [steps=60] [budget=60M]   (after scripts/build.sh)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DTC_BUILD_DIR:-$root/build}
-steps=${1:-60} budget=${2:-52M}
+steps=${1:-60} budget=${2:-60M}
 dtc=$build/bin/dtc
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIP: $*"; exit 0; }
