@@ -31,8 +31,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <malloc.h>
 #include <fstream>
+#include <malloc.h>
 #include <system_error>
 #include <unistd.h>
 
@@ -270,9 +270,10 @@ void measureKernels(CommBase &comm, MachineProfile &p) {
     measureGemm(comm, q);
     if (&q == passes) {
       // The GEMM engine keeps per-thread workspaces once it has run larger
-      // shapes on the step's threads (oneDNN's scratchpads: 3 MB more at 2
-      // threads here); they belong to the process's base. Freed memory is
-      // returned first (malloc_trim): what the engine freed is not its own.
+      // shapes on the step's threads (here a glibc arena of the worker
+      // thread: 3 MB more at 2 threads, none at 1); they belong to the
+      // process's base. Freed memory is returned first (malloc_trim): what
+      // the engine freed is not its own.
       malloc_trim(0);
       p.processBytes = std::max(p.processBytes, residentBytes());
     }
