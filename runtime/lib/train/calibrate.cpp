@@ -343,12 +343,20 @@ void measureCollectives(CommBase &comm, MachineProfile &p) {
 // beside the communication thread's collectives. With more ranks and
 // threads than cores (ranks sharing a node's cores, a loaded host) a
 // sustained run gets less of a core than a median of short ones.
-//   compute                 0.2 s of 256^3 GEMMs back to back, every rank at
-//                           once, against as many times their median alone
-//                           (the median of three such runs)
+//   compute                 rounds of 50 ms of 256^3 GEMMs back to back,
+//                           every rank at once, each round ended as a step
+//                           ends, by a small blocking all-reduce: a round's
+//                           time (less that all-reduce's) against its GEMMs'
+//                           median alone (the median of nine rounds). Ranks
+//                           that meet at every step keep the scheduler's
+//                           placement within it: 3 ranks on 2 cores measured
+//                           x1.75-2.05 so (one rank has a core, two share the
+//                           other), x1.56-1.8 in one continuous run, where
+//                           the scheduler moves them.
 //   compute_communicating   the same GEMMs while 1 MiB all-reduces run one
 //                           after another (6 of them, the GEMMs going on
 //                           until they are done), against the same median
+//                           (at least `compute`)
 //   communication           256 KiB reduce-scatters beside compute (each
 //                           started, GEMMs until it has finished), against
 //                           the one measureCollectives measured alone: how
@@ -366,28 +374,40 @@ void measureContention(CommBase &comm, MachineProfile &p) {
     gemm_engine::gemm(false, false, n, n, n, 1.0f, a.as<float>(), n, b.as<float>(), n, 0.0f,
                       c.as<float>(), n);
   };
-  comm.barrier();
-  const double burst = medianSeconds(21, 1, gemm);
-  const int64_t calls = std::clamp<int64_t>(int64_t(0.2 / burst), 20, 100000);
-  // (Three runs, their median: one run can fall in a slow phase of a
-  // shared host, or a fast one.)
-  std::vector<double> sustained;
-  for (int run = 0; run < 3; ++run) {
-    comm.barrier();
-    const Clock::time_point began = Clock::now();
-    for (int64_t i = 0; i < calls; ++i)
-      gemm();
-    sustained.push_back(secondsSince(began));
-  }
-  std::sort(sustained.begin(), sustained.end());
-  p.computeContention = std::max(1.0, sustained[1] / (double(calls) * burst));
-  p.communicatingContention = p.computeContention;
-  if (comm.size() == 1 || comm.deferredStarts())
-    return;
-  constexpr int kAllReduces = 6, kBucket = 0;
+  constexpr int kBucket = 0;
   constexpr int64_t kFloats = (int64_t(1) << 20) / 4;
   AlignedBuffer buffer(size_t(kFloats) * 4);
   fill(buffer.as<float>(), kFloats, 1e-6f);
+  comm.barrier();
+  const double burst = medianSeconds(21, 1, gemm);
+  // Rounds of a step's length ended by a step's synchronization (the
+  // median of nine, after one to settle: a round can fall in a slow phase
+  // of a shared host, or a fast one).
+  const int64_t perRound = std::clamp<int64_t>(int64_t(0.05 / burst), 5, 100000);
+  constexpr int64_t kSyncFloats = 1024;
+  double syncAlone = 0;
+  for (const MachineProfile::Work &w : p.allReduce)
+    if (w.amount == kSyncFloats * 4)
+      syncAlone = w.seconds;
+  std::vector<double> rounds;
+  comm.barrier();
+  for (int round = 0; round < 10; ++round) {
+    const Clock::time_point began = Clock::now();
+    for (int64_t i = 0; i < perRound; ++i)
+      gemm();
+    if (comm.size() > 1)
+      comm.wait(comm.allreduceStart(kBucket, buffer.as<float>(), kSyncFloats));
+    if (round > 0)
+      rounds.push_back(secondsSince(began) - syncAlone);
+  }
+  std::sort(rounds.begin(), rounds.end());
+  p.computeContention =
+      std::max(1.0, rounds[rounds.size() / 2] / (double(perRound) * burst));
+  p.communicatingContention = p.computeContention;
+  if (comm.size() == 1 || comm.deferredStarts())
+    return;
+  const int64_t calls = std::clamp<int64_t>(int64_t(0.2 / burst), 20, 100000);
+  constexpr int kAllReduces = 6;
   comm.barrier();
   int started = 1, finished = 0;
   int64_t done = 0;
@@ -408,7 +428,8 @@ void measureContention(CommBase &comm, MachineProfile &p) {
       ++started;
     }
   }
-  p.communicatingContention = std::max(1.0, secondsSince(t0) / (double(done) * burst));
+  p.communicatingContention =
+      std::max(p.computeContention, secondsSince(t0) / (double(done) * burst));
   // Collectives beside compute: a 256 KiB reduce-scatter started and GEMMs
   // until it has finished; its time (start to finish) against the same
   // measured alone.
