@@ -9,12 +9,14 @@
 # that link and prints its measurement next to the prediction. Then each
 # link's plan is also run on the other link, to show what choosing for the
 # wrong link costs (measured). Needs root (network namespaces); skips
-# otherwise.
-# usage: benchmarks/predict_hosts.sh [steps=60] [budget=60M]   (after scripts/build.sh)
+# otherwise. A third argument plans another model (the held-out check:
+# examples/cnn.dsl, llama.dsl, mlp.dsl, with a budget that every plan fits,
+# 4G, to plan for speed alone).
+# usage: benchmarks/predict_hosts.sh [steps=60] [budget=60M] [model=examples/gpt.dsl]   (after scripts/build.sh)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DTC_BUILD_DIR:-$root/build}
-steps=${1:-60} budget=${2:-60M}
+steps=${1:-60} budget=${2:-60M} model=${3:-$root/examples/gpt.dsl}
 dtc=$build/bin/dtc
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIP: $*"; exit 0; }
@@ -23,7 +25,7 @@ command -v tc >/dev/null 2>&1 || skip "no tc (iproute2)"
 work=$(mktemp -d)
 . "$root/test/distributed/netns_hosts.sh"
 trap 'cleanup; rm -rf "$work"' EXIT
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; 3 hosts x 1 rank x 1 thread; gpt, $steps steps; budget $budget a rank"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; 3 hosts x 1 rank x 1 thread; $(basename "$model" .dsl), $steps steps; budget $budget a rank"
 "$dtc" "$root/examples/gpt.dsl" -o "$work/probe" || fail "compile"
 rates=(1gbit 10gbit)
 for rate in "${rates[@]}"; do
@@ -31,7 +33,7 @@ for rate in "${rates[@]}"; do
   hosts_run 3 300 "$work/probe" --calibrate "$work/machine-$rate.json" --threads 1 >"$work/cal-$rate.log" 2>&1 ||
     { cat "$work/cal-$rate.log"; fail "calibrating at $rate"; }
   echo "== $rate: $(grep '^calibrated' "$work/cal-$rate.log" | sed 's/; wrote.*//')"
-  "$dtc" "$root/examples/gpt.dsl" --ranks 3 --machine "$work/machine-$rate.json" \
+  "$dtc" "$model" --ranks 3 --machine "$work/machine-$rate.json" \
     --memory-per-rank "$budget" --report -o "$work/train-$rate" >"$work/report-$rate" ||
     fail "planning for $rate"
   sed -n '/^plans for/,/^chosen/p' "$work/report-$rate" | grep -E '^plans|<- chosen|^chosen' | sed 's/(machine: [^;]*; /(/'

@@ -136,6 +136,25 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
         return bad("\"contention\" needs \"communication\" >= 1");
       m.communication = *f;
     }
+    // (Optional: later still.) {"bytes": b, "alone": s, "beside": t}, t >= s.
+    if (const llvm::json::Value *v =
+            o ? o->get("communication_beside") : nullptr) {
+      const llvm::json::Array *list = v->getAsArray();
+      if (!list)
+        return bad("\"communication_beside\" must be a list");
+      for (const llvm::json::Value &e : *list) {
+        const llvm::json::Object *p = e.getAsObject();
+        std::optional<double> alone = p ? p->getNumber("alone") : std::nullopt,
+                              beside =
+                                  p ? p->getNumber("beside") : std::nullopt;
+        if (!alone || !beside || !(*alone > 0) || !(*beside >= *alone) ||
+            !std::isfinite(*beside))
+          return bad("every entry of \"communication_beside\" needs "
+                     "\"alone\" > 0 and \"beside\" >= \"alone\"");
+        m.beside.push_back({*alone, *beside});
+      }
+      sortPoints(m.beside);
+    }
   }
   // A list of {"<size key>": x, "seconds": t}, every t > 0.
   auto points = [&](const llvm::json::Object *in, StringRef name,
@@ -241,6 +260,26 @@ double Machine::collectiveSeconds(Collective kind, double bytes) const {
   return ranks <= 1 ? 0 : interpolate(collectives[int(kind)], bytes);
 }
 
+double Machine::besideFactor(double alone) const {
+  if (beside.empty() || alone <= 0)
+    return communication;
+  const Point &first = beside.front(), &last = beside.back();
+  if (alone <= first.size)
+    return first.seconds / first.size;
+  double seconds;
+  if (alone >= last.size) {
+    double slope = last.seconds / last.size;
+    if (beside.size() > 1) {
+      const Point &before = beside[beside.size() - 2];
+      slope = (last.seconds - before.seconds) / (last.size - before.size);
+    }
+    seconds = last.seconds + std::max(1.0, slope) * (alone - last.size);
+  } else {
+    seconds = interpolate(beside, alone);
+  }
+  return std::max(1.0, seconds / alone);
+}
+
 //===--- the step
 //-----------------------------------------------------------===//
 
@@ -343,38 +382,52 @@ struct StepModel {
   /// collectives in order on a channel of their own from their starts (or,
   /// with deferred starts, each at its wait), which a wait blocks on. The
   /// channel's work is its collectives' calibrated (alone) seconds: it
-  /// does that work at the calibrated rate while the rank waits, and
-  /// `communication` times slower while the rank's kernels run.
+  /// does that work at the calibrated rate while the rank waits, and each
+  /// collective's Machine::besideFactor times slower while the rank's
+  /// kernels run.
   Time run(func::FuncOp step) const {
     Time t;
-    // The channel's work done and enqueued so far (done <= queued), and
-    // each request's mark: the work it is done at.
+    // The channel's work done and enqueued so far (done <= queued), each
+    // request's mark (the work it is done at), and where each collective's
+    // work ends with its factor beside kernels, in order.
     double done = 0, queued = 0;
     DenseMap<Value, double> marks;
     DenseMap<int64_t, double> carried; // a carried gather's bucket: same
+    SmallVector<std::pair<double, double>> ends; // (its end, its factor)
+    size_t head = 0;                             // the first not done
     const bool deferred = machine.deferredStarts;
-    const double beside = machine.communication;
     auto start = [&](double seconds) {
       if (deferred)
         return -seconds; // paid at the wait
       queued += seconds;
+      ends.push_back({queued, machine.besideFactor(seconds)});
       return queued;
     };
     // A kernel of `s` calibrated seconds, from now: at the sustained rate,
     // and while the channel has work at the rate beside collectives; the
-    // channel's work goes on meanwhile.
+    // channel's work goes on meanwhile, each collective at its factor.
     auto kernel = [&](double s) {
       const double alone = machine.compute,
                    slowed = machine.computeCommunicating;
-      const double window = (queued - done) * beside; // till it drains
-      double seconds;
-      if (window <= 0)
-        seconds = s * alone;
-      else if (s * slowed <= window)
-        seconds = s * slowed;
-      else
-        seconds = window + (s - window / slowed) * alone;
-      done = std::min(queued, done + seconds / beside);
+      double seconds = 0;
+      while (s > 0) {
+        while (head < ends.size() && ends[head].first <= done)
+          ++head;
+        if (head == ends.size()) { // the channel is idle
+          seconds += s * alone;
+          break;
+        }
+        auto [end, factor] = ends[head];
+        const double window = (end - done) * factor; // till it is done
+        if (s * slowed <= window) {
+          seconds += s * slowed;
+          done += s * slowed / factor;
+          break;
+        }
+        seconds += window;
+        s -= window / slowed;
+        done = end;
+      }
       return seconds;
     };
     // Blocked until the channel's work reaches `mark` (or, deferred, for

@@ -52,6 +52,13 @@ struct Machine {
   /// collective progresses this many times slower than calibrated (and at
   /// the calibrated rate while the rank waits for it).
   double communication = 1;
+  /// The same by a collective's length (the file's "communication_beside":
+  /// reduce-scatters of 256 KiB to 16 MiB): `size` is its seconds alone,
+  /// `seconds` beside the rank's kernels. Where it is measured, it is used
+  /// instead of `communication`: a long collective on a slow link is bound
+  /// by the link, which drains the socket's buffers while the kernels run,
+  /// and slows less than a short one, which waits for a core.
+  llvm::SmallVector<Point> beside;
   llvm::SmallVector<GemmPoint> gemm;
   llvm::SmallVector<Point> conv, elementwise;
   llvm::SmallVector<Point> collectives[3];
@@ -70,6 +77,11 @@ struct Machine {
   double elementwiseSeconds(double bytes) const;
   /// A collective over `bytes` (the whole bucket) at this world size.
   double collectiveSeconds(Collective kind, double bytes) const;
+  /// How many times slower a collective of `alone` seconds (alone)
+  /// progresses while the rank's kernels run: `beside` interpolated (the
+  /// smallest's factor below it; past the largest, its last segment's slope,
+  /// at least 1), else `communication`.
+  double besideFactor(double alone) const;
 };
 
 /// The cost model's answer for a planned module (after dtc-plan-memory).

@@ -83,8 +83,22 @@ for kind in ("all_reduce", "reduce_scatter", "all_gather"):
 c = d["contention"]
 for key in ("compute", "compute_communicating", "communication"):
     need(isinstance(c.get(key), (int, float)) and c[key] >= 1, f"contention {key}: {c.get(key)}")
+beside = c.get("communication_beside")
+need(isinstance(beside, list), f"contention communication_beside: {beside}")
 if ranks == 1 or d["deferred_starts"]:  # no collective runs beside the GEMMs
     need(c["compute_communicating"] == c["compute"] and c["communication"] == 1, f"contention {c}")
+    need(beside == [], f"communication_beside: {beside}")
+else:
+    # Reduce-scatters of 256 KiB to 16 MiB beside the GEMMs, next to their
+    # time alone (the reduce_scatter list's); the 256 KiB one's factor is
+    # "communication".
+    need([e["bytes"] for e in beside] == [256 << 10, 1 << 20, 4 << 20, 16 << 20],
+         f"communication_beside bytes: {beside}")
+    alone = {e["bytes"]: e["seconds"] for e in coll["reduce_scatter"]}
+    need(all(e["alone"] == alone[e["bytes"]] and e["beside"] >= e["alone"] > 0 for e in beside),
+         f"communication_beside: {beside} against {alone}")
+    need(abs(c["communication"] - beside[0]["beside"] / beside[0]["alone"]) < 1e-3 * c["communication"],
+         f"communication {c['communication']} against {beside[0]}")
 print(f"{path}: {ranks} rank(s), {d['threads']} thread(s), {d['backend']}, "
       f"{len(d['gemm'])} GEMMs, process {d['process_bytes']} bytes")
 PY
@@ -105,6 +119,16 @@ grep -q "^calibrated 2 ranks x 1 thread (mpi" "$work/two.log" || fail "summary a
 check "$work/two.json" 2 mpi
 "$python" -c "import json, sys; sys.exit(json.load(open('$work/two.json'))['threads'] != 1)" ||
   fail "--threads 1 not recorded"
+
+# With --overlap on the collectives progress on the communication thread
+# beside the GEMMs (not deferred to their waits): what they take there, by size.
+$mpirun -np 2 "$train" --calibrate "$work/two-on.json" --threads 1 --overlap on > "$work/two-on.log"
+cat "$work/two-on.log"
+grep -q "^calibrated 2 ranks x 1 thread (mpi): .*collectives beside it x[0-9.e+]* at 256 KiB \.\. x[0-9.e+]* at 16 MiB)" \
+  "$work/two-on.log" || fail "summary at 2 ranks with --overlap on"
+check "$work/two-on.json" 2 mpi
+"$python" -c "import json, sys; sys.exit(json.load(open('$work/two-on.json'))['deferred_starts'])" ||
+  fail "--overlap on: deferred starts recorded"
 
 # Without FILE: the cache directory, created.
 DTC_CACHE_DIR=$work/cache/dtc "$train" --calibrate --threads 1 > "$work/cache.log"

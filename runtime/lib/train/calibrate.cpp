@@ -357,14 +357,16 @@ void measureCollectives(CommBase &comm, MachineProfile &p) {
 //                           after another (6 of them, the GEMMs going on
 //                           until they are done), against the same median
 //                           (at least `compute`)
-//   communication           256 KiB reduce-scatters beside compute (each
-//                           started, GEMMs until it has finished), against
-//                           the one measureCollectives measured alone: how
-//                           much slower a collective progresses while the
-//                           rank computes than while it waits
+//   communication_beside    reduce-scatters of 256 KiB, 1, 4 and 16 MiB
+//                           beside compute (each started, GEMMs until it has
+//                           finished; the mean of the middle 9 of 15),
+//                           next to the ones measureCollectives measured
+//                           alone: how much longer a collective takes while
+//                           the rank computes than while it waits
+//   communication           the 256 KiB one's factor (beside / alone)
 // Without collectives (1 rank) or with deferred starts (the collectives run
-// at their waits, beside no compute) the second is the first and the third
-// is 1.
+// at their waits, beside no compute) compute_communicating is compute,
+// communication_beside empty and communication 1.
 void measureContention(CommBase &comm, MachineProfile &p) {
   constexpr int64_t n = 256;
   AlignedBuffer a(size_t(n * n) * 4), b(size_t(n * n) * 4), c(size_t(n * n) * 4);
@@ -379,30 +381,32 @@ void measureContention(CommBase &comm, MachineProfile &p) {
   AlignedBuffer buffer(size_t(kFloats) * 4);
   fill(buffer.as<float>(), kFloats, 1e-6f);
   comm.barrier();
-  const double burst = medianSeconds(21, 1, gemm);
-  // Rounds of a step's length ended by a step's synchronization (the
-  // median of nine, after one to settle: a round can fall in a slow phase
-  // of a shared host, or a fast one).
-  const int64_t perRound = std::clamp<int64_t>(int64_t(0.05 / burst), 5, 100000);
+  // Rounds of a step's length of `kernel` ended by a step's synchronization
+  // (the median of nine, after one to settle: a round can fall in a slow
+  // phase of a shared host, or a fast one), against its median `alone`.
   constexpr int64_t kSyncFloats = 1024;
   double syncAlone = 0;
   for (const MachineProfile::Work &w : p.allReduce)
     if (w.amount == kSyncFloats * 4)
       syncAlone = w.seconds;
-  std::vector<double> rounds;
-  comm.barrier();
-  for (int round = 0; round < 10; ++round) {
-    const Clock::time_point began = Clock::now();
-    for (int64_t i = 0; i < perRound; ++i)
-      gemm();
-    if (comm.size() > 1)
-      comm.wait(comm.allreduceStart(kBucket, buffer.as<float>(), kSyncFloats));
-    if (round > 0)
-      rounds.push_back(secondsSince(began) - syncAlone);
-  }
-  std::sort(rounds.begin(), rounds.end());
-  p.computeContention =
-      std::max(1.0, rounds[rounds.size() / 2] / (double(perRound) * burst));
+  auto sustained = [&](auto &&kernel, double alone) {
+    const int64_t perRound = std::clamp<int64_t>(int64_t(0.05 / alone), 5, 100000);
+    std::vector<double> rounds;
+    comm.barrier();
+    for (int round = 0; round < 10; ++round) {
+      const Clock::time_point began = Clock::now();
+      for (int64_t i = 0; i < perRound; ++i)
+        kernel();
+      if (comm.size() > 1)
+        comm.wait(comm.allreduceStart(kBucket, buffer.as<float>(), kSyncFloats));
+      if (round > 0)
+        rounds.push_back(secondsSince(began) - syncAlone);
+    }
+    std::sort(rounds.begin(), rounds.end());
+    return std::max(1.0, rounds[rounds.size() / 2] / (double(perRound) * alone));
+  };
+  const double burst = medianSeconds(21, 1, gemm);
+  p.computeContention = sustained(gemm, burst);
   p.communicatingContention = p.computeContention;
   if (comm.size() == 1 || comm.deferredStarts())
     return;
@@ -430,34 +434,49 @@ void measureContention(CommBase &comm, MachineProfile &p) {
   }
   p.communicatingContention =
       std::max(p.computeContention, secondsSince(t0) / (double(done) * burst));
-  // Collectives beside compute: a 256 KiB reduce-scatter started and GEMMs
-  // until it has finished; its time (start to finish) against the same
-  // measured alone.
-  constexpr int kRounds = 21;
-  constexpr int64_t kShardFloats = (int64_t(256) << 10) / 4;
-  const int64_t shard = kShardFloats / comm.size();
-  double alone = 0;
-  for (const MachineProfile::Work &w : p.reduceScatter)
-    if (w.amount == shard * comm.size() * 4)
-      alone = w.seconds;
-  if (alone <= 0)
-    return;
-  float *mine = buffer.as<float>() + comm.rank() * shard;
-  std::vector<double> durations;
-  for (int i = 0; i < kRounds; ++i) {
-    comm.barrier();
-    const Clock::time_point began = Clock::now();
-    Request rs = comm.reduceScatterStart(kBucket, buffer.as<float>(), mine, shard);
-    while (comm.finishedAt(CollectiveKind::ReduceScatter, kBucket) < began &&
-           secondsSince(began) < 2.0) // (then the wait's timeout applies)
-      gemm();
-    comm.wait(rs);
-    durations.push_back(std::chrono::duration<double>(
-                            comm.finishedAt(CollectiveKind::ReduceScatter, kBucket) - began)
-                            .count());
+  // Collectives beside compute: a reduce-scatter started and GEMMs until it
+  // has finished; its time (start to finish) against the same measured
+  // alone, at 256 KiB (latency- and CPU-bound on any link) up to 16 MiB
+  // (on a slow link, bound by the link, which drains the socket's buffers
+  // while the GEMMs run). A round's time depends on whether the
+  // communication thread waits for a core (tens of milliseconds) or not:
+  // the mean of the middle three fifths, what a step's many collectives
+  // meet on average.
+  constexpr int kRounds = 15;
+  constexpr int64_t kLargest = (int64_t(16) << 20) / 4;
+  AlignedBuffer all(size_t(kLargest) * 4);
+  fill(all.as<float>(), kLargest, 1e-6f);
+  for (int64_t bytes : {int64_t(256) << 10, int64_t(1) << 20, int64_t(4) << 20,
+                        int64_t(16) << 20}) {
+    const int64_t shard = bytes / 4 / comm.size();
+    double alone = 0;
+    for (const MachineProfile::Work &w : p.reduceScatter)
+      if (w.amount == shard * comm.size() * 4)
+        alone = w.seconds;
+    if (alone <= 0)
+      continue;
+    float *mine = all.as<float>() + comm.rank() * shard;
+    std::vector<double> durations;
+    for (int i = 0; i < kRounds; ++i) {
+      comm.barrier();
+      const Clock::time_point began = Clock::now();
+      Request rs = comm.reduceScatterStart(kBucket, all.as<float>(), mine, shard);
+      while (comm.finishedAt(CollectiveKind::ReduceScatter, kBucket) < began &&
+             secondsSince(began) < 2.0) // (then the wait's timeout applies)
+        gemm();
+      comm.wait(rs);
+      durations.push_back(std::chrono::duration<double>(
+                              comm.finishedAt(CollectiveKind::ReduceScatter, kBucket) - began)
+                              .count());
+    }
+    std::sort(durations.begin(), durations.end());
+    double sum = 0;
+    for (int i = kRounds / 5; i < kRounds - kRounds / 5; ++i)
+      sum += durations[size_t(i)];
+    const double beside =
+        std::max(alone, sum / double(kRounds - 2 * (kRounds / 5)));
+    p.communicationBeside.push_back({shard * comm.size() * 4, alone, beside});
   }
-  std::sort(durations.begin(), durations.end());
-  p.communicationContention = std::max(1.0, durations[kRounds / 2] / alone);
 }
 
 // Every rank's times replaced by their maximum over the ranks (and the
@@ -475,6 +494,10 @@ void maxOverRanks(CommBase &comm, MachineProfile &p) {
   for (double *factor :
        {&p.computeContention, &p.communicatingContention, &p.communicationContention})
     slots.push_back(factor);
+  for (MachineProfile::Beside &b : p.communicationBeside) {
+    slots.push_back(&b.alone);
+    slots.push_back(&b.beside);
+  }
   std::vector<double> mine;
   mine.push_back(double(p.processBytes));
   for (double *s : slots)
@@ -522,6 +545,16 @@ std::string rateRange(const std::vector<double> &rates) {
   return fmt::format("{:.3g}-{:.3g}", *lo, *hi);
 }
 
+// "x13.4 at 256 KiB .. x1.13 at 16 MiB" (the factor of each end), or
+// "x1.00" where none was measured.
+std::string besideSummary(const MachineProfile &p) {
+  const std::vector<MachineProfile::Beside> &b = p.communicationBeside;
+  if (b.empty())
+    return fmt::format("x{:.2f}", p.communicationContention);
+  return fmt::format("x{:.3g} at {} .. x{:.3g} at {}", b.front().beside / b.front().alone,
+                     mib(b.front().bytes), b.back().beside / b.back().alone, mib(b.back().bytes));
+}
+
 std::string summary(const MachineProfile &p, double elapsed, const std::string &path) {
   std::vector<double> gemm, conv;
   for (const MachineProfile::Gemm &g : p.gemm)
@@ -531,15 +564,14 @@ std::string summary(const MachineProfile &p, double elapsed, const std::string &
   const MachineProfile::Work &stream = p.elementwise.back();
   return fmt::format("calibrated {} rank{} x {} thread{} ({}{}): GEMM {} GFLOP/s, conv {} GFLOP/s, "
                      "elementwise {:.3g} GB/s ({}){}{}{}, sustained x{:.2f} (beside collectives "
-                     "x{:.2f}; collectives beside it x{:.2f}), process {:.1f} MB, {:.1f} s; wrote {}",
+                     "x{:.2f}; collectives beside it {}), process {:.1f} MB, {:.1f} s; wrote {}",
                      p.ranks, p.ranks == 1 ? "" : "s", p.threads, p.threads == 1 ? "" : "s",
                      p.backend, p.deferredStarts ? ", deferred starts" : "", rateRange(gemm),
                      rateRange(conv), double(stream.amount) / stream.seconds / 1e9,
                      mib(stream.amount / 3), collectiveSummary("all-reduce", p.allReduce),
                      collectiveSummary("reduce-scatter", p.reduceScatter),
                      collectiveSummary("all-gather", p.allGather), p.computeContention,
-                     p.communicatingContention, p.communicationContention,
-                     double(p.processBytes) / 1e6,
+                     p.communicatingContention, besideSummary(p), double(p.processBytes) / 1e6,
                      elapsed, path);
 }
 
@@ -584,9 +616,14 @@ std::string machineJson(const MachineProfile &p) {
   out += fmt::format("    \"reduce_scatter\": {},\n", works(p.reduceScatter, "bytes", "    "));
   out += fmt::format("    \"all_gather\": {}\n", works(p.allGather, "bytes", "    "));
   out += "  },\n";
+  std::vector<std::string> beside;
+  for (const MachineProfile::Beside &b : p.communicationBeside)
+    beside.push_back(fmt::format("{{\"bytes\": {}, \"alone\": {}, \"beside\": {}}}", b.bytes,
+                                 seconds(b.alone), seconds(b.beside)));
   out += fmt::format("  \"contention\": {{\"compute\": {:.4f}, \"compute_communicating\": "
-                     "{:.4f}, \"communication\": {:.4f}}}\n",
-                     p.computeContention, p.communicatingContention, p.communicationContention);
+                     "{:.4f}, \"communication\": {:.4f},\n    \"communication_beside\": {}}}\n",
+                     p.computeContention, p.communicatingContention, p.communicationContention,
+                     list(beside, "    "));
   out += "}\n";
   return out;
 }
@@ -628,6 +665,11 @@ int runCalibration(const Options &opts, CommBase &comm, int threads, bool cuda) 
   measureContention(comm, p);
   comm.barrier();
   maxOverRanks(comm, p);
+  // `communication`: the smallest size's factor (what files had before the
+  // sizes were measured).
+  if (!p.communicationBeside.empty())
+    p.communicationContention =
+        p.communicationBeside.front().beside / p.communicationBeside.front().alone;
   onRankZero(comm, "to write the calibration file", [&] {
     AtomicFile out(path, "calibration file");
     out.write(machineJson(p));

@@ -52,6 +52,13 @@ struct MachineProfile {
   // Sustained work against the short measurements (calibrate.cpp,
   // measureContention): >= 1.
   double computeContention = 1, communicatingContention = 1, communicationContention = 1;
+  // Reduce-scatters beside compute, by size: their time alone (the
+  // reduce_scatter list's) and beside the rank's kernels.
+  struct Beside {
+    int64_t bytes;
+    double alone, beside;
+  };
+  std::vector<Beside> communicationBeside;
 };
 
 // The JSON of a profile ("dtc-machine/1").
