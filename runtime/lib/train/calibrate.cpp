@@ -381,32 +381,30 @@ void measureContention(CommBase &comm, MachineProfile &p) {
   AlignedBuffer buffer(size_t(kFloats) * 4);
   fill(buffer.as<float>(), kFloats, 1e-6f);
   comm.barrier();
-  // Rounds of a step's length of `kernel` ended by a step's synchronization
-  // (the median of nine, after one to settle: a round can fall in a slow
-  // phase of a shared host, or a fast one), against its median `alone`.
+  const double burst = medianSeconds(21, 1, gemm);
+  // Rounds of a step's length ended by a step's synchronization (the
+  // median of nine, after one to settle: a round can fall in a slow phase
+  // of a shared host, or a fast one).
+  const int64_t perRound = std::clamp<int64_t>(int64_t(0.05 / burst), 5, 100000);
   constexpr int64_t kSyncFloats = 1024;
   double syncAlone = 0;
   for (const MachineProfile::Work &w : p.allReduce)
     if (w.amount == kSyncFloats * 4)
       syncAlone = w.seconds;
-  auto sustained = [&](auto &&kernel, double alone) {
-    const int64_t perRound = std::clamp<int64_t>(int64_t(0.05 / alone), 5, 100000);
-    std::vector<double> rounds;
-    comm.barrier();
-    for (int round = 0; round < 10; ++round) {
-      const Clock::time_point began = Clock::now();
-      for (int64_t i = 0; i < perRound; ++i)
-        kernel();
-      if (comm.size() > 1)
-        comm.wait(comm.allreduceStart(kBucket, buffer.as<float>(), kSyncFloats));
-      if (round > 0)
-        rounds.push_back(secondsSince(began) - syncAlone);
-    }
-    std::sort(rounds.begin(), rounds.end());
-    return std::max(1.0, rounds[rounds.size() / 2] / (double(perRound) * alone));
-  };
-  const double burst = medianSeconds(21, 1, gemm);
-  p.computeContention = sustained(gemm, burst);
+  std::vector<double> rounds;
+  comm.barrier();
+  for (int round = 0; round < 10; ++round) {
+    const Clock::time_point began = Clock::now();
+    for (int64_t i = 0; i < perRound; ++i)
+      gemm();
+    if (comm.size() > 1)
+      comm.wait(comm.allreduceStart(kBucket, buffer.as<float>(), kSyncFloats));
+    if (round > 0)
+      rounds.push_back(secondsSince(began) - syncAlone);
+  }
+  std::sort(rounds.begin(), rounds.end());
+  p.computeContention =
+      std::max(1.0, rounds[rounds.size() / 2] / (double(perRound) * burst));
   p.communicatingContention = p.computeContention;
   if (comm.size() == 1 || comm.deferredStarts())
     return;
