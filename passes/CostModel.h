@@ -42,9 +42,10 @@ struct Machine {
   bool deferredStarts = false;
   /// A process's resident memory before the model's (libraries, MPI).
   int64_t processBytes = 0;
-  /// Sustained work against the short measurements (the file's
-  /// "contention", >= 1): kernels back to back on every rank at once
-  /// (`compute`), and beside the communication thread's collectives
+  /// Sustained work against the short measurements, which one rank made at
+  /// a time (the file's "contention", >= 1): kernels back to back on every
+  /// rank at once (`compute`), and beside the communication thread's
+  /// collectives
   /// (`computeCommunicating`). 1 where a node has a core for each thread.
   double compute = 1, computeCommunicating = 1;
   /// Collectives beside compute against alone (the file's "contention"

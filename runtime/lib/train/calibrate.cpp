@@ -1,11 +1,14 @@
 //===- calibrate.cpp - train --calibrate ----------------------------------===//
 //
-// The measurements of calibrate.h. Every rank runs the same measurements
-// with the same repetition counts (fixed by the work of each size, not by
-// timings), a barrier before each size, so that the ranks measure together,
-// sharing the machine as they do in training. Each result is the median of
-// its samples after one warm-up (a small size's sample the mean of enough
-// calls to last ~0.2 ms), then the maximum over the ranks.
+// The measurements of calibrate.h. The kernels (GEMMs, convolutions,
+// elementwise loops) are measured one rank at a time, the others waiting in
+// a barrier: what one rank's kernels take with the node to themselves. The
+// collectives and the contention factors are measured by every rank at
+// once, a barrier before each size, sharing the machine as the ranks do in
+// training; the factors carry what that sharing costs the kernels. Each
+// result is the median of its samples after one warm-up (a small size's
+// sample the mean of enough calls to last ~0.2 ms), then the maximum over
+// the ranks.
 //
 //===----------------------------------------------------------------------===//
 #include "train/calibrate.h"
@@ -184,7 +187,7 @@ void fill(float *p, int64_t n, float scale) {
 constexpr int64_t kGemmSizes[] = {16, 64, 256, 1024, 4096};
 constexpr double kMaxGemmFlops = 4.3e9;
 
-void measureGemm(CommBase &comm, MachineProfile &p) {
+void measureGemm(MachineProfile &p) {
   struct Shape {
     int64_t m, n, k;
   };
@@ -204,7 +207,6 @@ void measureGemm(CommBase &comm, MachineProfile &p) {
   fill(b.as<float>(), maxB, 1e-2f);
   for (const Shape &s : shapes) {
     const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
-    comm.barrier();
     const double t = medianSeconds(samplesFor(flops, 1e9, 1e8), innerCalls(flops, 1e7), [&] {
       gemm_engine::gemm(false, false, s.m, s.n, s.k, 1.0f, a.as<float>(), s.k, b.as<float>(), s.n,
                         0.0f, c.as<float>(), s.n);
@@ -213,7 +215,7 @@ void measureGemm(CommBase &comm, MachineProfile &p) {
   }
 }
 
-void measureConv(CommBase &comm, MachineProfile &p) {
+void measureConv(MachineProfile &p) {
   struct Shape {
     int64_t c, o, h, w;
   };
@@ -229,7 +231,6 @@ void measureConv(CommBase &comm, MachineProfile &p) {
     fill(x.as<float>(), batch * s.c * s.h * s.w, 1e-2f);
     fill(weight.as<float>(), s.o * s.c * kh * kw, 1e-2f);
     const int64_t flops = 2 * batch * s.o * ho * wo * s.c * kh * kw;
-    comm.barrier();
     const double t =
         medianSeconds(samplesFor(double(flops), 1e9, 1e8), innerCalls(double(flops), 1e7), [&] {
           kern::conv2d(HostContext{}, x.as<float>(), weight.as<float>(), bias.as<float>(),
@@ -239,7 +240,7 @@ void measureConv(CommBase &comm, MachineProfile &p) {
   }
 }
 
-void measureElementwise(CommBase &comm, MachineProfile &p) {
+void measureElementwise(MachineProfile &p) {
   constexpr int64_t kMin = 1 << 10, kMax = int64_t(64) << 20; // bytes of an array
   AlignedBuffer x(static_cast<size_t>(kMax)), y(static_cast<size_t>(kMax));
   fill(x.as<float>(), kMax / 4, 1e-6f);
@@ -248,7 +249,6 @@ void measureElementwise(CommBase &comm, MachineProfile &p) {
     const int64_t n = arrayBytes / 4, bytes = 3 * 4 * n;
     const float *xs = x.as<float>();
     float *ys = y.as<float>();
-    comm.barrier();
     const double t =
         medianSeconds(samplesFor(double(bytes), 1e8, 1e7), innerCalls(double(bytes), 4e6), [&] {
           kern::forRanges(ctx, n, 1,
@@ -258,28 +258,47 @@ void measureElementwise(CommBase &comm, MachineProfile &p) {
   }
 }
 
+// Runs fn on each rank in turn (rank 0 first), the others waiting in a
+// barrier (a communication thread in MPI_Barrier: with mpi_yield_when_idle,
+// which Open MPI sets on an oversubscribed node, it yields its core).
+template <class Fn> void oneRankAtATime(CommBase &comm, Fn &&fn) {
+  for (int r = 0; r < comm.size(); ++r) {
+    comm.barrier();
+    if (comm.rank() == r)
+      fn();
+  }
+  comm.barrier();
+}
+
 // The GEMMs, convolutions and elementwise loops, in 3 passes over all of
 // them; each time is the median of its 3 passes' medians. A pass takes a
 // second or two: on a host whose cores are sometimes busy with other work
 // (a shared virtual machine), one pass's rates measured half another's,
-// and a step's hundreds of milliseconds see their mean.
+// and a step's hundreds of milliseconds see their mean. One rank at a
+// time: measured by all ranks at once, a shape's time depended on whether
+// the slowest rank happened to share a core while it ran (three ranks on
+// two cores measured the 32x14x14 convolution at 35-42 GFLOP/s in half of
+// the calibrations and 86-112 in the other half); `compute` (below),
+// measured over whole rounds on every rank at once, carries that sharing.
 void measureKernels(CommBase &comm, MachineProfile &p) {
   constexpr int kPasses = 3;
   MachineProfile passes[kPasses];
-  for (MachineProfile &q : passes) {
-    measureGemm(comm, q);
-    if (&q == passes) {
-      // The GEMM engine keeps per-thread workspaces once it has run larger
-      // shapes on the step's threads (here a glibc arena of the worker
-      // thread: 3 MB more at 2 threads, none at 1); they belong to the
-      // process's base. Freed memory is returned first (malloc_trim): what
-      // the engine freed is not its own.
-      malloc_trim(0);
-      p.processBytes = std::max(p.processBytes, residentBytes());
+  oneRankAtATime(comm, [&] {
+    for (MachineProfile &q : passes) {
+      measureGemm(q);
+      if (&q == passes) {
+        // The GEMM engine keeps per-thread workspaces once it has run larger
+        // shapes on the step's threads (here a glibc arena of the worker
+        // thread: 3 MB more at 2 threads, none at 1); they belong to the
+        // process's base. Freed memory is returned first (malloc_trim): what
+        // the engine freed is not its own.
+        malloc_trim(0);
+        p.processBytes = std::max(p.processBytes, residentBytes());
+      }
+      measureConv(q);
+      measureElementwise(q);
     }
-    measureConv(comm, q);
-    measureElementwise(comm, q);
-  }
+  });
   auto middle = [&](auto member, auto seconds) {
     auto &into = p.*member;
     into = passes[0].*member;
@@ -340,14 +359,16 @@ void measureCollectives(CommBase &comm, MachineProfile &p) {
 // What the short measurements above do not see, as factors (docs/runtime.md,
 // "Calibration"): a step's kernels run back to back for tens of
 // milliseconds, on every rank at once, and (unless starts are deferred)
-// beside the communication thread's collectives. With more ranks and
-// threads than cores (ranks sharing a node's cores, a loaded host) a
-// sustained run gets less of a core than a median of short ones.
+// beside the communication thread's collectives, where the kernels were
+// measured one rank at a time. With more ranks and threads than cores
+// (ranks sharing a node's cores, a loaded host) a sustained run on every
+// rank gets less of a core than a median of short ones on one.
 //   compute                 rounds of 50 ms of 256^3 GEMMs back to back,
 //                           every rank at once, each round ended as a step
 //                           ends, by a small blocking all-reduce: a round's
 //                           time (less that all-reduce's) against its GEMMs'
-//                           median alone (the median of nine rounds). Ranks
+//                           median on one rank at a time, as the kernels
+//                           were measured (the median of nine rounds). Ranks
 //                           that meet at every step keep the scheduler's
 //                           placement within it: 3 ranks on 2 cores measured
 //                           x1.75-2.05 so (one rank has a core, two share the
@@ -380,8 +401,9 @@ void measureContention(CommBase &comm, MachineProfile &p) {
   constexpr int64_t kFloats = (int64_t(1) << 20) / 4;
   AlignedBuffer buffer(size_t(kFloats) * 4);
   fill(buffer.as<float>(), kFloats, 1e-6f);
-  comm.barrier();
-  const double burst = medianSeconds(21, 1, gemm);
+  // Their median alone, one rank at a time, as the kernels were measured.
+  double burst = 0;
+  oneRankAtATime(comm, [&] { burst = medianSeconds(21, 1, gemm); });
   // Rounds of a step's length ended by a step's synchronization (the
   // median of nine, after one to settle: a round can fall in a slow phase
   // of a shared host, or a fast one).

@@ -2,8 +2,9 @@
 //
 // `train --calibrate [FILE]` trains nothing and reads no data: once the
 // communicator exists (so it runs as training does, alone or under mpirun),
-// every rank measures, at the same time and with the run's --threads, what
-// dtc's cost model (passes/, dtc --machine FILE) estimates a step from:
+// every rank measures, with the run's --threads, what dtc's cost model
+// (passes/, dtc --machine FILE) estimates a step from (the kernels one rank
+// at a time, the collectives and contention every rank at once):
 //   gemm         gemm_engine::gemm(false, false, M, N, K, ...) for M, N, K in
 //                {16, 64, 256, 1024, 4096} with 2MNK <= 4.3e9
 //   conv         kern::conv2d (the entry generated code calls: the engine's
@@ -14,7 +15,8 @@
 //                reduceScatterStart, allgatherStart, then wait), 4 KiB .. 64 MiB
 //                (4, 64 and 256 KiB, then 1 MiB x 4^i)
 //   contention   sustained GEMMs on every rank at once, alone and beside
-//                all-reduces, against the short measurements' rate; and
+//                all-reduces, against the short measurements' rate (one
+//                rank at a time); and
 //                reduce-scatters beside GEMMs against alone
 // Each time is the median of repetitions after one warm-up, the maximum over
 // the ranks; rank 0 writes them as JSON ("format": "dtc-machine/1",
