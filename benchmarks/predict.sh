@@ -7,7 +7,10 @@
 # "predicted vs measured" (median step interval after the first two; the
 # largest rank's peak resident set, with the data set's bytes added to the
 # prediction) tabulated. Also printed: the memory error without the data set
-# (the data set is 210 MiB of the MLP's and the CNN's 240).
+# (the data set is 210 MiB of the MLP's and the CNN's 240), and the host's
+# speed after each run against the calibration's (the program measures the
+# calibration's reference GEMMs again: "host x", the median over the
+# rounds) with the step predicted at that speed ("off at host").
 # Each program runs once a round, the rounds interleaved; measurements are
 # the medians over the rounds.
 # usage: benchmarks/predict.sh [steps=200] [rounds=3]   (after scripts/build.sh)
@@ -43,17 +46,21 @@ for _ in $(seq "$rounds"); do
     done
   done
 done
-printf '%-5s %5s %11s %11s %8s %12s %12s %8s %10s  %s\n' model ranks "step pred" "measured" "off" \
-  "peak pred" "measured" "off" "w/o data" "targets (20%, 10%)"
+printf '%-5s %5s %11s %11s %8s %12s %12s %8s %10s %7s %11s  %s\n' model ranks "step pred" \
+  "measured" "off" "peak pred" "measured" "off" "w/o data" "host x" "off at host" \
+  "targets (20%, 10%)"
 for ranks in 1 2; do
   for model in mlp cnn gpt; do
     /usr/bin/python3 - "$model" "$ranks" "$work/$model.$ranks.lines" <<'PY'
 import re, statistics, sys
 model, ranks, path = sys.argv[1:]
-rows = []
+rows, hosts = [], []
 for line in open(path):
     m = re.search(r"step ([\d.]+) ms vs ([\d.]+) ms .*peak memory ([\d.]+) MiB vs ([\d.]+) MiB .*the data set ([\d.]+) MiB", line)
     rows.append([float(g) for g in m.groups()])
+    h = re.search(r"GEMMs x([\d.]+) their calibrated time after training: step ([\d.]+) ms", line)
+    if h:
+        hosts.append([float(g) for g in h.groups()])
 tp, mp = rows[0][0], rows[0][2]
 tm = statistics.median(r[1] for r in rows)
 mm = statistics.median(r[3] for r in rows)
@@ -61,7 +68,11 @@ data = statistics.median(r[4] for r in rows)
 dt, dm = (tp - tm) / tm * 100, (mp - mm) / mm * 100
 dmodel = ((mp - data) - (mm - data)) / (mm - data) * 100
 ok = "met" if abs(dt) <= 20 and abs(dm) <= 10 else "MISSED"
-print(f"{model:5s} {ranks:>5s} {tp:8.2f} ms {tm:8.2f} ms {dt:+7.1f}% {mp:8.1f} MiB {mm:8.1f} MiB {dm:+7.1f}% {dmodel:+9.1f}%  {ok}")
+hx, dh = "-", "-"
+if hosts:
+    hx = f"x{statistics.median(h[0] for h in hosts):.2f}"
+    dh = f"{(statistics.median(h[1] for h in hosts) - tm) / tm * 100:+.1f}%"
+print(f"{model:5s} {ranks:>5s} {tp:8.2f} ms {tm:8.2f} ms {dt:+7.1f}% {mp:8.1f} MiB {mm:8.1f} MiB {dm:+7.1f}% {dmodel:+9.1f}% {hx:>7s} {dh:>11s}  {ok}")
 PY
   done
 done

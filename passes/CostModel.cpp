@@ -136,6 +136,12 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
         return bad("\"contention\" needs \"communication\" >= 1");
       m.communication = *f;
     }
+    if (o && o->get("sustained_gemm_256")) { // (optional: later still)
+      std::optional<double> f = o->getNumber("sustained_gemm_256");
+      if (!f || !(*f > 0) || !std::isfinite(*f))
+        return bad("\"contention\" needs \"sustained_gemm_256\" > 0");
+      m.sustainedGemm = *f;
+    }
     // (Optional: later still.) {"bytes": b, "alone": s, "beside": t}, t >= s.
     if (const llvm::json::Value *v =
             o ? o->get("communication_beside") : nullptr) {
@@ -609,9 +615,10 @@ struct PredictPass : public dtc::impl::PredictBase<PredictPass> {
     Prediction p = dtc::predict(module, m, ranks);
     auto *dtc = module->getContext()->getLoadedDialect<DtcDialect>();
     dtc->getPredictionAttrHelper().setAttr(
-        module, PredictionAttr::get(module.getContext(), p.stepSeconds,
-                                    p.computeSeconds, p.commSeconds,
-                                    p.peakBytes, p.ranks, p.batch, budget));
+        module,
+        PredictionAttr::get(module.getContext(), p.stepSeconds,
+                            p.computeSeconds, p.commSeconds, p.peakBytes,
+                            p.ranks, p.batch, budget, m.sustainedGemm));
     markAllAnalysesPreserved();
   }
 };

@@ -53,6 +53,11 @@ struct Machine {
   /// collective progresses this many times slower than calibrated (and at
   /// the calibrated rate while the rank waits for it).
   double communication = 1;
+  /// One 256^3 GEMM's seconds sustained on every rank at once (the file's
+  /// "contention" `sustained_gemm_256`; 0: not measured, as the built-in
+  /// machine): the program measures it again after training and scales
+  /// the prediction's kernels by the ratio (docs/runtime.md).
+  double sustainedGemm = 0;
   /// The same by a collective's length (the file's "communication_beside":
   /// reduce-scatters of 256 KiB to 16 MiB): `size` is its seconds alone,
   /// `seconds` beside the rank's kernels. Where it is measured, it is used

@@ -282,11 +282,12 @@ LogicalResult
 PredictionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        F64 stepSeconds, F64 computeSeconds, F64 commSeconds,
                        int64_t peakBytes, int64_t ranks, int64_t batch,
-                       int64_t budget) {
+                       int64_t budget, F64 referenceSeconds) {
   for (auto [what, v] :
        {std::pair<const char *, double>{"step_seconds", stepSeconds},
         {"compute_seconds", computeSeconds},
-        {"comm_seconds", commSeconds}})
+        {"comm_seconds", commSeconds},
+        {"reference_seconds", referenceSeconds}})
     if (!(v >= 0) || !std::isfinite(v))
       return emitError() << "#dtc.prediction: " << what
                          << " must be finite and >= 0, got " << v;

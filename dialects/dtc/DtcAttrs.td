@@ -125,7 +125,11 @@ def Dtc_PredictionAttr : Dtc_Attr<"Prediction", "prediction"> {
     communication the step waits for), and a rank's peak bytes (what it
     allocates for the model, its batch buffer, the collectives' temporaries
     and the process's base; the data set not included). `budget` is the
-    memory per rank the plan was chosen under (0: none).
+    memory per rank the plan was chosen under (0: none). `reference_seconds`
+    is the machine file's `sustained_gemm_256` (0: none): one 256^3 GEMM's
+    seconds sustained on every rank at once when the machine was calibrated,
+    which the program measures again after training to say how far the
+    host's speed has moved since.
 
     ```mlir
     module attributes {dtc.prediction = #dtc.prediction<step_seconds = 0.0123,
@@ -139,7 +143,8 @@ def Dtc_PredictionAttr : Dtc_Attr<"Prediction", "prediction"> {
                         Dtc_I64Param<"a rank's peak bytes">:$peak_bytes,
                         Dtc_I64Param<"the world size">:$ranks,
                         Dtc_I64Param<"samples a rank's step">:$batch,
-                        Dtc_I64Default<"0", "the budget per rank (0: none)">:$budget);
+                        Dtc_I64Default<"0", "the budget per rank (0: none)">:$budget,
+                        Dtc_F64Default<"0", "the calibrated reference GEMM's seconds (0: none)">:$reference_seconds);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

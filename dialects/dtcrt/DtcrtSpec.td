@@ -204,11 +204,15 @@ def Dtcrt_PredictionAttr : Dtcrt_Attr<"Prediction", "prediction"> {
     The module's `#dtc.prediction` (dtc-predict): a training step's
     seconds and a rank's peak bytes (the data set not included) at `batch`
     samples a rank on `ranks` ranks, and the memory budget a rank was planned
-    under (0: none).
+    under (0: none); `compute_seconds` of the step are kernels, and
+    `reference_seconds` is the calibrated reference GEMM's sustained time
+    (0: none), which the program measures again after training.
   }];
   let parameters = (ins Dtcrt_F64<"seconds of a step">:$step_seconds,
+                        Dtcrt_F64<"of which computing">:$compute_seconds,
                         "int64_t":$peak_bytes, "int64_t":$ranks,
-                        "int64_t":$batch, "int64_t":$budget);
+                        "int64_t":$batch, "int64_t":$budget,
+                        Dtcrt_F64<"the calibrated reference GEMM's seconds (0: none)">:$reference_seconds);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

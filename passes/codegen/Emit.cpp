@@ -888,7 +888,11 @@ void printSpec(dtcrt::SpecOp spec, bool hasAccumulate, llvm::raw_ostream &os,
        << "  s.prediction.peakBytes = " << p.getPeakBytes() << ";\n"
        << "  s.prediction.ranks = " << p.getRanks() << ";\n"
        << "  s.prediction.batch = " << p.getBatch() << ";\n"
-       << "  s.prediction.budget = " << p.getBudget() << ";\n";
+       << "  s.prediction.budget = " << p.getBudget() << ";\n"
+       << "  s.prediction.computeSeconds = "
+       << doubleLiteral(f64(p.getComputeSeconds())) << ";\n"
+       << "  s.prediction.referenceSeconds = "
+       << doubleLiteral(f64(p.getReferenceSeconds())) << ";\n";
   os << "  return s;\n}\n\n";
 }
 

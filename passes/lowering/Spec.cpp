@@ -277,9 +277,10 @@ dtcrt::SpecOp dtc::lowering::buildSpec(ModuleOp module, const SpecPlan &plan) {
 
   dtcrt::PredictionAttr prediction;
   if (PredictionAttr p = dtc->getPredictionAttrHelper().getAttr(module))
-    prediction = dtcrt::PredictionAttr::get(ctx, f64(p.getStepSeconds()),
-                                            p.getPeakBytes(), p.getRanks(),
-                                            p.getBatch(), p.getBudget());
+    prediction = dtcrt::PredictionAttr::get(
+        ctx, f64(p.getStepSeconds()), f64(p.getComputeSeconds()),
+        p.getPeakBytes(), p.getRanks(), p.getBatch(), p.getBudget(),
+        f64(p.getReferenceSeconds()));
 
   auto str = [](StringAttr a) { return a ? a.getValue() : StringRef(); };
   OpBuilder top = OpBuilder::atBlockBegin(module.getBody());

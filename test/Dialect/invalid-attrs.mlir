@@ -230,6 +230,12 @@ module attributes {dtc.prediction = #dtc.prediction<step_seconds = 1.0, compute_
 
 // -----
 
+// expected-error @+1 {{#dtc.prediction: reference_seconds must be finite and >= 0, got -1}}
+module attributes {dtc.prediction = #dtc.prediction<step_seconds = 1.0, compute_seconds = 1.0, comm_seconds = 0.0, peak_bytes = 10, ranks = 1, batch = 1, reference_seconds = -1.0>} {
+}
+
+// -----
+
 // expected-error @+1 {{#dtc.prediction: ranks and batch must be >= 1}}
 module attributes {dtc.prediction = #dtc.prediction<step_seconds = 1.0, compute_seconds = 1.0, comm_seconds = 0.0, peak_bytes = 10, ranks = 0, batch = 1>} {
 }

@@ -8,7 +8,11 @@
 # set. Without FILE it goes to $DTC_CACHE_DIR/machine-<N>ranks.json (the
 # directory created); with no cache directory at all, the error asks for
 # FILE. An unwritable FILE fails at once (before any measurement), naming
-# it, on 1 and 2 ranks, and leaves no file behind.
+# it, on 1 and 2 ranks, and leaves no file behind. A program planned from
+# the file measures the file's reference GEMM again after training and
+# prints its ratio to the calibrated time, at 1 and 2 ranks: on the host
+# that was just calibrated it is near 1 (0.2-5 allows for a loaded host;
+# a wrong unit, per round against per GEMM, is off by 200).
 # usage: calibrate.sh DTC WORKDIR
 set -euo pipefail
 dtc=$1 work=$2
@@ -83,6 +87,9 @@ for kind in ("all_reduce", "reduce_scatter", "all_gather"):
 c = d["contention"]
 for key in ("compute", "compute_communicating", "communication"):
     need(isinstance(c.get(key), (int, float)) and c[key] >= 1, f"contention {key}: {c.get(key)}")
+# The reference: one 256^3 GEMM sustained (seconds; 33.5 MFLOP at 1-5000 GFLOP/s).
+ref = c.get("sustained_gemm_256")
+need(isinstance(ref, (int, float)) and 6.7e-6 < ref < 3.4e-2, f"sustained_gemm_256: {ref}")
 beside = c.get("communication_beside")
 need(isinstance(beside, list), f"contention communication_beside: {beside}")
 if ranks == 1 or d["deferred_starts"]:  # no collective runs beside the GEMMs
@@ -119,6 +126,23 @@ grep -q "^calibrated 2 ranks x 1 thread (mpi" "$work/two.log" || fail "summary a
 check "$work/two.json" 2 mpi
 "$python" -c "import json, sys; sys.exit(json.load(open('$work/two.json'))['threads'] != 1)" ||
   fail "--threads 1 not recorded"
+
+# The programs planned from the files measure the reference again.
+speed() {
+  grep -o "the host's reference GEMMs x[0-9.]* their calibrated time after training: step [0-9.]* ms at that speed ([-+][0-9.]*%)" "$1" |
+    sed 's/.*GEMMs x\([0-9.]*\) .*/\1/'
+}
+"$dtc" "$work/tiny.dsl" --machine "$work/one.json" -o "$work/planned1"
+"$work/planned1" --progress off --epochs 3 > "$work/planned1.log" 2>&1
+x=$(speed "$work/planned1.log")
+[ -n "$x" ] || { cat "$work/planned1.log"; fail "1 rank: no reference measured after training"; }
+"$python" -c "import sys; sys.exit(not 0.2 < $x < 5)" || fail "1 rank: reference x$x"
+"$dtc" "$work/tiny.dsl" --ranks 2 --machine "$work/two.json" -o "$work/planned2"
+$mpirun -np 2 "$work/planned2" --progress off --epochs 3 --threads 1 > "$work/planned2.log" 2>&1
+x=$(speed "$work/planned2.log")
+[ -n "$x" ] || { cat "$work/planned2.log"; fail "2 ranks: no reference measured after training"; }
+"$python" -c "import sys; sys.exit(not 0.2 < $x < 5)" || fail "2 ranks: reference x$x"
+echo "the reference after training: x$x at 2 ranks"
 
 # With --overlap on the collectives progress on the communication thread
 # beside the GEMMs (not deferred to their waits): what they take there, by size.

@@ -349,13 +349,20 @@ struct ModelSpec {
   // none): a training step's seconds and a rank's peak bytes (the data set's
   // not included) at `batch` samples a rank on `ranks` ranks, and the memory
   // per rank the plan was chosen under (dtc --memory-per-rank; 0: none).
-  // The program prints its measurement next to it at the end of training.
+  // computeSeconds of the step are kernels. referenceSeconds: the machine
+  // file's sustained_gemm_256 (0: none, as the built-in machine's), one
+  // reference GEMM's seconds sustained on every rank at once when the
+  // machine was calibrated. The program prints its measurement next to the
+  // prediction at the end of training, and measures the reference again
+  // there (docs/runtime.md, "Predicted next to measured").
   struct Prediction {
     double stepSeconds;
     int64_t peakBytes;
     int64_t ranks;
     int64_t batch;
     int64_t budget;
+    double computeSeconds;
+    double referenceSeconds;
   } prediction;
 };
 

@@ -356,6 +356,72 @@ void measureCollectives(CommBase &comm, MachineProfile &p) {
     }
 }
 
+// The reference GEMM (kReferenceGemm^3) on buffers of its own.
+struct ReferenceGemm {
+  static constexpr int64_t n = kReferenceGemm;
+  AlignedBuffer a{size_t(n * n) * 4}, b{size_t(n * n) * 4}, c{size_t(n * n) * 4};
+  ReferenceGemm() {
+    fill(a.as<float>(), n * n, 1e-2f);
+    fill(b.as<float>(), n * n, 1e-2f);
+  }
+  void operator()() {
+    gemm_engine::gemm(false, false, n, n, n, 1.0f, a.as<float>(), n, b.as<float>(), n, 0.0f,
+                      c.as<float>(), n);
+  }
+};
+
+// The largest of every rank's `v`.
+double maxAcross(CommBase &comm, double v) {
+  if (comm.size() == 1)
+    return v;
+  std::vector<double> all(size_t(comm.size()));
+  comm.allgather(&v, all.data(), sizeof v);
+  return *std::max_element(all.begin(), all.end());
+}
+
+// Rounds of `perRound` reference GEMMs (the same number on every rank, as
+// a step's work is), each ended by a step's synchronization; the median of
+// `rounds` rounds after one to settle (a round can fall in a slow phase of
+// a shared host, or a fast one), the largest over the ranks.
+double sustainedGemmSeconds(CommBase &comm, int rounds, double syncSeconds, int64_t perRound) {
+  ReferenceGemm gemm;
+  constexpr int64_t kSyncFloats = 1024;
+  AlignedBuffer sync(size_t(kSyncFloats) * 4);
+  fill(sync.as<float>(), kSyncFloats, 1e-6f);
+  std::vector<double> times;
+  comm.barrier();
+  for (int round = 0; round <= rounds; ++round) {
+    const Clock::time_point began = Clock::now();
+    for (int64_t i = 0; i < perRound; ++i)
+      gemm();
+    if (comm.size() > 1)
+      comm.wait(comm.allreduceStart(0, sync.as<float>(), kSyncFloats));
+    if (round > 0)
+      times.push_back(std::max(0.0, secondsSince(began) - syncSeconds) / double(perRound));
+  }
+  return maxAcross(comm, median(std::move(times)));
+}
+
+// GEMMs a round: rounds of `seconds` at `gemmSeconds` a GEMM.
+int64_t gemmsFor(double seconds, double gemmSeconds) {
+  return std::clamp<int64_t>(int64_t(seconds / std::max(gemmSeconds, 1e-9)), 5, 100000);
+}
+
+} // namespace
+
+double hostSpeedAgainst(CommBase &comm, double referenceSeconds) {
+  // Rounds of 0.1 s at the calibrated speed (--calibrate's 50 ms at the
+  // speed alone, where `compute` is about 2), at most 0.25 s at the
+  // slowest rank's speed now (a calibration far faster than this host).
+  ReferenceGemm gemm;
+  const double now = maxAcross(comm, medianSeconds(9, 1, gemm));
+  const int64_t perRound =
+      std::min(gemmsFor(0.1, referenceSeconds), gemmsFor(0.25, now));
+  return sustainedGemmSeconds(comm, 5, 0, perRound) / referenceSeconds;
+}
+
+namespace {
+
 // What the short measurements above do not see, as factors (docs/runtime.md,
 // "Calibration"): a step's kernels run back to back for tens of
 // milliseconds, on every rank at once, and (unless starts are deferred)
@@ -365,10 +431,12 @@ void measureCollectives(CommBase &comm, MachineProfile &p) {
 // rank gets less of a core than a median of short ones on one.
 //   compute                 rounds of 50 ms of 256^3 GEMMs back to back,
 //                           every rank at once, each round ended as a step
-//                           ends, by a small blocking all-reduce: a round's
-//                           time (less that all-reduce's) against its GEMMs'
-//                           median on one rank at a time, as the kernels
-//                           were measured (the median of nine rounds). Ranks
+//                           ends, by a small blocking all-reduce
+//                           (sustainedGemmSeconds, the file's
+//                           sustained_gemm_256): a round's time (less that
+//                           all-reduce's) against its GEMMs' median on one
+//                           rank at a time, as the kernels were measured
+//                           (the median of nine rounds). Ranks
 //                           that meet at every step keep the scheduler's
 //                           placement within it: 3 ranks on 2 cores measured
 //                           x1.75-2.05 so (one rank has a core, two share the
@@ -389,14 +457,7 @@ void measureCollectives(CommBase &comm, MachineProfile &p) {
 // at their waits, beside no compute) compute_communicating is compute,
 // communication_beside empty and communication 1.
 void measureContention(CommBase &comm, MachineProfile &p) {
-  constexpr int64_t n = 256;
-  AlignedBuffer a(size_t(n * n) * 4), b(size_t(n * n) * 4), c(size_t(n * n) * 4);
-  fill(a.as<float>(), n * n, 1e-2f);
-  fill(b.as<float>(), n * n, 1e-2f);
-  auto gemm = [&] {
-    gemm_engine::gemm(false, false, n, n, n, 1.0f, a.as<float>(), n, b.as<float>(), n, 0.0f,
-                      c.as<float>(), n);
-  };
+  ReferenceGemm gemm;
   constexpr int kBucket = 0;
   constexpr int64_t kFloats = (int64_t(1) << 20) / 4;
   AlignedBuffer buffer(size_t(kFloats) * 4);
@@ -404,29 +465,14 @@ void measureContention(CommBase &comm, MachineProfile &p) {
   // Their median alone, one rank at a time, as the kernels were measured.
   double burst = 0;
   oneRankAtATime(comm, [&] { burst = medianSeconds(21, 1, gemm); });
-  // Rounds of a step's length ended by a step's synchronization (the
-  // median of nine, after one to settle: a round can fall in a slow phase
-  // of a shared host, or a fast one).
-  const int64_t perRound = std::clamp<int64_t>(int64_t(0.05 / burst), 5, 100000);
+  burst = maxAcross(comm, burst); // (the same number of GEMMs on every rank)
   constexpr int64_t kSyncFloats = 1024;
   double syncAlone = 0;
   for (const MachineProfile::Work &w : p.allReduce)
     if (w.amount == kSyncFloats * 4)
       syncAlone = w.seconds;
-  std::vector<double> rounds;
-  comm.barrier();
-  for (int round = 0; round < 10; ++round) {
-    const Clock::time_point began = Clock::now();
-    for (int64_t i = 0; i < perRound; ++i)
-      gemm();
-    if (comm.size() > 1)
-      comm.wait(comm.allreduceStart(kBucket, buffer.as<float>(), kSyncFloats));
-    if (round > 0)
-      rounds.push_back(secondsSince(began) - syncAlone);
-  }
-  std::sort(rounds.begin(), rounds.end());
-  p.computeContention =
-      std::max(1.0, rounds[rounds.size() / 2] / (double(perRound) * burst));
+  p.sustainedGemm = sustainedGemmSeconds(comm, 9, syncAlone, gemmsFor(0.05, burst));
+  p.computeContention = std::max(1.0, p.sustainedGemm / burst);
   p.communicatingContention = p.computeContention;
   if (comm.size() == 1 || comm.deferredStarts())
     return;
@@ -511,8 +557,8 @@ void maxOverRanks(CommBase &comm, MachineProfile &p) {
        {&p.conv, &p.elementwise, &p.allReduce, &p.reduceScatter, &p.allGather})
     for (MachineProfile::Work &w : *list)
       slots.push_back(&w.seconds);
-  for (double *factor :
-       {&p.computeContention, &p.communicatingContention, &p.communicationContention})
+  for (double *factor : {&p.computeContention, &p.communicatingContention,
+                         &p.communicationContention, &p.sustainedGemm})
     slots.push_back(factor);
   for (MachineProfile::Beside &b : p.communicationBeside) {
     slots.push_back(&b.alone);
@@ -641,9 +687,10 @@ std::string machineJson(const MachineProfile &p) {
     beside.push_back(fmt::format("{{\"bytes\": {}, \"alone\": {}, \"beside\": {}}}", b.bytes,
                                  seconds(b.alone), seconds(b.beside)));
   out += fmt::format("  \"contention\": {{\"compute\": {:.4f}, \"compute_communicating\": "
-                     "{:.4f}, \"communication\": {:.4f},\n    \"communication_beside\": {}}}\n",
+                     "{:.4f}, \"communication\": {:.4f},\n    \"sustained_gemm_256\": {},\n"
+                     "    \"communication_beside\": {}}}\n",
                      p.computeContention, p.communicatingContention, p.communicationContention,
-                     list(beside, "    "));
+                     seconds(p.sustainedGemm), list(beside, "    "));
   out += "}\n";
   return out;
 }

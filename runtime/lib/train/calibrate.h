@@ -54,6 +54,10 @@ struct MachineProfile {
   // Sustained work against the short measurements (calibrate.cpp,
   // measureContention): >= 1.
   double computeContention = 1, communicatingContention = 1, communicationContention = 1;
+  // One reference GEMM's seconds sustained so, every rank at once
+  // (calibrate.cpp, sustainedGemmSeconds; the file's sustained_gemm_256): what a program
+  // planned from this file measures again after training.
+  double sustainedGemm = 0;
   // Reduce-scatters beside compute, by size: their time alone (the
   // reduce_scatter list's) and beside the rank's kernels.
   struct Beside {
@@ -62,6 +66,18 @@ struct MachineProfile {
   };
   std::vector<Beside> communicationBeside;
 };
+
+// The reference GEMM: kReferenceGemm^3 (C = A B, square).
+constexpr int64_t kReferenceGemm = 256;
+
+// The host's sustained speed now against a calibration's (collective:
+// every rank calls it): the reference GEMMs sustained as --calibrate
+// measured them (calibrate.cpp, sustainedGemmSeconds: rounds of the same
+// number of GEMMs on every rank at once, each ended as a step ends, by a
+// blocking 4 KiB all-reduce; the median of five rounds, the largest over
+// the ranks), against `referenceSeconds`, the file's sustained_gemm_256.
+// Above 1: slower now. About 0.6 s. PredictionSink calls it after training.
+double hostSpeedAgainst(CommBase &comm, double referenceSeconds);
 
 // The JSON of a profile ("dtc-machine/1").
 std::string machineJson(const MachineProfile &p);

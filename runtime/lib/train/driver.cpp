@@ -506,8 +506,9 @@ void checkPlan(const ModelSpec &spec, const Options &o, const CommBase &comm,
   std::fflush(stderr);
 }
 
-// dataBytes: what the data set holds (PredictionSink).
-int train(Session &s, Executor &exec, const RunStart &begin, int64_t dataBytes) {
+// dataBytes: what the data set holds; hostSteps: the steps run on the host's
+// cores (PredictionSink).
+int train(Session &s, Executor &exec, const RunStart &begin, int64_t dataBytes, bool hostSteps) {
   const Options &o = s.opts;
   const bool root = s.comm.rank() == 0;
   std::optional<TraceSink> trace;
@@ -525,7 +526,7 @@ int train(Session &s, Executor &exec, const RunStart &begin, int64_t dataBytes) 
     sinks.push_back(&metrics.emplace(o.metricsPath, s.spec));
   if (root)
     sinks.push_back(&console.emplace(s.spec, o, s.comm.size()));
-  sinks.push_back(&prediction.emplace(s.spec, o, s.comm, dataBytes)); // (every rank)
+  sinks.push_back(&prediction.emplace(s.spec, o, s.comm, dataBytes, hostSteps)); // (every rank)
   TrainingLoop loop(s, exec, loopConfig(o), std::move(sinks));
   const bool preempted = loop.run(begin).preempted();
   s.finishCarried(); // (the steps' last all-gathers)
@@ -709,7 +710,7 @@ int runMain(int argc, char **argv, const ModelSpec &spec) {
       printHeader(session, *exec, device);
     if (opts.gradcheck)
       return runGradcheck(session, *exec) ? 0 : 1;
-    return train(session, *exec, begin, dataBytes);
+    return train(session, *exec, begin, dataBytes, /*hostSteps=*/!device.cuda);
   } catch (const std::bad_alloc &) {
     error = "out of memory";
   } catch (const std::exception &e) {

@@ -5,6 +5,7 @@
 #include "checkpoint/shards.h"
 #include "comm/comm_impl.h"
 #include "support/error.h"
+#include "train/calibrate.h"
 #include "train/executor.h"
 #include "support/files.h"
 #include "train/preempt.h"
@@ -299,8 +300,9 @@ void CheckpointSink::onCheckpoint(const TrainingPosition &at) {
 //===--- PredictionSink -----------------------------------------------------===//
 
 PredictionSink::PredictionSink(const ModelSpec &spec, const Options &o, CommBase &comm,
-                               int64_t dataBytes)
-    : spec_(spec), batch_(o.batch), quiet_(o.quiet), comm_(comm), dataBytes_(dataBytes) {
+                               int64_t dataBytes, bool hostSteps)
+    : spec_(spec), batch_(o.batch), quiet_(o.quiet), comm_(comm), dataBytes_(dataBytes),
+      hostSteps_(hostSteps) {
   intervals_.reserve(kKeptIntervals);
 }
 
@@ -323,6 +325,15 @@ void PredictionSink::onRunEnd(const RunEnd &end) {
   // from IR without it) prints nothing.
   if (end.preempted() || optimizerSteps_ == 0 || spec_.prediction.stepSeconds <= 0)
     return;
+  const ModelSpec::Prediction &p = spec_.prediction;
+  // The host's speed now against the calibration's (a program planned from
+  // a calibrated machine whose steps run on the host): the reference GEMMs
+  // sustained on every rank at once, as --calibrate measured them (about
+  // 0.6 s, after the measured steps; --quiet too, so that every rank takes
+  // part whatever its options).
+  double speed = 0; // the reference's seconds now against calibrated
+  if (p.referenceSeconds > 0 && hostSteps_)
+    speed = hostSpeedAgainst(comm_, p.referenceSeconds);
   // Every rank's peak, and the data's bytes, to rank 0.
   const int64_t mine[2] = {peakResidentBytes(), dataBytes_};
   std::vector<int64_t> all(size_t(2 * comm_.size()));
@@ -337,7 +348,6 @@ void PredictionSink::onRunEnd(const RunEnd &end) {
     peak = std::max(peak, all[size_t(2 * r)]);
     data = std::max(data, all[size_t(2 * r + 1)]);
   }
-  const ModelSpec::Prediction &p = spec_.prediction;
   auto mib = [](double bytes) { return fmt::format("{:.1f} MiB", bytes / 1048576.0); };
   auto ms = [](double s) { return fmt::format("{:.2f} ms", s * 1e3); };
   auto off = [](double measured, double predicted) {
@@ -359,12 +369,32 @@ void PredictionSink::onRunEnd(const RunEnd &end) {
                p.ranks == 1 ? "" : "s", batch_, comm_.size());
   } else {
     const double predictedPeak = double(p.peakBytes + data);
+    // The prediction's kernels at the host's speed now (its waits for
+    // collectives as predicted).
+    std::string atSpeed;
+    if (speed > 0) {
+      const double scaled = p.stepSeconds + (speed - 1) * p.computeSeconds;
+      atSpeed = fmt::format("; the host's reference GEMMs x{:.2f} their calibrated time after "
+                            "training: step {} at that speed ({})",
+                            speed, ms(scaled),
+                            steps.empty() ? std::string("too few steps") : off(median, scaled));
+    }
     fmt::print("predicted vs measured: step {} vs {} ({}, median of {} steps); peak memory {} "
-               "vs {} ({}, {}; the data set {} of it)\n",
+               "vs {} ({}, {}; the data set {} of it){}\n",
                ms(p.stepSeconds), steps.empty() ? std::string("-") : ms(median),
                steps.empty() ? std::string("too few steps") : off(median, p.stepSeconds),
                steps.size(), mib(predictedPeak), mib(double(peak)),
-               off(double(peak), predictedPeak), ranks, mib(double(data)));
+               off(double(peak), predictedPeak), ranks, mib(double(data)), atSpeed);
+  }
+  // A calibration the host has moved away from: its predictions are for
+  // the speed it had then.
+  if (speed > 1.25 || (speed > 0 && speed < 0.8)) {
+    std::fflush(stdout);
+    fmt::print(stderr,
+               "train: note: this host ran the calibration's reference GEMMs {:.2f}x {} than "
+               "when it was calibrated; dtc's predictions assume the calibrated speed (train "
+               "--calibrate measures it again)\n",
+               speed > 1 ? speed : 1 / speed, speed > 1 ? "slower" : "faster");
   }
   std::fflush(stdout);
 }

@@ -135,7 +135,10 @@ private:
 // set's resident bytes (`dataBytes`, the largest rank's) are added to.
 class PredictionSink final : public TrainingSink {
 public:
-  PredictionSink(const ModelSpec &spec, const Options &o, CommBase &comm, int64_t dataBytes);
+  // hostSteps: the steps run on the host's cores (not a device's), whose
+  // speed a calibrated prediction's reference measures.
+  PredictionSink(const ModelSpec &spec, const Options &o, CommBase &comm, int64_t dataBytes,
+                 bool hostSteps);
 
   void onStep(const StepInfo &step, const StepOutputs &outputs) override;
   void onRunEnd(const RunEnd &end) override;
@@ -146,6 +149,7 @@ private:
   const bool quiet_;
   CommBase &comm_;
   const int64_t dataBytes_;
+  const bool hostSteps_;
   // The intervals between optimizer steps after the first two, the latest
   // kKeptIntervals of them (a ring: a long run keeps no more).
   static constexpr size_t kKeptIntervals = 4096;
