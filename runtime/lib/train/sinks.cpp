@@ -330,9 +330,10 @@ void PredictionSink::onRunEnd(const RunEnd &end) {
   // a calibrated machine whose steps run on the host): the reference GEMMs
   // sustained on every rank at once, as --calibrate measured them (about
   // 0.6 s, after the measured steps; --quiet too, so that every rank takes
-  // part whatever its options).
+  // part whatever its options). Not at another world size than the
+  // calibration's, whose sharing of the cores it does not have.
   double speed = 0; // the reference's seconds now against calibrated
-  if (p.referenceSeconds > 0 && hostSteps_)
+  if (p.referenceSeconds > 0 && hostSteps_ && p.ranks == comm_.size())
     speed = hostSpeedAgainst(comm_, p.referenceSeconds);
   // Every rank's peak, and the data's bytes, to rank 0.
   const int64_t mine[2] = {peakResidentBytes(), dataBytes_};
