@@ -407,21 +407,6 @@ int64_t gemmsFor(double seconds, double gemmSeconds) {
   return std::clamp<int64_t>(int64_t(seconds / std::max(gemmSeconds, 1e-9)), 5, 100000);
 }
 
-} // namespace
-
-double hostSpeedAgainst(CommBase &comm, double referenceSeconds) {
-  // Rounds of 0.1 s at the calibrated speed (--calibrate's 50 ms at the
-  // speed alone, where `compute` is about 2), at most 0.25 s at the
-  // slowest rank's speed now (a calibration far faster than this host).
-  ReferenceGemm gemm;
-  const double now = maxAcross(comm, medianSeconds(9, 1, gemm));
-  const int64_t perRound =
-      std::min(gemmsFor(0.1, referenceSeconds), gemmsFor(0.25, now));
-  return sustainedGemmSeconds(comm, 5, 0, perRound) / referenceSeconds;
-}
-
-namespace {
-
 // What the short measurements above do not see, as factors (docs/runtime.md,
 // "Calibration"): a step's kernels run back to back for tens of
 // milliseconds, on every rank at once, and (unless starts are deferred)
@@ -557,8 +542,9 @@ void maxOverRanks(CommBase &comm, MachineProfile &p) {
        {&p.conv, &p.elementwise, &p.allReduce, &p.reduceScatter, &p.allGather})
     for (MachineProfile::Work &w : *list)
       slots.push_back(&w.seconds);
-  for (double *factor : {&p.computeContention, &p.communicatingContention,
-                         &p.communicationContention, &p.sustainedGemm})
+  // (sustainedGemm is the ranks' largest already, and `compute` with it.)
+  for (double *factor :
+       {&p.computeContention, &p.communicatingContention, &p.communicationContention})
     slots.push_back(factor);
   for (MachineProfile::Beside &b : p.communicationBeside) {
     slots.push_back(&b.alone);
@@ -698,6 +684,17 @@ std::string machineJson(const MachineProfile &p) {
 std::string defaultMachinePath(int ranks) {
   const std::string dir = defaultDataCacheDir();
   return dir.empty() ? "" : fmt::format("{}/machine-{}ranks.json", dir, ranks);
+}
+
+double hostSpeedAgainst(CommBase &comm, double referenceSeconds) {
+  // Rounds of 0.1 s at the calibrated speed (--calibrate's 50 ms at the
+  // speed alone, where `compute` is about 2), at most 0.25 s at the
+  // slowest rank's speed now (a calibration far faster than this host).
+  ReferenceGemm gemm;
+  const double now = maxAcross(comm, medianSeconds(9, 1, gemm));
+  const int64_t perRound =
+      std::min(gemmsFor(0.1, referenceSeconds), gemmsFor(0.25, now));
+  return sustainedGemmSeconds(comm, 5, 0, perRound) / referenceSeconds;
 }
 
 int runCalibration(const Options &opts, CommBase &comm, int threads, bool cuda) {
