@@ -142,6 +142,24 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
         return bad("\"contention\" needs \"sustained_gemm_256\" > 0");
       m.sustainedGemm = *f;
     }
+    // (Optional: later still.) {"alone": s, "factor": f}, s > 0, f >= 1.
+    if (const llvm::json::Value *v = o ? o->get("compute_rounds") : nullptr) {
+      const llvm::json::Array *list = v->getAsArray();
+      if (!list)
+        return bad("\"compute_rounds\" must be a list");
+      for (const llvm::json::Value &e : *list) {
+        const llvm::json::Object *p = e.getAsObject();
+        std::optional<double> alone = p ? p->getNumber("alone") : std::nullopt,
+                              factor =
+                                  p ? p->getNumber("factor") : std::nullopt;
+        if (!alone || !factor || !(*alone > 0) || !(*factor >= 1) ||
+            !std::isfinite(*alone) || !std::isfinite(*factor))
+          return bad("every entry of \"compute_rounds\" needs \"alone\" > 0 "
+                     "and \"factor\" >= 1");
+        m.computeRounds.push_back({*alone, *factor});
+      }
+      sortPoints(m.computeRounds);
+    }
     // (Optional: later still.) {"bytes": b, "alone": s, "beside": t}, t >= s.
     if (const llvm::json::Value *v =
             o ? o->get("communication_beside") : nullptr) {
@@ -266,6 +284,16 @@ double Machine::collectiveSeconds(Collective kind, double bytes) const {
   return ranks <= 1 ? 0 : interpolate(collectives[int(kind)], bytes);
 }
 
+double Machine::computeFactor(double alone) const {
+  if (computeRounds.empty())
+    return compute;
+  if (alone <= computeRounds.front().size)
+    return computeRounds.front().seconds;
+  if (alone >= computeRounds.back().size)
+    return computeRounds.back().seconds;
+  return interpolate(computeRounds, alone);
+}
+
 double Machine::besideFactor(double alone) const {
   if (beside.empty() || alone <= 0)
     return communication;
@@ -294,6 +322,7 @@ struct StepModel {
   const Machine &machine;
   int64_t batch, states;
   DenseMap<int64_t, int64_t> bucketFloats{}; // a sharded bucket's floats
+  DenseMap<Operation *, double> factors{};   // a kernel's (segmentFactors)
 
   double size(int64_t d) const {
     return ShapedType::isDynamic(d) ? double(batch) : double(d);
@@ -379,6 +408,49 @@ struct StepModel {
     return bytesOf(op->getOperands());
   }
 
+  /// Where a rank meets the others: a wait, a blocking collective.
+  static bool synchronizes(Operation *op) {
+    return isa<AllReduceWaitOp, ReduceScatterWaitOp, GatherParamsWaitOp,
+               AllGatherWaitOp, AllReduceOp, AllReduceBucketOp>(op);
+  }
+
+  /// Each kernel's factor on its calibrated seconds (Machine::computeFactor)
+  /// by the segment it falls in: a step (`sequence`: the functions it
+  /// calls, in order, each so many times) cut at its synchronizations, its
+  /// last segment running on into the next step's first. A kernel in
+  /// several calls gets their mean.
+  void segmentFactors(ArrayRef<std::pair<func::FuncOp, int64_t>> sequence) {
+    SmallVector<SmallVector<std::pair<Operation *, double>>> segments(1);
+    for (auto [f, calls] : sequence)
+      for (int64_t c = 0; c < calls; ++c)
+        for (Operation &op : f.front()) {
+          if (synchronizes(&op))
+            segments.emplace_back();
+          else if (!isa<func::ReturnOp, AllReduceStartOp, ReduceScatterStartOp,
+                        AllGatherStartOp, GatherParamsStartOp>(op))
+            segments.back().push_back({&op, kernelSeconds(&op)});
+        }
+    const bool synchronized = segments.size() > 1;
+    if (synchronized) { // the last runs into the next step's first
+      segments.front().append(segments.back().begin(), segments.back().end());
+      segments.pop_back();
+    }
+    DenseMap<Operation *, std::pair<double, int>> sum;
+    for (auto &segment : segments) {
+      double alone = 0;
+      for (auto &[op, s] : segment)
+        alone += s;
+      // (No synchronization at all: steps back to back, one long segment.)
+      const double f = machine.computeFactor(synchronized ? alone : HUGE_VAL);
+      for (auto &[op, s] : segment) {
+        sum[op].first += f;
+        ++sum[op].second;
+      }
+    }
+    for (auto &[op, fs] : sum)
+      factors[op] = fs.first / double(fs.second);
+  }
+
   struct Time {
     double total = 0, compute = 0, comm = 0;
     std::map<std::string, double> byKind; // kernels' seconds by op name
@@ -412,9 +484,11 @@ struct StepModel {
     // A kernel of `s` calibrated seconds, from now: at the sustained rate,
     // and while the channel has work at the rate beside collectives; the
     // channel's work goes on meanwhile, each collective at its factor.
-    auto kernel = [&](double s) {
-      const double alone = machine.compute,
-                   slowed = machine.computeCommunicating;
+    auto kernel = [&](double s, Operation *op) {
+      auto it = factors.find(op);
+      const double alone = it == factors.end() ? machine.compute : it->second,
+                   slowed = alone * std::max(1.0, machine.computeCommunicating /
+                                                      machine.compute);
       double seconds = 0;
       while (s > 0) {
         while (head < ends.size() && ends[head].first <= done)
@@ -484,7 +558,7 @@ struct StepModel {
         t.comm += s;
         continue;
       }
-      const double s = kernel(kernelSeconds(&op));
+      const double s = kernel(kernelSeconds(&op), &op);
       t.total += s;
       t.compute += s;
       if (s > 0)
@@ -528,12 +602,16 @@ Prediction dtc::predict(ModuleOp module, const Machine &machine,
       perSample += n;
     }
   p.batchBytes = int64_t(perSample) * plan.batch;
-  StepModel::Time t = model.run(train);
   int64_t k = 1;
   if (IntegerAttr acc = dtc->getAccumulateAttrHelper().getAttr(module))
     k = std::max<int64_t>(1, acc.getInt());
-  if (auto micro = module.lookupSymbol<func::FuncOp>(steps::kAccumulate);
-      micro && k > 1) {
+  auto micro = module.lookupSymbol<func::FuncOp>(steps::kAccumulate);
+  if (!micro || k == 1)
+    model.segmentFactors({{train, 1}});
+  else
+    model.segmentFactors({{micro, k - 1}, {train, 1}});
+  StepModel::Time t = model.run(train);
+  if (micro && k > 1) {
     StepModel::Time m = model.run(micro);
     for (auto &[kind, seconds] : m.byKind)
       t.byKind[kind] += double(k - 1) * seconds;

@@ -58,6 +58,12 @@ struct Machine {
   /// machine): the program measures it again after training and scales
   /// the prediction's kernels by the ratio (docs/runtime.md).
   double sustainedGemm = 0;
+  /// `compute` by how long a rank computes between two synchronizations
+  /// (the file's "contention" `compute_rounds`; optional): `size` is the
+  /// kernels' seconds alone, `seconds` the factor. Where ranks share
+  /// cores, the scheduler keeps their placement for tens of milliseconds,
+  /// then moves them about: short stretches meet the slowest placement.
+  llvm::SmallVector<Point> computeRounds;
   /// The same by a collective's length (the file's "communication_beside":
   /// reduce-scatters of 256 KiB to 16 MiB): `size` is its seconds alone,
   /// `seconds` beside the rank's kernels. Where it is measured, it is used
@@ -88,6 +94,10 @@ struct Machine {
   /// smallest's factor below it; past the largest, its last segment's slope,
   /// at least 1), else `communication`.
   double besideFactor(double alone) const;
+  /// The factor on kernels that run `alone` seconds (alone) between two
+  /// of the step's synchronizations: `computeRounds` interpolated (its
+  /// ends' factors outside them), else `compute`.
+  double computeFactor(double alone) const;
 };
 
 /// The cost model's answer for a planned module (after dtc-plan-memory).

@@ -90,6 +90,14 @@ for key in ("compute", "compute_communicating", "communication"):
 # The reference: one 256^3 GEMM sustained (seconds; 33.5 MFLOP at 1-5000 GFLOP/s).
 ref = c.get("sustained_gemm_256")
 need(isinstance(ref, (int, float)) and 6.7e-6 < ref < 3.4e-2, f"sustained_gemm_256: {ref}")
+# The same factor by a round's length: five rounds of 5 to 100 ms of GEMMs
+# alone (a whole number of GEMMs, at least five: within a GEMM or two of
+# the length, or five GEMMs), every factor >= 1.
+rounds = c.get("compute_rounds")
+need(isinstance(rounds, list) and len(rounds) == 5, f"compute_rounds: {rounds}")
+for want, r in zip((0.005, 0.01, 0.02, 0.05, 0.1), rounds):
+    need(want - 2 * ref <= r["alone"] <= max(want, 5 * 1.5 * ref) + 2 * ref and r["factor"] >= 1,
+         f"compute_rounds: {r} for {want} s")
 beside = c.get("communication_beside")
 need(isinstance(beside, list), f"contention communication_beside: {beside}")
 if ranks == 1 or d["deferred_starts"]:  # no collective runs beside the GEMMs

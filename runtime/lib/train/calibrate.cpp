@@ -380,10 +380,10 @@ double maxAcross(CommBase &comm, double v) {
 }
 
 // Rounds of `perRound` reference GEMMs (the same number on every rank, as
-// a step's work is), each ended by a step's synchronization; the median of
-// `rounds` rounds after one to settle (a round can fall in a slow phase of
-// a shared host, or a fast one), the largest over the ranks.
-double sustainedGemmSeconds(CommBase &comm, int rounds, double syncSeconds, int64_t perRound) {
+// a step's work is), each ended by a step's synchronization: this rank's
+// seconds a GEMM in each of `rounds` rounds after one to settle.
+std::vector<double> sustainedRounds(CommBase &comm, int rounds, double syncSeconds,
+                                    int64_t perRound) {
   ReferenceGemm gemm;
   constexpr int64_t kSyncFloats = 1024;
   AlignedBuffer sync(size_t(kSyncFloats) * 4);
@@ -399,7 +399,13 @@ double sustainedGemmSeconds(CommBase &comm, int rounds, double syncSeconds, int6
     if (round > 0)
       times.push_back(std::max(0.0, secondsSince(began) - syncSeconds) / double(perRound));
   }
-  return maxAcross(comm, median(std::move(times)));
+  return times;
+}
+
+// The median round (a round can fall in a slow phase of a shared host, or
+// a fast one), the largest over the ranks.
+double sustainedGemmSeconds(CommBase &comm, int rounds, double syncSeconds, int64_t perRound) {
+  return maxAcross(comm, median(sustainedRounds(comm, rounds, syncSeconds, perRound)));
 }
 
 // GEMMs a round: rounds of `seconds` at `gemmSeconds` a GEMM.
@@ -427,6 +433,13 @@ int64_t gemmsFor(double seconds, double gemmSeconds) {
 //                           x1.75-2.05 so (one rank has a core, two share the
 //                           other), x1.56-1.8 in one continuous run, where
 //                           the scheduler moves them.
+//   compute_rounds          the same by the round's length (kComputeRounds:
+//                           5 to 100 ms alone), the median of eleven rounds:
+//                           the scheduler keeps the placement for tens of
+//                           milliseconds, then moves the ranks about (3 ranks
+//                           on 2 cores: x2.0 at 3-20 ms, x1.85 at 50, x1.65
+//                           at 100 ms), so a step's factor depends on how
+//                           long it computes between its synchronizations
 //   compute_communicating   the same GEMMs while 1 MiB all-reduces run one
 //                           after another (6 of them, the GEMMs going on
 //                           until they are done), against the same median
@@ -441,6 +454,9 @@ int64_t gemmsFor(double seconds, double gemmSeconds) {
 // Without collectives (1 rank) or with deferred starts (the collectives run
 // at their waits, beside no compute) compute_communicating is compute,
 // communication_beside empty and communication 1.
+// The rounds' lengths of compute_rounds, in seconds alone.
+constexpr double kComputeRounds[] = {0.005, 0.01, 0.02, 0.05, 0.1};
+
 void measureContention(CommBase &comm, MachineProfile &p) {
   ReferenceGemm gemm;
   constexpr int kBucket = 0;
@@ -458,6 +474,14 @@ void measureContention(CommBase &comm, MachineProfile &p) {
       syncAlone = w.seconds;
   p.sustainedGemm = sustainedGemmSeconds(comm, 9, syncAlone, gemmsFor(0.05, burst));
   p.computeContention = std::max(1.0, p.sustainedGemm / burst);
+  // The same by a round's length: a step's kernels between two of its
+  // synchronizations (the median round, as the program reports the median
+  // step).
+  for (double seconds : kComputeRounds) {
+    const int64_t perRound = gemmsFor(seconds, burst);
+    const double gemmSeconds = sustainedGemmSeconds(comm, 11, syncAlone, perRound);
+    p.computeRounds.push_back({double(perRound) * burst, std::max(1.0, gemmSeconds / burst)});
+  }
   p.communicatingContention = p.computeContention;
   if (comm.size() == 1 || comm.deferredStarts())
     return;
@@ -607,6 +631,15 @@ std::string besideSummary(const MachineProfile &p) {
                      mib(b.front().bytes), b.back().beside / b.back().alone, mib(b.back().bytes));
 }
 
+// "x2.04 at 5 ms .. x1.66 at 100 ms" (compute_rounds' ends).
+std::string roundsSummary(const MachineProfile &p) {
+  const std::vector<MachineProfile::Round> &r = p.computeRounds;
+  if (r.empty())
+    return "no rounds";
+  return fmt::format("x{:.2f} at {:.0f} ms .. x{:.2f} at {:.0f} ms", r.front().factor,
+                     r.front().alone * 1e3, r.back().factor, r.back().alone * 1e3);
+}
+
 std::string summary(const MachineProfile &p, double elapsed, const std::string &path) {
   std::vector<double> gemm, conv;
   for (const MachineProfile::Gemm &g : p.gemm)
@@ -615,15 +648,16 @@ std::string summary(const MachineProfile &p, double elapsed, const std::string &
     conv.push_back(double(w.amount) / w.seconds / 1e9);
   const MachineProfile::Work &stream = p.elementwise.back();
   return fmt::format("calibrated {} rank{} x {} thread{} ({}{}): GEMM {} GFLOP/s, conv {} GFLOP/s, "
-                     "elementwise {:.3g} GB/s ({}){}{}{}, sustained x{:.2f} (beside collectives "
-                     "x{:.2f}; collectives beside it {}), process {:.1f} MB, {:.1f} s; wrote {}",
+                     "elementwise {:.3g} GB/s ({}){}{}{}, sustained x{:.2f} ({}; beside "
+                     "collectives x{:.2f}; collectives beside it {}), process {:.1f} MB, {:.1f} "
+                     "s; wrote {}",
                      p.ranks, p.ranks == 1 ? "" : "s", p.threads, p.threads == 1 ? "" : "s",
                      p.backend, p.deferredStarts ? ", deferred starts" : "", rateRange(gemm),
                      rateRange(conv), double(stream.amount) / stream.seconds / 1e9,
                      mib(stream.amount / 3), collectiveSummary("all-reduce", p.allReduce),
                      collectiveSummary("reduce-scatter", p.reduceScatter),
                      collectiveSummary("all-gather", p.allGather), p.computeContention,
-                     p.communicatingContention, besideSummary(p), double(p.processBytes) / 1e6,
+                     roundsSummary(p), p.communicatingContention, besideSummary(p), double(p.processBytes) / 1e6,
                      elapsed, path);
 }
 
@@ -672,11 +706,15 @@ std::string machineJson(const MachineProfile &p) {
   for (const MachineProfile::Beside &b : p.communicationBeside)
     beside.push_back(fmt::format("{{\"bytes\": {}, \"alone\": {}, \"beside\": {}}}", b.bytes,
                                  seconds(b.alone), seconds(b.beside)));
+  std::vector<std::string> rounds;
+  for (const MachineProfile::Round &r : p.computeRounds)
+    rounds.push_back(
+        fmt::format("{{\"alone\": {}, \"factor\": {:.4f}}}", seconds(r.alone), r.factor));
   out += fmt::format("  \"contention\": {{\"compute\": {:.4f}, \"compute_communicating\": "
                      "{:.4f}, \"communication\": {:.4f},\n    \"sustained_gemm_256\": {},\n"
-                     "    \"communication_beside\": {}}}\n",
+                     "    \"compute_rounds\": {},\n    \"communication_beside\": {}}}\n",
                      p.computeContention, p.communicatingContention, p.communicationContention,
-                     seconds(p.sustainedGemm), list(beside, "    "));
+                     seconds(p.sustainedGemm), list(rounds, "    "), list(beside, "    "));
   out += "}\n";
   return out;
 }

@@ -58,6 +58,13 @@ struct MachineProfile {
   // (calibrate.cpp, sustainedGemmSeconds; the file's sustained_gemm_256): what a program
   // planned from this file measures again after training.
   double sustainedGemm = 0;
+  // The same factor by a round's length (the file's compute_rounds): the
+  // GEMMs' seconds alone between two synchronizations, and the mean round
+  // against them (>= 1), the ranks' largest.
+  struct Round {
+    double alone, factor;
+  };
+  std::vector<Round> computeRounds;
   // Reduce-scatters beside compute, by size: their time alone (the
   // reduce_scatter list's) and beside the rank's kernels.
   struct Beside {
