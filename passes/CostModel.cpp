@@ -142,43 +142,44 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
         return bad("\"contention\" needs \"sustained_gemm_256\" > 0");
       m.sustainedGemm = *f;
     }
-    // (Optional: later still.) {"alone": s, "factor": f}, s > 0, f >= 1.
-    if (const llvm::json::Value *v = o ? o->get("compute_rounds") : nullptr) {
+    // An optional list of {"alone": s, "<second>": t}, each pair valid
+    // (s > 0, both finite, and `valid`), as points (s, t), sorted.
+    auto pairs = [&](StringRef name, StringRef second,
+                     function_ref<bool(double, double)> valid, StringRef need,
+                     SmallVectorImpl<Point> &out) -> bool {
+      const llvm::json::Value *v = o ? o->get(name) : nullptr;
+      if (!v)
+        return true;
       const llvm::json::Array *list = v->getAsArray();
-      if (!list)
-        return bad("\"compute_rounds\" must be a list");
+      if (!list) {
+        bad("\"" + name + "\" must be a list");
+        return false;
+      }
       for (const llvm::json::Value &e : *list) {
         const llvm::json::Object *p = e.getAsObject();
         std::optional<double> alone = p ? p->getNumber("alone") : std::nullopt,
-                              factor =
-                                  p ? p->getNumber("factor") : std::nullopt;
-        if (!alone || !factor || !(*alone > 0) || !(*factor >= 1) ||
-            !std::isfinite(*alone) || !std::isfinite(*factor))
-          return bad("every entry of \"compute_rounds\" needs \"alone\" > 0 "
-                     "and \"factor\" >= 1");
-        m.computeRounds.push_back({*alone, *factor});
+                              t = p ? p->getNumber(second) : std::nullopt;
+        if (!alone || !t || !(*alone > 0) || !std::isfinite(*alone) ||
+            !std::isfinite(*t) || !valid(*alone, *t)) {
+          bad("every entry of \"" + name + "\" needs \"alone\" > 0 and " +
+              need);
+          return false;
+        }
+        out.push_back({*alone, *t});
       }
-      sortPoints(m.computeRounds);
-    }
-    // (Optional: later still.) {"bytes": b, "alone": s, "beside": t}, t >= s.
-    if (const llvm::json::Value *v =
-            o ? o->get("communication_beside") : nullptr) {
-      const llvm::json::Array *list = v->getAsArray();
-      if (!list)
-        return bad("\"communication_beside\" must be a list");
-      for (const llvm::json::Value &e : *list) {
-        const llvm::json::Object *p = e.getAsObject();
-        std::optional<double> alone = p ? p->getNumber("alone") : std::nullopt,
-                              beside =
-                                  p ? p->getNumber("beside") : std::nullopt;
-        if (!alone || !beside || !(*alone > 0) || !(*beside >= *alone) ||
-            !std::isfinite(*beside))
-          return bad("every entry of \"communication_beside\" needs "
-                     "\"alone\" > 0 and \"beside\" >= \"alone\"");
-        m.beside.push_back({*alone, *beside});
-      }
-      sortPoints(m.beside);
-    }
+      sortPoints(out);
+      return true;
+    };
+    // (Optional: later still.) Each {"alone": s, "factor": f}, f >= 1; each
+    // {"bytes": b, "alone": s, "beside": t}, t >= s.
+    if (!pairs(
+            "compute_rounds", "factor", [](double, double f) { return f >= 1; },
+            "\"factor\" >= 1", m.computeRounds) ||
+        !pairs(
+            "communication_beside", "beside",
+            [](double s, double t) { return t >= s; },
+            "\"beside\" >= \"alone\"", m.beside))
+      return std::nullopt;
   }
   // A list of {"<size key>": x, "seconds": t}, every t > 0.
   auto points = [&](const llvm::json::Object *in, StringRef name,

@@ -413,6 +413,9 @@ int64_t gemmsFor(double seconds, double gemmSeconds) {
   return std::clamp<int64_t>(int64_t(seconds / std::max(gemmSeconds, 1e-9)), 5, 100000);
 }
 
+// The rounds' lengths of compute_rounds, in seconds alone.
+constexpr double kComputeRounds[] = {0.005, 0.01, 0.02, 0.05, 0.1};
+
 // What the short measurements above do not see, as factors (docs/runtime.md,
 // "Calibration"): a step's kernels run back to back for tens of
 // milliseconds, on every rank at once, and (unless starts are deferred)
@@ -454,9 +457,6 @@ int64_t gemmsFor(double seconds, double gemmSeconds) {
 // Without collectives (1 rank) or with deferred starts (the collectives run
 // at their waits, beside no compute) compute_communicating is compute,
 // communication_beside empty and communication 1.
-// The rounds' lengths of compute_rounds, in seconds alone.
-constexpr double kComputeRounds[] = {0.005, 0.01, 0.02, 0.05, 0.1};
-
 void measureContention(CommBase &comm, MachineProfile &p) {
   ReferenceGemm gemm;
   constexpr int kBucket = 0;
@@ -657,8 +657,8 @@ std::string summary(const MachineProfile &p, double elapsed, const std::string &
                      mib(stream.amount / 3), collectiveSummary("all-reduce", p.allReduce),
                      collectiveSummary("reduce-scatter", p.reduceScatter),
                      collectiveSummary("all-gather", p.allGather), p.computeContention,
-                     roundsSummary(p), p.communicatingContention, besideSummary(p), double(p.processBytes) / 1e6,
-                     elapsed, path);
+                     roundsSummary(p), p.communicatingContention, besideSummary(p),
+                     double(p.processBytes) / 1e6, elapsed, path);
 }
 
 } // namespace
