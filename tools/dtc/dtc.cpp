@@ -354,11 +354,21 @@ int writeOutput(StringRef path, function_ref<void(raw_ostream &)> write) {
 int compileAndLink(StringRef source, StringRef output, bool cuda) {
   // A fresh name in the output's directory, created exclusively (a file or
   // symlink planted there is never written through), renamed at the end.
+  // A character device or FIFO (-o /dev/null), or a link to one, is written
+  // in place, as train writes them: renamed over, /dev/null would become a
+  // regular file of the program's bytes. The program is built in the
+  // temporary directory and copied into it.
+  sys::fs::file_status status;
+  const bool inPlace = !sys::fs::status(output, status) &&
+                       (status.type() == sys::fs::file_type::character_file ||
+                        status.type() == sys::fs::file_type::fifo_file);
   SmallString<256> tmpOut;
   {
     int tmpFd;
-    if (auto ec = sys::fs::createUniqueFile(output + ".dtc-tmp-%%%%%%", tmpFd,
-                                            tmpOut))
+    if (auto ec =
+            inPlace ? sys::fs::createTemporaryFile("dtc-out", "", tmpFd, tmpOut)
+                    : sys::fs::createUniqueFile(output + ".dtc-tmp-%%%%%%",
+                                                tmpFd, tmpOut))
       return fail("cannot write '" + output + "': " + ec.message());
     sys::fs::closeFile(tmpFd);
   }
@@ -461,6 +471,25 @@ int compileAndLink(StringRef source, StringRef output, bool cuda) {
     return fail(
         "the C++ compiler failed" +
         (err.empty() ? Twine(" (exit ") + Twine(rc) + ")" : Twine(": ") + err));
+  }
+  if (inPlace) {
+    auto program = MemoryBuffer::getFile(tmpOut, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+    sys::fs::remove(tmpOut);
+    if (!program)
+      return fail("cannot write '" + output +
+                  "': " + program.getError().message());
+    std::error_code ec;
+    raw_fd_ostream os(output, ec);
+    if (!ec) {
+      os << (*program)->getBuffer();
+      os.close();
+      ec = os.error();
+      os.clear_error();
+    }
+    if (ec)
+      return fail("cannot write '" + output + "': " + ec.message());
+    return 0;
   }
   if (auto ec = sys::fs::rename(tmpOut, output)) {
     sys::fs::remove(tmpOut);
