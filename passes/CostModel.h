@@ -73,6 +73,9 @@ struct Machine {
   llvm::SmallVector<Point> beside;
   llvm::SmallVector<GemmPoint> gemm;
   llvm::SmallVector<Point> conv, elementwise;
+  /// The optimizer updates by their state buffers (0: SGD, 1: SGD with
+  /// momentum, 2: Adam; the file's "updates"; optional): the bytes moved.
+  llvm::SmallVector<Point> updates[3];
   llvm::SmallVector<Point> collectives[3];
 
   /// The built-in machine: a core's worth of a current server at
@@ -87,6 +90,10 @@ struct Machine {
   double convSeconds(double flops) const;
   /// A memory-bound kernel that reads and writes `bytes` in all.
   double elementwiseSeconds(double bytes) const;
+  /// An optimizer update with `states` state buffers that moves `bytes`
+  /// (the gradient read, the parameter and each state read and written);
+  /// nothing where the machine has no such measurement.
+  std::optional<double> updateSeconds(int64_t states, double bytes) const;
   /// A collective over `bytes` (the whole bucket) at this world size.
   double collectiveSeconds(Collective kind, double bytes) const;
   /// How many times slower a collective of `alone` seconds (alone)

@@ -74,6 +74,13 @@ need([c["flops"] for c in d["conv"]] ==
 positive(d["elementwise"], "elementwise")
 need([e["bytes"] for e in d["elementwise"]] == [3 * (1024 << 2 * i) for i in range(9)],
      "elementwise bytes")
+# The updates by state buffers: (3 + 2 states) x 4 bytes an element moved,
+# arrays of 1 KiB .. 16 MiB.
+need(sorted(d["updates"]) == ["adam", "sgd", "sgd_momentum"], f"updates: {sorted(d['updates'])}")
+for states, name in enumerate(("sgd", "sgd_momentum", "adam")):
+    positive(d["updates"][name], name)
+    need([e["bytes"] for e in d["updates"][name]] ==
+         [(3 + 2 * states) * (1024 << 2 * i) for i in range(8)], f"{name} bytes")
 coll = d["collectives"]
 for kind in ("all_reduce", "reduce_scatter", "all_gather"):
     entries = coll[kind]

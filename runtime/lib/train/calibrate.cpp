@@ -258,6 +258,45 @@ void measureElementwise(MachineProfile &p) {
   }
 }
 
+// The optimizer updates as a step calls them, on one parameter of n floats:
+// kern::sgdUpdate without and with momentum, kern::adamUpdate; arrays of
+// 1 KiB .. 16 MiB (Adam's 112 MB a call at the largest: far past the
+// caches, where a large model's update runs). A step's updates run at their
+// own rate, not the streaming loop's: an in-cache SGD update moved its bytes
+// about twice as fast as y = a x + y at the same bytes, Adam's square roots
+// and divisions slower.
+void measureUpdates(MachineProfile &p) {
+  constexpr int64_t kMin = 1 << 10, kMax = int64_t(16) << 20; // bytes of an array
+  AlignedBuffer w(static_cast<size_t>(kMax)), g(static_cast<size_t>(kMax)),
+      m(static_cast<size_t>(kMax)), v(static_cast<size_t>(kMax));
+  fill(w.as<float>(), kMax / 4, 1e-2f);
+  fill(g.as<float>(), kMax / 4, 1e-3f);
+  // (m and v start at zero, as AlignedBuffer's memory.)
+  Hyper h{};
+  h.lr = 1e-4f;
+  h.beta1 = 0.9f;
+  h.beta2 = 0.999f;
+  h.eps = 1e-8f;
+  h.step = 1;
+  const HostContext ctx{};
+  for (int states = 0; states < 3; ++states) {
+    h.momentum = states == 1 ? 0.9f : 0.0f;
+    for (int64_t arrayBytes = kMin; arrayBytes <= kMax; arrayBytes *= 4) {
+      const int64_t n = arrayBytes / 4, bytes = (3 + 2 * states) * 4 * n;
+      const UpdateItem item{w.as<float>(), g.as<float>(), states >= 1 ? m.as<float>() : nullptr,
+                            states == 2 ? v.as<float>() : nullptr, n};
+      const double t =
+          medianSeconds(samplesFor(double(bytes), 1e8, 1e7), innerCalls(double(bytes), 4e6), [&] {
+            if (states == 2)
+              kern::adamUpdate(ctx, &item, 1, h, nullptr, true);
+            else
+              kern::sgdUpdate(ctx, &item, 1, h, nullptr);
+          });
+      p.updates[states].push_back({bytes, t});
+    }
+  }
+}
+
 // Runs fn on each rank in turn (rank 0 first), the others waiting in a
 // barrier (a communication thread in MPI_Barrier: with mpi_yield_when_idle,
 // which Open MPI sets on an oversubscribed node, it yields its core).
@@ -297,22 +336,28 @@ void measureKernels(CommBase &comm, MachineProfile &p) {
       }
       measureConv(q);
       measureElementwise(q);
+      measureUpdates(q);
     }
   });
-  auto middle = [&](auto member, auto seconds) {
-    auto &into = p.*member;
-    into = passes[0].*member;
+  // list(profile): one of a profile's lists.
+  auto middle = [&](auto list, auto seconds) {
+    auto &into = list(p);
+    into = list(passes[0]);
     for (size_t i = 0; i < into.size(); ++i) {
       double t[kPasses];
       for (int j = 0; j < kPasses; ++j)
-        t[j] = (passes[j].*member)[i].*seconds;
+        t[j] = list(passes[j])[i].*seconds;
       std::sort(t, t + kPasses);
       into[i].*seconds = t[kPasses / 2];
     }
   };
-  middle(&MachineProfile::gemm, &MachineProfile::Gemm::seconds);
-  middle(&MachineProfile::conv, &MachineProfile::Work::seconds);
-  middle(&MachineProfile::elementwise, &MachineProfile::Work::seconds);
+  middle([](MachineProfile &q) -> auto & { return q.gemm; }, &MachineProfile::Gemm::seconds);
+  middle([](MachineProfile &q) -> auto & { return q.conv; }, &MachineProfile::Work::seconds);
+  middle([](MachineProfile &q) -> auto & { return q.elementwise; },
+         &MachineProfile::Work::seconds);
+  for (int states = 0; states < 3; ++states)
+    middle([states](MachineProfile &q) -> auto & { return q.updates[states]; },
+           &MachineProfile::Work::seconds);
 }
 
 void measureCollectives(CommBase &comm, MachineProfile &p) {
@@ -563,7 +608,8 @@ void maxOverRanks(CommBase &comm, MachineProfile &p) {
   for (MachineProfile::Gemm &g : p.gemm)
     slots.push_back(&g.seconds);
   for (std::vector<MachineProfile::Work> *list :
-       {&p.conv, &p.elementwise, &p.allReduce, &p.reduceScatter, &p.allGather})
+       {&p.conv, &p.elementwise, &p.updates[0], &p.updates[1], &p.updates[2], &p.allReduce,
+        &p.reduceScatter, &p.allGather})
     for (MachineProfile::Work &w : *list)
       slots.push_back(&w.seconds);
   // (sustainedGemm is the ranks' largest already, and `compute` with it.)
@@ -647,14 +693,21 @@ std::string summary(const MachineProfile &p, double elapsed, const std::string &
   for (const MachineProfile::Work &w : p.conv)
     conv.push_back(double(w.amount) / w.seconds / 1e9);
   const MachineProfile::Work &stream = p.elementwise.back();
+  // "updates 61/58/45 GB/s (16 MiB)": SGD, with momentum, Adam at the largest.
+  std::string updates = "updates ";
+  for (int states = 0; states < 3; ++states) {
+    const MachineProfile::Work &u = p.updates[states].back();
+    updates += fmt::format("{}{:.3g}", states ? "/" : "", double(u.amount) / u.seconds / 1e9);
+  }
+  updates += fmt::format(" GB/s ({})", mib(p.updates[0].back().amount / 3));
   return fmt::format("calibrated {} rank{} x {} thread{} ({}{}): GEMM {} GFLOP/s, conv {} GFLOP/s, "
-                     "elementwise {:.3g} GB/s ({}){}{}{}, sustained x{:.2f} ({}; beside "
+                     "elementwise {:.3g} GB/s ({}), {}{}{}{}, sustained x{:.2f} ({}; beside "
                      "collectives x{:.2f}; collectives beside it {}), process {:.1f} MB, {:.1f} "
                      "s; wrote {}",
                      p.ranks, p.ranks == 1 ? "" : "s", p.threads, p.threads == 1 ? "" : "s",
                      p.backend, p.deferredStarts ? ", deferred starts" : "", rateRange(gemm),
                      rateRange(conv), double(stream.amount) / stream.seconds / 1e9,
-                     mib(stream.amount / 3), collectiveSummary("all-reduce", p.allReduce),
+                     mib(stream.amount / 3), updates, collectiveSummary("all-reduce", p.allReduce),
                      collectiveSummary("reduce-scatter", p.reduceScatter),
                      collectiveSummary("all-gather", p.allGather), p.computeContention,
                      roundsSummary(p), p.communicatingContention, besideSummary(p),
@@ -697,6 +750,11 @@ std::string machineJson(const MachineProfile &p) {
   out += fmt::format("  \"gemm\": {},\n", list(gemm, "  "));
   out += fmt::format("  \"conv\": {},\n", works(p.conv, "flops", "  "));
   out += fmt::format("  \"elementwise\": {},\n", works(p.elementwise, "bytes", "  "));
+  out += "  \"updates\": {\n";
+  for (int states = 0; states < 3; ++states)
+    out += fmt::format("    \"{}\": {}{}\n", kUpdateNames[states],
+                       works(p.updates[states], "bytes", "    "), states < 2 ? "," : "");
+  out += "  },\n";
   out += "  \"collectives\": {\n";
   out += fmt::format("    \"all_reduce\": {},\n", works(p.allReduce, "bytes", "    "));
   out += fmt::format("    \"reduce_scatter\": {},\n", works(p.reduceScatter, "bytes", "    "));

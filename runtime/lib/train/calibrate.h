@@ -11,6 +11,8 @@
 //                convolution, else im2col + GEMM), 3x3 stride 1 pad 1, N = 32
 //   elementwise  y[i] = a x[i] + y[i] through kern::forRanges (rt::parallelFor,
 //                as the generated fused loops), 1 KiB .. 64 MiB arrays
+//   updates      kern::sgdUpdate (without and with momentum) and
+//                kern::adamUpdate on one parameter, 1 KiB .. 16 MiB arrays
 //   collectives  the bucket API compiled steps use (allreduceStart,
 //                reduceScatterStart, allgatherStart, then wait), 4 KiB .. 64 MiB
 //                (4, 64 and 256 KiB, then 1 MiB x 4^i)
@@ -50,6 +52,10 @@ struct MachineProfile {
   int64_t processBytes = 0;
   std::vector<Gemm> gemm;
   std::vector<Work> conv, elementwise;
+  // The optimizer updates by their state buffers (kUpdateNames): the bytes
+  // each moves (the gradient read, the parameter and each state read and
+  // written: (3 + 2 states) x 4 n) and its seconds.
+  std::vector<Work> updates[3];
   std::vector<Work> allReduce, reduceScatter, allGather;
   // Sustained work against the short measurements (calibrate.cpp,
   // measureContention): >= 1.
@@ -74,6 +80,8 @@ struct MachineProfile {
   std::vector<Beside> communicationBeside;
 };
 
+// The file's names of the updates' lists ("updates": {...}), by state buffers.
+constexpr const char *kUpdateNames[3] = {"sgd", "sgd_momentum", "adam"};
 // The reference GEMM: kReferenceGemm^3 (C = A B, square).
 constexpr int64_t kReferenceGemm = 256;
 
