@@ -309,23 +309,70 @@ template <class Fn> void oneRankAtATime(CommBase &comm, Fn &&fn) {
   comm.barrier();
 }
 
-// The GEMMs, convolutions and elementwise loops, in 3 passes over all of
-// them; each time is the median of its 3 passes' medians. A pass takes a
+// The largest of every rank's `v`.
+double maxAcross(CommBase &comm, double v) {
+  if (comm.size() == 1)
+    return v;
+  std::vector<double> all(size_t(comm.size()));
+  comm.allgather(&v, all.data(), sizeof v);
+  return *std::max_element(all.begin(), all.end());
+}
+
+// The reference GEMM (kReferenceGemm^3) on buffers of its own.
+struct ReferenceGemm {
+  static constexpr int64_t n = kReferenceGemm;
+  AlignedBuffer a{size_t(n * n) * 4}, b{size_t(n * n) * 4}, c{size_t(n * n) * 4};
+  ReferenceGemm() {
+    fill(a.as<float>(), n * n, 1e-2f);
+    fill(b.as<float>(), n * n, 1e-2f);
+  }
+  void operator()() {
+    gemm_engine::gemm(false, false, n, n, n, 1.0f, a.as<float>(), n, b.as<float>(), n, 0.0f,
+                      c.as<float>(), n);
+  }
+};
+
+
+// The GEMMs, convolutions and elementwise loops, in passes over all of
+// them; each time is the median of 3 passes' medians. A pass takes a
 // second or two: on a host whose cores are sometimes busy with other work
 // (a shared virtual machine), one pass's rates measured half another's,
-// and a step's hundreds of milliseconds see their mean. One rank at a
-// time: measured by all ranks at once, a shape's time depended on whether
-// the slowest rank happened to share a core while it ran (three ranks on
-// two cores measured the 32x14x14 convolution at 35-42 GFLOP/s in half of
-// the calibrations and 86-112 in the other half); `compute` (below),
-// measured over whole rounds on every rank at once, carries that sharing.
+// and a step's hundreds of milliseconds see their mean. A slow period of
+// several seconds, though, spans two passes of three: two busy loops for
+// the first 6 s of a calibration at 1 rank x 2 threads made the GEMMs
+// twice as slow, and the GPT's predicted step 37.5 ms where it trains in
+// 22. So each pass lies between two measurements of the reference GEMM
+// (the median of 21), and a pass whose slower one is more than kPassDrift
+// times the fastest of all of them is left out and made again, until 3
+// are kept (kMostPasses in all; then the last 3, the host being that
+// unsteady). One rank at a time: measured by all ranks at once, a shape's
+// time depended on whether the slowest rank happened to share a core
+// while it ran (three ranks on two cores measured the 32x14x14
+// convolution at 35-42 GFLOP/s in half of the calibrations and 86-112 in
+// the other half); `compute` (below), measured over whole rounds on every
+// rank at once, carries that sharing.
 void measureKernels(CommBase &comm, MachineProfile &p) {
-  constexpr int kPasses = 3;
-  MachineProfile passes[kPasses];
+  constexpr int kPasses = 3, kMostPasses = 8;
+  std::vector<MachineProfile> passes, kept;
+  int leftOut = 0;
   oneRankAtATime(comm, [&] {
-    for (MachineProfile &q : passes) {
+    ReferenceGemm reference;
+    std::vector<double> slower; // each pass's slower reference
+    double fastest = HUGE_VAL;
+    for (;;) {
+      kept.clear();
+      for (size_t i : steadyPasses(slower, fastest))
+        kept.push_back(passes[i]);
+      if (kept.size() >= size_t(kPasses))
+        break;
+      if (passes.size() == size_t(kMostPasses)) {
+        kept.assign(passes.end() - kPasses, passes.end());
+        break;
+      }
+      MachineProfile q;
+      const double before = medianSeconds(21, 1, reference);
       measureGemm(q);
-      if (&q == passes) {
+      if (passes.empty()) {
         // The GEMM engine keeps per-thread workspaces once it has run larger
         // shapes on the step's threads (here a glibc arena of the worker
         // thread: 3 MB more at 2 threads, none at 1); they belong to the
@@ -337,16 +384,23 @@ void measureKernels(CommBase &comm, MachineProfile &p) {
       measureConv(q);
       measureElementwise(q);
       measureUpdates(q);
+      const double after = medianSeconds(21, 1, reference);
+      passes.push_back(std::move(q));
+      slower.push_back(std::max(before, after));
+      fastest = std::min({fastest, before, after});
     }
+    leftOut = int(passes.size() - kept.size());
   });
+  p.kernelPasses = int(maxAcross(comm, double(passes.size())));
+  p.passesLeftOut = int(maxAcross(comm, double(leftOut)));
   // list(profile): one of a profile's lists.
   auto middle = [&](auto list, auto seconds) {
     auto &into = list(p);
-    into = list(passes[0]);
+    into = list(kept[0]);
     for (size_t i = 0; i < into.size(); ++i) {
       double t[kPasses];
       for (int j = 0; j < kPasses; ++j)
-        t[j] = list(passes[j])[i].*seconds;
+        t[j] = list(kept[size_t(j)])[i].*seconds;
       std::sort(t, t + kPasses);
       into[i].*seconds = t[kPasses / 2];
     }
@@ -399,29 +453,6 @@ void measureCollectives(CommBase &comm, MachineProfile &p) {
         p.allGather.push_back({bytes, t});
       }
     }
-}
-
-// The reference GEMM (kReferenceGemm^3) on buffers of its own.
-struct ReferenceGemm {
-  static constexpr int64_t n = kReferenceGemm;
-  AlignedBuffer a{size_t(n * n) * 4}, b{size_t(n * n) * 4}, c{size_t(n * n) * 4};
-  ReferenceGemm() {
-    fill(a.as<float>(), n * n, 1e-2f);
-    fill(b.as<float>(), n * n, 1e-2f);
-  }
-  void operator()() {
-    gemm_engine::gemm(false, false, n, n, n, 1.0f, a.as<float>(), n, b.as<float>(), n, 0.0f,
-                      c.as<float>(), n);
-  }
-};
-
-// The largest of every rank's `v`.
-double maxAcross(CommBase &comm, double v) {
-  if (comm.size() == 1)
-    return v;
-  std::vector<double> all(size_t(comm.size()));
-  comm.allgather(&v, all.data(), sizeof v);
-  return *std::max_element(all.begin(), all.end());
 }
 
 // Rounds of `perRound` reference GEMMs (the same number on every rank, as
@@ -700,10 +731,16 @@ std::string summary(const MachineProfile &p, double elapsed, const std::string &
     updates += fmt::format("{}{:.3g}", states ? "/" : "", double(u.amount) / u.seconds / 1e9);
   }
   updates += fmt::format(" GB/s ({})", mib(p.updates[0].back().amount / 3));
+  // ", kernels: 5 passes, 2 left out (the host changed speed under them)"
+  const std::string again =
+      p.passesLeftOut == 0 ? ""
+                           : fmt::format(", kernels: {} passes, {} left out (the host changed "
+                                         "speed under them)",
+                                         p.kernelPasses, p.passesLeftOut);
   return fmt::format("calibrated {} rank{} x {} thread{} ({}{}): GEMM {} GFLOP/s, conv {} GFLOP/s, "
                      "elementwise {:.3g} GB/s ({}), {}{}{}{}, sustained x{:.2f} ({}; beside "
                      "collectives x{:.2f}; collectives beside it {}), process {:.1f} MB, {:.1f} "
-                     "s; wrote {}",
+                     "s{}; wrote {}",
                      p.ranks, p.ranks == 1 ? "" : "s", p.threads, p.threads == 1 ? "" : "s",
                      p.backend, p.deferredStarts ? ", deferred starts" : "", rateRange(gemm),
                      rateRange(conv), double(stream.amount) / stream.seconds / 1e9,
@@ -711,10 +748,18 @@ std::string summary(const MachineProfile &p, double elapsed, const std::string &
                      collectiveSummary("reduce-scatter", p.reduceScatter),
                      collectiveSummary("all-gather", p.allGather), p.computeContention,
                      roundsSummary(p), p.communicatingContention, besideSummary(p),
-                     double(p.processBytes) / 1e6, elapsed, path);
+                     double(p.processBytes) / 1e6, elapsed, again, path);
 }
 
 } // namespace
+
+std::vector<size_t> steadyPasses(const std::vector<double> &slower, double fastest) {
+  std::vector<size_t> kept;
+  for (size_t i = 0; i < slower.size(); ++i)
+    if (slower[i] <= kPassDrift * fastest)
+      kept.push_back(i);
+  return kept;
+}
 
 std::string machineJson(const MachineProfile &p) {
   std::string out = "{\n";

@@ -78,10 +78,21 @@ struct MachineProfile {
     double alone, beside;
   };
   std::vector<Beside> communicationBeside;
+  // (Not in the file.) The passes over the kernels the slowest rank made,
+  // and how many of them were left out (the host changed speed under them:
+  // calibrate.cpp, measureKernels).
+  int kernelPasses = 0, passesLeftOut = 0;
 };
 
 // The file's names of the updates' lists ("updates": {...}), by state buffers.
 constexpr const char *kUpdateNames[3] = {"sgd", "sgd_momentum", "adam"};
+// The passes over the kernels a calibration keeps (calibrate.cpp,
+// measureKernels): each pass lies between two measurements of the
+// reference GEMM, `slower` holds each pass's slower one and `fastest` is
+// the fastest of all; the indices of the passes whose slower one is at
+// most kPassDrift times `fastest` (the host kept its speed under them).
+constexpr double kPassDrift = 1.2;
+std::vector<size_t> steadyPasses(const std::vector<double> &slower, double fastest);
 // The reference GEMM: kReferenceGemm^3 (C = A B, square).
 constexpr int64_t kReferenceGemm = 256;
 
