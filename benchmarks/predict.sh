@@ -24,8 +24,9 @@ trap 'rm -rf "$work"' EXIT
 export DTC_CACHE_DIR=$work/cache
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $steps steps a run, $rounds rounds"
 "$build/bin/dtc" "$root/examples/mlp.dsl" -o "$work/probe"
-"$work/probe" --calibrate --quiet
-$mpirun -np 2 "$work/probe" --calibrate --quiet
+# The calibrations' lines (what the predictions rest on) are printed.
+"$work/probe" --calibrate
+$mpirun -np 2 "$work/probe" --calibrate
 for ranks in 1 2; do
   for model in mlp cnn gpt; do
     "$build/bin/dtc" "$root/examples/$model.dsl" --ranks "$ranks" -o "$work/$model.$ranks"
