@@ -353,20 +353,21 @@ struct ReferenceGemm {
 // rank at once, carries that sharing.
 void measureKernels(CommBase &comm, MachineProfile &p) {
   constexpr int kPasses = 3, kMostPasses = 8;
-  std::vector<MachineProfile> passes, kept;
+  std::vector<MachineProfile> passes;
+  std::vector<size_t> kept; // of passes
   int leftOut = 0;
   oneRankAtATime(comm, [&] {
     ReferenceGemm reference;
     std::vector<double> slower; // each pass's slower reference
     double fastest = HUGE_VAL;
     for (;;) {
-      kept.clear();
-      for (size_t i : steadyPasses(slower, fastest))
-        kept.push_back(passes[i]);
+      kept = steadyPasses(slower, fastest);
       if (kept.size() >= size_t(kPasses))
         break;
       if (passes.size() == size_t(kMostPasses)) {
-        kept.assign(passes.end() - kPasses, passes.end());
+        kept.clear();
+        for (size_t i = kMostPasses - kPasses; i < size_t(kMostPasses); ++i)
+          kept.push_back(i); // the last kPasses
         break;
       }
       MachineProfile q;
@@ -396,11 +397,11 @@ void measureKernels(CommBase &comm, MachineProfile &p) {
   // list(profile): one of a profile's lists.
   auto middle = [&](auto list, auto seconds) {
     auto &into = list(p);
-    into = list(kept[0]);
+    into = list(passes[kept[0]]);
     for (size_t i = 0; i < into.size(); ++i) {
       double t[kPasses];
       for (int j = 0; j < kPasses; ++j)
-        t[j] = list(kept[size_t(j)])[i].*seconds;
+        t[j] = list(passes[kept[size_t(j)]])[i].*seconds;
       std::sort(t, t + kPasses);
       into[i].*seconds = t[kPasses / 2];
     }
