@@ -391,6 +391,7 @@ void measureKernels(CommBase &comm, MachineProfile &p) {
       fastest = std::min({fastest, before, after});
     }
     leftOut = int(passes.size() - kept.size());
+    p.referenceFastest = fastest;
   });
   p.kernelPasses = int(maxAcross(comm, double(passes.size())));
   p.passesLeftOut = int(maxAcross(comm, double(leftOut)));
@@ -534,22 +535,32 @@ constexpr double kComputeRounds[] = {0.005, 0.01, 0.02, 0.05, 0.1};
 // Without collectives (1 rank) or with deferred starts (the collectives run
 // at their waits, beside no compute) compute_communicating is compute,
 // communication_beside empty and communication 1.
-void measureContention(CommBase &comm, MachineProfile &p) {
+// The reference GEMM's median alone (of 21), one rank at a time, as the
+// kernels were measured: this rank's.
+double referenceBurst(CommBase &comm) {
+  ReferenceGemm gemm;
+  double burst = 0;
+  oneRankAtATime(comm, [&] { burst = medianSeconds(21, 1, gemm); });
+  return burst;
+}
+
+// One measurement of the factors (measureContention) against `burst`, the
+// reference GEMM's time alone (the ranks' largest). `slowest`: this rank's
+// slowest reference GEMM alone, measured again between the parts.
+void contentionOnce(CommBase &comm, MachineProfile &p, double burst, double &slowest) {
+  auto check = [&] { slowest = std::max(slowest, referenceBurst(comm)); };
   ReferenceGemm gemm;
   constexpr int kBucket = 0;
   constexpr int64_t kFloats = (int64_t(1) << 20) / 4;
   AlignedBuffer buffer(size_t(kFloats) * 4);
   fill(buffer.as<float>(), kFloats, 1e-6f);
-  // Their median alone, one rank at a time, as the kernels were measured.
-  double burst = 0;
-  oneRankAtATime(comm, [&] { burst = medianSeconds(21, 1, gemm); });
-  burst = maxAcross(comm, burst); // (the same number of GEMMs on every rank)
   constexpr int64_t kSyncFloats = 1024;
   double syncAlone = 0;
   for (const MachineProfile::Work &w : p.allReduce)
     if (w.amount == kSyncFloats * 4)
       syncAlone = w.seconds;
   p.sustainedGemm = sustainedGemmSeconds(comm, 9, syncAlone, gemmsFor(0.05, burst));
+  check();
   p.computeContention = std::max(1.0, p.sustainedGemm / burst);
   // The same by a round's length: a step's kernels between two of its
   // synchronizations (the median round, as the program reports the median
@@ -558,6 +569,7 @@ void measureContention(CommBase &comm, MachineProfile &p) {
     const int64_t perRound = gemmsFor(seconds, burst);
     const double gemmSeconds = sustainedGemmSeconds(comm, 11, syncAlone, perRound);
     p.computeRounds.push_back({double(perRound) * burst, std::max(1.0, gemmSeconds / burst)});
+    check();
   }
   p.communicatingContention = p.computeContention;
   if (comm.size() == 1 || comm.deferredStarts())
@@ -586,6 +598,7 @@ void measureContention(CommBase &comm, MachineProfile &p) {
   }
   p.communicatingContention =
       std::max(p.computeContention, secondsSince(t0) / (double(done) * burst));
+  check();
   // Collectives beside compute: a reduce-scatter started and GEMMs until it
   // has finished; its time (start to finish) against the same measured
   // alone, at 256 KiB (latency- and CPU-bound on any link) up to 16 MiB
@@ -628,6 +641,42 @@ void measureContention(CommBase &comm, MachineProfile &p) {
     const double beside =
         std::max(alone, sum / double(kRounds - 2 * (kRounds / 5)));
     p.communicationBeside.push_back({shard * comm.size() * 4, alone, beside});
+    check();
+  }
+}
+
+// The factors, measured again when the host changed speed under them, as
+// the kernel passes are (measureKernels): the reference GEMM alone before,
+// between the parts of (sustained, each round length, beside all-reduces,
+// each reduce-scatter size) and after the measurement, on each rank, the
+// slowest against the fastest of the kernel passes' on that rank. A
+// measurement whose slowest is more than kPassDrift times that is made
+// again (kMostContentionTries in all; then the steadiest is kept). A slow period of the host under the sustained GEMMs
+// (and the burst with them) left the factors about right but made
+// sustained_gemm_256 twice the host's usual: a program planned from the
+// file then read "host x0.52" after training, its speed against a
+// calibration that was not the host's.
+void measureContention(CommBase &comm, MachineProfile &p) {
+  constexpr int kMostContentionTries = 3;
+  const MachineProfile base = p;
+  MachineProfile steadiest;
+  double least = HUGE_VAL;
+  for (int tries = 1;; ++tries) {
+    MachineProfile q = base;
+    double slowest = referenceBurst(comm);
+    contentionOnce(comm, q, maxAcross(comm, slowest), slowest); // (the same GEMMs on every rank)
+    const double drift = maxAcross(comm, slowest / std::max(p.referenceFastest, 1e-12));
+    if (drift < least) {
+      least = drift;
+      steadiest = std::move(q);
+    }
+    const bool steady = !steadyPasses({drift}, 1.0).empty();
+    if (steady || tries == kMostContentionTries) {
+      p = std::move(steadiest);
+      p.contentionTries = tries;
+      p.contentionSteady = steady;
+      return;
+    }
   }
 }
 
@@ -734,10 +783,17 @@ std::string summary(const MachineProfile &p, double elapsed, const std::string &
   updates += fmt::format(" GB/s ({})", mib(p.updates[0].back().amount / 3));
   // ", kernels: 5 passes, 2 left out (the host changed speed under them)"
   const std::string again =
-      p.passesLeftOut == 0 ? ""
-                           : fmt::format(", kernels: {} passes, {} left out (the host changed "
-                                         "speed under them)",
-                                         p.kernelPasses, p.passesLeftOut);
+      (p.passesLeftOut == 0 ? ""
+                            : fmt::format(", kernels: {} passes, {} left out (the host changed "
+                                          "speed under them)",
+                                          p.kernelPasses, p.passesLeftOut)) +
+      (p.contentionTries == 1 ? ""
+       : p.contentionSteady
+           ? fmt::format(", sustained: measured {} times (the host changed speed under {})",
+                         p.contentionTries, p.contentionTries - 1)
+           : fmt::format(", sustained: measured {} times (the host changed speed under each; "
+                         "the steadiest kept)",
+                         p.contentionTries));
   return fmt::format("calibrated {} rank{} x {} thread{} ({}{}): GEMM {} GFLOP/s, conv {} GFLOP/s, "
                      "elementwise {:.3g} GB/s ({}), {}{}{}{}, sustained x{:.2f} ({}; beside "
                      "collectives x{:.2f}; collectives beside it {}), process {:.1f} MB, {:.1f} "

@@ -82,6 +82,13 @@ struct MachineProfile {
   // and how many of them were left out (the host changed speed under them:
   // calibrate.cpp, measureKernels).
   int kernelPasses = 0, passesLeftOut = 0;
+  // (Not in the file.) This rank's fastest reference GEMM over those
+  // passes (alone, one rank at a time), and the measurements of the
+  // sustained factors the ranks made (more than one when the host changed
+  // speed under them: calibrate.cpp, measureContention).
+  double referenceFastest = 0;
+  int contentionTries = 1;
+  bool contentionSteady = true; // (the last measurement was steady)
 };
 
 // The file's names of the updates' lists ("updates": {...}), by state buffers.
