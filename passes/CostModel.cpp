@@ -215,6 +215,16 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
                  : bad("\"updates\" must be an object of \"sgd\", "
                        "\"sgd_momentum\" and \"adam\" lists");
   }
+  // (Optional, and each list in it: the lists dtc knows are read, others
+  // left alone.)
+  if (const llvm::json::Value *n = root->get("norms")) {
+    const llvm::json::Object *o = n->getAsObject();
+    if (!o)
+      return bad("\"norms\" must be an object of lists");
+    for (const auto &entry : *o)
+      if (!points(o, entry.first, "bytes", m.norms[entry.first.str()]))
+        return std::nullopt;
+  }
   const llvm::json::Object *collectives = root->getObject("collectives");
   if (!collectives)
     return bad("\"collectives\" must be an object");
@@ -297,6 +307,13 @@ std::optional<double> Machine::updateSeconds(int64_t states,
   return interpolate(updates[states], bytes);
 }
 
+std::optional<double> Machine::normSeconds(StringRef name, double bytes) const {
+  auto it = norms.find(name);
+  if (it == norms.end())
+    return std::nullopt;
+  return interpolate(it->second, bytes);
+}
+
 double Machine::collectiveSeconds(Collective kind, double bytes) const {
   return ranks <= 1 ? 0 : interpolate(collectives[int(kind)], bytes);
 }
@@ -363,6 +380,31 @@ struct StepModel {
     return b;
   }
 
+  /// A normalization's or pooling's seconds where the machine measured its
+  /// kernel (Machine::norms): batch norm (its gradient fused with a max
+  /// pooling's as batch_norm_grad_max_pool) and max pooling of 4-D NCHW or
+  /// 5-D blocked (nChw16c) tensors, at the measured 2x2 window whatever
+  /// theirs; layer norm. Channels-last ones and other ranks are priced as
+  /// the other memory-bound kernels.
+  std::optional<double> normSeconds(Operation *op) const {
+    auto x = dyn_cast<RankedTensorType>(
+        op->getNumOperands() ? op->getOperand(0).getType() : Type());
+    if (!x || op->hasAttr("channels_last"))
+      return std::nullopt;
+    std::string name = op->getName().stripDialect().str();
+    if (isa<LayerNormOp, LayerNormGradOp>(op))
+      return machine.normSeconds(name, bytes(x));
+    if (!isa<BatchNormOp, BatchNormGradOp, MaxPool2dOp, MaxPool2dGradOp>(op))
+      return std::nullopt;
+    if (auto grad = dyn_cast<BatchNormGradOp>(op); grad && grad.getPoolKernel())
+      name += "_max_pool";
+    if (x.getRank() == 5)
+      name += "_blocked";
+    else if (x.getRank() != 4)
+      return std::nullopt;
+    return machine.normSeconds(name, bytes(x));
+  }
+
   /// The seconds of a kernel that is not a collective.
   double kernelSeconds(Operation *op) const {
     if (isa<ParamRefOp, ConstantOp, ReshapeOp, ParamViewOp, BatchSizeOp,
@@ -380,11 +422,15 @@ struct StepModel {
     if (std::optional<work::Attention> a = work::attention(op, batch))
       return a->heads * (a->gradient ? 5.0 : 2.0) * (a->causal ? 0.5 : 1.0) *
              machine.gemmSeconds(a->tq, a->tk, a->dim);
-    // The memory-bound kernels: the time calibration's streaming loop takes
-    // to move their bytes, times what the runtime's kernels were
-    // measured to take more than it (--trace against dtc --report, the CNN
-    // and the GPT on an AMD EPYC: updates, embeddings, fused chains and
-    // reductions about 3x, normalizations and softmaxes 3-5x, pooling 8x).
+    // Normalizations and poolings the machine measured (its "norms"), by
+    // their input's bytes.
+    if (std::optional<double> t = normSeconds(op))
+      return *t;
+    // The other memory-bound kernels: the time calibration's streaming loop
+    // takes to move their bytes, times what the runtime's kernels were measured
+    // to take more than it (--trace against dtc --report, the CNN and the GPT
+    // on an AMD EPYC: updates, embeddings, fused chains and reductions about
+    // 3x, normalizations and softmaxes 3-5x, pooling 8x).
     const double factor =
         isa<MaxPool2dOp, MaxPool2dGradOp, AvgPool2dOp, AvgPool2dGradOp>(op)
             ? 8.0
@@ -413,6 +459,10 @@ struct StepModel {
         return moved / meets * *t;
       return moving(moved);
     };
+    // update_running_stats: the batch's statistics read, the running ones
+    // read and written (x only counts its elements).
+    if (isa<UpdateRunningStatsOp>(op))
+      return moving(3 * bytesOf(op->getOperands().drop_front()));
     if (auto u = dyn_cast<UpdateGroupOp>(op))
       return updating(bytesOf(u.getGrads()));
     if (isa<ApplyGradientOp>(op))

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 #include <string>
@@ -76,6 +77,10 @@ struct Machine {
   /// The optimizer updates by their state buffers (0: SGD, 1: SGD with
   /// momentum, 2: Adam; the file's "updates"; optional): the bytes moved.
   llvm::SmallVector<Point> updates[3];
+  /// The normalizations and poolings by the dtc op they price
+  /// (`batch_norm`, `max_pool2d_grad_blocked`, `layer_norm`, ...: the
+  /// file's "norms"; optional): the bytes of their input x.
+  llvm::StringMap<llvm::SmallVector<Point>> norms;
   llvm::SmallVector<Point> collectives[3];
 
   /// The built-in machine: a core's worth of a current server at
@@ -94,6 +99,9 @@ struct Machine {
   /// (the gradient read, the parameter and each state read and written);
   /// nothing where the machine has no such measurement.
   std::optional<double> updateSeconds(int64_t states, double bytes) const;
+  /// The normalization or pooling `name` (a key of `norms`) of an input of
+  /// `bytes`; nothing where the machine has no such measurement.
+  std::optional<double> normSeconds(llvm::StringRef name, double bytes) const;
   /// A collective over `bytes` (the whole bucket) at this world size.
   double collectiveSeconds(Collective kind, double bytes) const;
   /// How many times slower a collective of `alone` seconds (alone)

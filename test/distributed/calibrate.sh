@@ -81,6 +81,17 @@ for states, name in enumerate(("sgd", "sgd_momentum", "adam")):
     positive(d["updates"][name], name)
     need([e["bytes"] for e in d["updates"][name]] ==
          [(3 + 2 * states) * (1024 << 2 * i) for i in range(8)], f"{name} bytes")
+# The normalizations and poolings by the bytes of their input: batch norm
+# and pooling of N x 32 x 28 x 28 for N = 1, 4, 16, 64 (NCHW and blocked),
+# layer norm of 64 .. 16384 rows of 256.
+norms = ["batch_norm", "batch_norm_grad", "batch_norm_grad_max_pool", "max_pool2d", "max_pool2d_grad"]
+norms += [n + "_blocked" for n in norms] + ["layer_norm", "layer_norm_grad"]
+need(sorted(d["norms"]) == sorted(norms), f"norms: {sorted(d['norms'])}")
+for name in norms:
+    positive(d["norms"][name], name)
+    want = ([4 * 256 * (64 << 2 * i) for i in range(5)] if name.startswith("layer")
+            else [4 * 32 * 28 * 28 * (1 << 2 * i) for i in range(4)])
+    need([e["bytes"] for e in d["norms"][name]] == want, f"{name} bytes")
 coll = d["collectives"]
 for kind in ("all_reduce", "reduce_scatter", "all_gather"):
     entries = coll[kind]

@@ -297,6 +297,75 @@ void measureUpdates(MachineProfile &p) {
   }
 }
 
+// The normalizations and pooling as steps call them (kNormNames), by the
+// bytes of their input x: batch norm and max pooling of N samples of 32
+// channels of 28x28 (the CNN's first block) in torch's NCHW and in the
+// blocked nChw16c of dtc-blocked-layout, N = 1 .. 64 (x 0.1 .. 6.4 MB);
+// layer norm of rows of 256, 64 .. 16384 rows (64 KiB .. 16 MiB). They run
+// at rates of their own against the streaming loop's (on an AMD EPYC, 5x
+// its time for the bytes they move, and pooling 8x; on an Intel Xeon,
+// pooling 3x): a table of fixed factors measured on one host mispriced the
+// CNN by a third on another.
+void measureNorms(MachineProfile &p) {
+  constexpr int64_t kC = 32, kHW = 28, kMostN = 64, kD = 256, kMostRows = 16384;
+  constexpr int64_t kMost = std::max(kMostN * kC * kHW * kHW, kMostRows * kD); // floats
+  AlignedBuffer x(size_t(kMost) * 4), dy(size_t(kMost) * 4), y(size_t(kMost) * 4),
+      dx(size_t(kMost) * 4), small(size_t(6 * kMostRows) * 4);
+  fill(x.as<float>(), kMost, 1e-2f);
+  fill(dy.as<float>(), kMost, 1e-3f);
+  // (Statistics of up to kMostRows rows; parameters of up to kD channels.)
+  float *mean = small.as<float>(), *var = mean + kMostRows, *weight = var + kMostRows,
+        *bias = weight + kMostRows, *dweight = bias + kMostRows, *dbias = dweight + kMostRows;
+  fill(weight, kMostRows, 1.0f);
+  const HostContext ctx{};
+  auto time = [&](int name, int64_t inputBytes, auto &&call) {
+    const double moved = 3.0 * double(inputBytes); // (for the repetitions only)
+    p.norms[name].push_back(
+        {inputBytes,
+         medianSeconds(samplesFor(moved, 1e8, 1e7), innerCalls(moved, 4e6), call)});
+  };
+  for (int64_t n = 1; n <= kMostN; n *= 4) {
+    const int64_t bytes = n * kC * kHW * kHW * 4;
+    for (int blocked = 0; blocked < 2; ++blocked) {
+      const int64_t lanes = blocked ? 16 : 1;
+      const int64_t layout = blocked ? Window2d::kInBlocked | Window2d::kOutBlocked : 0;
+      // C, H, W, O, kH, kW, sH, sW, pH, pW, dH, dW, groups, Ho, Wo, layout
+      const int64_t window[Window2d::kValues] = {kC, kHW, kHW, kC, 2, 2, 2, 2,
+                                                 0,  0,   1,   1,  1, kHW / 2, kHW / 2, layout};
+      const int base = blocked ? kNormBlocked : 0;
+      time(base + 0, bytes, [&] {
+        kern::batchNorm(ctx, x.as<float>(), weight, bias, y.as<float>(), mean, var, n, kC,
+                        kHW * kHW, 1e-5f, true, lanes);
+      });
+      time(base + 1, bytes, [&] {
+        kern::batchNormGrad(ctx, x.as<float>(), dy.as<float>(), mean, var, weight, y.as<float>(),
+                            dx.as<float>(), dweight, dbias, n, kC, kHW * kHW, 1e-5f, lanes);
+      });
+      // (pooled dy: the first quarter of dy)
+      time(base + 2, bytes, [&] {
+        kern::batchNormGradMaxPool(ctx, x.as<float>(), dy.as<float>(), mean, var, weight,
+                                   y.as<float>(), dx.as<float>(), dweight, dbias, n, kC,
+                                   kHW * kHW, 1e-5f, lanes, window);
+      });
+      time(base + 3, bytes, [&] { kern::maxPool2d(ctx, x.as<float>(), y.as<float>(), n, window); });
+      time(base + 4, bytes, [&] {
+        kern::maxPool2dGrad(ctx, x.as<float>(), dy.as<float>(), dx.as<float>(), n, window);
+      });
+    }
+  }
+  for (int64_t rows = 64; rows <= kMostRows; rows *= 4) {
+    const int64_t bytes = rows * kD * 4;
+    time(kNormLayer, bytes, [&] {
+      kern::layerNorm(ctx, x.as<float>(), weight, bias, y.as<float>(), mean, var, rows, kD,
+                      1e-5f);
+    });
+    time(kNormLayer + 1, bytes, [&] {
+      kern::layerNormGrad(ctx, x.as<float>(), dy.as<float>(), mean, var, weight, dx.as<float>(),
+                          dweight, dbias, rows, kD);
+    });
+  }
+}
+
 // Runs fn on each rank in turn (rank 0 first), the others waiting in a
 // barrier (a communication thread in MPI_Barrier: with mpi_yield_when_idle,
 // which Open MPI sets on an oversubscribed node, it yields its core).
@@ -385,6 +454,7 @@ void measureKernels(CommBase &comm, MachineProfile &p) {
       measureConv(q);
       measureElementwise(q);
       measureUpdates(q);
+      measureNorms(q);
       const double after = medianSeconds(21, 1, reference);
       passes.push_back(std::move(q));
       slower.push_back(std::max(before, after));
@@ -413,6 +483,9 @@ void measureKernels(CommBase &comm, MachineProfile &p) {
          &MachineProfile::Work::seconds);
   for (int states = 0; states < 3; ++states)
     middle([states](MachineProfile &q) -> auto & { return q.updates[states]; },
+           &MachineProfile::Work::seconds);
+  for (int name = 0; name < kNorms; ++name)
+    middle([name](MachineProfile &q) -> auto & { return q.norms[name]; },
            &MachineProfile::Work::seconds);
 }
 
@@ -693,6 +766,9 @@ void maxOverRanks(CommBase &comm, MachineProfile &p) {
         &p.reduceScatter, &p.allGather})
     for (MachineProfile::Work &w : *list)
       slots.push_back(&w.seconds);
+  for (std::vector<MachineProfile::Work> &list : p.norms)
+    for (MachineProfile::Work &w : list)
+      slots.push_back(&w.seconds);
   // (sustainedGemm is the ranks' largest already, and `compute` with it.)
   for (double *factor :
        {&p.computeContention, &p.communicatingContention, &p.communicationContention})
@@ -856,6 +932,11 @@ std::string machineJson(const MachineProfile &p) {
   for (int states = 0; states < 3; ++states)
     out += fmt::format("    \"{}\": {}{}\n", kUpdateNames[states],
                        works(p.updates[states], "bytes", "    "), states < 2 ? "," : "");
+  out += "  },\n";
+  out += "  \"norms\": {\n";
+  for (int name = 0; name < kNorms; ++name)
+    out += fmt::format("    \"{}\": {}{}\n", kNormNames[name],
+                       works(p.norms[name], "bytes", "    "), name + 1 < kNorms ? "," : "");
   out += "  },\n";
   out += "  \"collectives\": {\n";
   out += fmt::format("    \"all_reduce\": {},\n", works(p.allReduce, "bytes", "    "));

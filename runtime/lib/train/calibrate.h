@@ -13,6 +13,9 @@
 //                as the generated fused loops), 1 KiB .. 64 MiB arrays
 //   updates      kern::sgdUpdate (without and with momentum) and
 //                kern::adamUpdate on one parameter, 1 KiB .. 16 MiB arrays
+//   norms        kern::batchNorm, batchNormGrad, batchNormGradMaxPool,
+//                maxPool2d, maxPool2dGrad (NCHW and nChw16c, N x 32 x 28 x
+//                28), layerNorm and layerNormGrad (rows of 256)
 //   collectives  the bucket API compiled steps use (allreduceStart,
 //                reduceScatterStart, allgatherStart, then wait), 4 KiB .. 64 MiB
 //                (4, 64 and 256 KiB, then 1 MiB x 4^i)
@@ -36,6 +39,25 @@ namespace dtc::rt {
 class CommBase;
 struct Options;
 
+// The file's names of the normalizations' and poolings' lists ("norms":
+// {...}): the dtc ops they price (dtc.batch_norm, ...; the gradient fused
+// with a max pooling's, dtc-fuse-max-pool-grad's, batch_norm_grad_max_pool),
+// in NCHW, then in nChw16c ("_blocked": dtc-blocked-layout's), then layer
+// norm.
+constexpr int kNorms = 12, kNormBlocked = 5, kNormLayer = 10;
+constexpr const char *kNormNames[kNorms] = {"batch_norm",
+                                            "batch_norm_grad",
+                                            "batch_norm_grad_max_pool",
+                                            "max_pool2d",
+                                            "max_pool2d_grad",
+                                            "batch_norm_blocked",
+                                            "batch_norm_grad_blocked",
+                                            "batch_norm_grad_max_pool_blocked",
+                                            "max_pool2d_blocked",
+                                            "max_pool2d_grad_blocked",
+                                            "layer_norm",
+                                            "layer_norm_grad"};
+
 // What --calibrate measured: the file's keys (docs/runtime.md, Calibration).
 struct MachineProfile {
   struct Gemm {
@@ -56,6 +78,9 @@ struct MachineProfile {
   // each moves (the gradient read, the parameter and each state read and
   // written: (3 + 2 states) x 4 n) and its seconds.
   std::vector<Work> updates[3];
+  // The normalizations and pooling by kNormNames: the bytes of the input x
+  // and the seconds.
+  std::vector<Work> norms[kNorms];
   std::vector<Work> allReduce, reduceScatter, allGather;
   // Sustained work against the short measurements (calibrate.cpp,
   // measureContention): >= 1.
