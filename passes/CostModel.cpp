@@ -232,24 +232,60 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
   for (int c = 0; c < 3; ++c)
     if (!points(collectives, names[c], "bytes", m.collectives[c]))
       return std::nullopt;
-  const llvm::json::Array *gemm = root->getArray("gemm");
-  if (!gemm || gemm->empty())
-    return bad("\"gemm\" must be a non-empty list");
-  for (const llvm::json::Value &v : *gemm) {
-    const llvm::json::Object *o = v.getAsObject();
-    std::optional<int64_t> a = o ? o->getInteger("m") : std::nullopt,
-                           b = o ? o->getInteger("n") : std::nullopt,
-                           c = o ? o->getInteger("k") : std::nullopt;
-    std::optional<double> s = o ? o->getNumber("seconds") : std::nullopt;
-    if (!a || !b || !c || *a < 1 || *b < 1 || *c < 1 || !s || !(*s > 0))
-      return bad("every entry of \"gemm\" needs \"m\", \"n\", \"k\" >= 1 and "
-                 "\"seconds\" > 0");
-    m.gemm.push_back({*a, *b, *c, *s});
+  // A non-empty list of {"m", "n", "k", "seconds"}.
+  auto shapes = [&](const llvm::json::Array *list, StringRef name,
+                    SmallVectorImpl<Machine::GemmPoint> &out) -> bool {
+    if (!list || list->empty()) {
+      bad("\"" + name + "\" must be a non-empty list");
+      return false;
+    }
+    for (const llvm::json::Value &v : *list) {
+      const llvm::json::Object *o = v.getAsObject();
+      std::optional<int64_t> a = o ? o->getInteger("m") : std::nullopt,
+                             b = o ? o->getInteger("n") : std::nullopt,
+                             c = o ? o->getInteger("k") : std::nullopt;
+      std::optional<double> s = o ? o->getNumber("seconds") : std::nullopt;
+      if (!a || !b || !c || *a < 1 || *b < 1 || *c < 1 || !s || !(*s > 0)) {
+        bad("every entry of \"" + name +
+            "\" needs \"m\", \"n\", \"k\" >= 1 and \"seconds\" > 0");
+        return false;
+      }
+      out.push_back({*a, *b, *c, *s});
+    }
+    return true;
+  };
+  if (!shapes(root->getArray("gemm"), "gemm", m.gemm))
+    return std::nullopt;
+  if (const llvm::json::Value *c = root->get("gemm_cold")) { // (optional)
+    const llvm::json::Object *o = c->getAsObject();
+    std::optional<double> bytes = o ? o->getNumber("bytes") : std::nullopt;
+    if (!bytes || !(*bytes > 0))
+      return bad("\"gemm_cold\" must be an object of \"bytes\" > 0 and "
+                 "\"shapes\"");
+    m.gemmColdBytes = *bytes;
+    if (!shapes(o->getArray("shapes"), "shapes", m.gemmCold))
+      return std::nullopt;
   }
   return m;
 }
 
-double Machine::gemmSeconds(double m, double n, double k) const {
+double Machine::gemmSeconds(double m, double n, double k, double meets) const {
+  const double hot = tableSeconds(gemm, m, n, k);
+  const double own = 4 * (m * k + k * n + m * n);
+  if (gemmCold.empty() || meets <= own)
+    return hot;
+  // Between the table of repeated calls (the operands in the caches) and
+  // the cold one (the operands along gemmColdBytes), by where the bytes
+  // the step touches lie between the GEMM's own and that, in log2.
+  const double cold = tableSeconds(gemmCold, m, n, k);
+  const double far = std::max(gemmColdBytes, 2 * own);
+  const double f =
+      std::clamp(std::log2(meets / own) / std::log2(far / own), 0.0, 1.0);
+  return hot + f * (cold - hot);
+}
+
+double Machine::tableSeconds(ArrayRef<GemmPoint> gemm, double m, double n,
+                             double k) {
   if (gemm.empty() || m <= 0 || n <= 0 || k <= 0)
     return 0;
   // The rate (FLOP/s) of the measured shapes nearest in log2(m, n, k), the
@@ -412,7 +448,7 @@ struct StepModel {
       return 0;
     if (auto mm = dyn_cast<MatmulOp>(op)) {
       work::Gemm g = work::gemm(mm, batch);
-      return machine.gemmSeconds(g.m, g.n, g.k);
+      return machine.gemmSeconds(g.m, g.n, g.k, stepBytes);
     }
     if (double flops = work::convFlops(op, batch); flops > 0)
       return machine.convSeconds(flops);
@@ -421,7 +457,7 @@ struct StepModel {
     // mask; each at the rate of a GEMM of its shape.
     if (std::optional<work::Attention> a = work::attention(op, batch))
       return a->heads * (a->gradient ? 5.0 : 2.0) * (a->causal ? 0.5 : 1.0) *
-             machine.gemmSeconds(a->tq, a->tk, a->dim);
+             machine.gemmSeconds(a->tq, a->tk, a->dim, stepBytes);
     // Normalizations and poolings the machine measured (its "norms"), by
     // their input's bytes.
     if (std::optional<double> t = normSeconds(op))

@@ -73,6 +73,11 @@ struct Machine {
   /// and slows less than a short one, which waits for a core.
   llvm::SmallVector<Point> beside;
   llvm::SmallVector<GemmPoint> gemm;
+  /// The same shapes, each call's operands the next ones along buffers of
+  /// gemmColdBytes (the file's "gemm_cold"; optional, else empty): from
+  /// beyond the caches.
+  llvm::SmallVector<GemmPoint> gemmCold;
+  double gemmColdBytes = 0;
   llvm::SmallVector<Point> conv, elementwise;
   /// The optimizer updates by their state buffers (0: SGD, 1: SGD with
   /// momentum, 2: Adam; the file's "updates"; optional): the bytes moved.
@@ -89,8 +94,14 @@ struct Machine {
   /// Reads a dtc-machine/1 file; on failure, says why in `error`.
   static std::optional<Machine> load(llvm::StringRef path, std::string &error);
 
-  /// One GEMM C[m,n] = A[m,k] B[k,n].
-  double gemmSeconds(double m, double n, double k) const;
+  /// One GEMM C[m,n] = A[m,k] B[k,n] in a step that touches `meets` bytes
+  /// (0: its operands in the caches, as when repeated): where the file has
+  /// `gemm_cold`, between `gemm` (at the GEMM's own bytes) and `gemmCold`
+  /// (at gemmColdBytes) by log2 of `meets`.
+  double gemmSeconds(double m, double n, double k, double meets = 0) const;
+  /// The rate of the 8 shapes of `table` nearest in log2(m, n, k).
+  static double tableSeconds(llvm::ArrayRef<GemmPoint> table, double m,
+                             double n, double k);
   /// A convolution (or one of its gradients) of `flops`.
   double convSeconds(double flops) const;
   /// A memory-bound kernel that reads and writes `bytes` in all.

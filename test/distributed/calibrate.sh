@@ -67,6 +67,14 @@ shapes = {(g["m"], g["n"], g["k"]) for g in d["gemm"]}
 sizes = (16, 64, 256, 1024, 4096)
 want = {(m, n, k) for m in sizes for n in sizes for k in sizes if 2 * m * n * k <= 4.3e9}
 need(shapes == want, f"gemm shapes: {len(shapes)}, expected {len(want)}")
+# The same shapes cold: each call's operands the next ones along the buffers
+# of the largest shapes' A, B and C.
+cold = d["gemm_cold"]
+positive(cold["shapes"], "gemm_cold")
+need([(g["m"], g["n"], g["k"]) for g in cold["shapes"]] == [(g["m"], g["n"], g["k"]) for g in d["gemm"]],
+     "gemm_cold shapes")
+need(cold["bytes"] == 4 * (max(m * k for m, n, k in want) + max(k * n for m, n, k in want) +
+                           max(m * n for m, n, k in want)), f"gemm_cold bytes {cold['bytes']}")
 positive(d["conv"], "conv")
 need([c["flops"] for c in d["conv"]] ==
      [2 * 32 * o * h * w * c * 9 for c, o, h, w in

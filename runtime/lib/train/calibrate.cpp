@@ -213,6 +213,28 @@ void measureGemm(MachineProfile &p) {
     });
     p.gemm.push_back({s.m, s.n, s.k, t});
   }
+  // The same with each call's operands the next ones along the buffers
+  // (wrapping around): A, B and C come from beyond the caches a repeated
+  // call keeps them in, as in a step that touches more memory between two
+  // uses of them (gemm_cold; CostModel.cpp, Machine::gemmSeconds).
+  p.gemmColdBytes = (maxA + maxB + maxC) * 4;
+  for (const Shape &s : shapes) {
+    const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
+    int64_t atA = 0, atB = 0, atC = 0;
+    auto next = [](int64_t &at, int64_t size, int64_t most) {
+      at += (size + 15) / 16 * 16; // (64-byte aligned, as the arena's)
+      if (at + size > most)
+        at = 0;
+    };
+    const double t = medianSeconds(samplesFor(flops, 1e9, 1e8), innerCalls(flops, 1e7), [&] {
+      next(atA, s.m * s.k, maxA);
+      next(atB, s.k * s.n, maxB);
+      next(atC, s.m * s.n, maxC);
+      gemm_engine::gemm(false, false, s.m, s.n, s.k, 1.0f, a.as<float>() + atA, s.k,
+                        b.as<float>() + atB, s.n, 0.0f, c.as<float>() + atC, s.n);
+    });
+    p.gemmCold.push_back({s.m, s.n, s.k, t});
+  }
 }
 
 void measureConv(MachineProfile &p) {
@@ -478,6 +500,8 @@ void measureKernels(CommBase &comm, MachineProfile &p) {
     }
   };
   middle([](MachineProfile &q) -> auto & { return q.gemm; }, &MachineProfile::Gemm::seconds);
+  middle([](MachineProfile &q) -> auto & { return q.gemmCold; }, &MachineProfile::Gemm::seconds);
+  p.gemmColdBytes = passes[kept[0]].gemmColdBytes;
   middle([](MachineProfile &q) -> auto & { return q.conv; }, &MachineProfile::Work::seconds);
   middle([](MachineProfile &q) -> auto & { return q.elementwise; },
          &MachineProfile::Work::seconds);
@@ -759,8 +783,9 @@ void maxOverRanks(CommBase &comm, MachineProfile &p) {
   if (comm.size() == 1)
     return;
   std::vector<double *> slots;
-  for (MachineProfile::Gemm &g : p.gemm)
-    slots.push_back(&g.seconds);
+  for (std::vector<MachineProfile::Gemm> *list : {&p.gemm, &p.gemmCold})
+    for (MachineProfile::Gemm &g : *list)
+      slots.push_back(&g.seconds);
   for (std::vector<MachineProfile::Work> *list :
        {&p.conv, &p.elementwise, &p.updates[0], &p.updates[1], &p.updates[2], &p.allReduce,
         &p.reduceScatter, &p.allGather})
@@ -926,6 +951,12 @@ std::string machineJson(const MachineProfile &p) {
     gemm.push_back(fmt::format("{{\"m\": {}, \"n\": {}, \"k\": {}, \"seconds\": {}}}", g.m, g.n,
                                g.k, seconds(g.seconds)));
   out += fmt::format("  \"gemm\": {},\n", list(gemm, "  "));
+  std::vector<std::string> cold;
+  for (const MachineProfile::Gemm &g : p.gemmCold)
+    cold.push_back(fmt::format("{{\"m\": {}, \"n\": {}, \"k\": {}, \"seconds\": {}}}", g.m, g.n,
+                               g.k, seconds(g.seconds)));
+  out += fmt::format("  \"gemm_cold\": {{\"bytes\": {}, \"shapes\": {}}},\n", p.gemmColdBytes,
+                     list(cold, "  "));
   out += fmt::format("  \"conv\": {},\n", works(p.conv, "flops", "  "));
   out += fmt::format("  \"elementwise\": {},\n", works(p.elementwise, "bytes", "  "));
   out += "  \"updates\": {\n";

@@ -6,7 +6,8 @@
 // (passes/, dtc --machine FILE) estimates a step from (the kernels one rank
 // at a time, the collectives and contention every rank at once):
 //   gemm         gemm_engine::gemm(false, false, M, N, K, ...) for M, N, K in
-//                {16, 64, 256, 1024, 4096} with 2MNK <= 4.3e9
+//                {16, 64, 256, 1024, 4096} with 2MNK <= 4.3e9; gemm_cold
+//                the same, each call on the next operands along 192 MB
 //   conv         kern::conv2d (the entry generated code calls: the engine's
 //                convolution, else im2col + GEMM), 3x3 stride 1 pad 1, N = 32
 //   elementwise  y[i] = a x[i] + y[i] through kern::forRanges (rt::parallelFor,
@@ -73,6 +74,11 @@ struct MachineProfile {
   bool deferredStarts = false;
   int64_t processBytes = 0;
   std::vector<Gemm> gemm;
+  // The same shapes, each call's operands the next ones along buffers of
+  // gemmColdBytes in all (calibrate.cpp, measureGemm): from beyond the
+  // caches that hold a repeated call's.
+  std::vector<Gemm> gemmCold;
+  int64_t gemmColdBytes = 0;
   std::vector<Work> conv, elementwise;
   // The optimizer updates by their state buffers (kUpdateNames): the bytes
   // each moves (the gradient read, the parameter and each state read and
