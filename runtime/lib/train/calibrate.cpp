@@ -205,36 +205,32 @@ void measureGemm(MachineProfile &p) {
   AlignedBuffer a(size_t(maxA) * 4), b(size_t(maxB) * 4), c(size_t(maxC) * 4);
   fill(a.as<float>(), maxA, 1e-2f);
   fill(b.as<float>(), maxB, 1e-2f);
-  for (const Shape &s : shapes) {
-    const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
-    const double t = medianSeconds(samplesFor(flops, 1e9, 1e8), innerCalls(flops, 1e7), [&] {
-      gemm_engine::gemm(false, false, s.m, s.n, s.k, 1.0f, a.as<float>(), s.k, b.as<float>(), s.n,
-                        0.0f, c.as<float>(), s.n);
-    });
-    p.gemm.push_back({s.m, s.n, s.k, t});
-  }
-  // The same with each call's operands the next ones along the buffers
-  // (wrapping around): A, B and C come from beyond the caches a repeated
-  // call keeps them in, as in a step that touches more memory between two
-  // uses of them (gemm_cold; CostModel.cpp, Machine::gemmSeconds).
+  // gemm: each shape called again and again on the same buffers. gemm_cold:
+  // the same with each call's operands the next ones along the buffers
+  // (wrapping around), so that A, B and C come from beyond the caches a
+  // repeated call keeps them in, as in a step that touches more memory
+  // between two uses of them (CostModel.cpp, Machine::gemmSeconds).
   p.gemmColdBytes = (maxA + maxB + maxC) * 4;
-  for (const Shape &s : shapes) {
-    const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
-    int64_t atA = 0, atB = 0, atC = 0;
-    auto next = [](int64_t &at, int64_t size, int64_t most) {
-      at += (size + 15) / 16 * 16; // (64-byte aligned, as the arena's)
-      if (at + size > most)
-        at = 0;
-    };
-    const double t = medianSeconds(samplesFor(flops, 1e9, 1e8), innerCalls(flops, 1e7), [&] {
-      next(atA, s.m * s.k, maxA);
-      next(atB, s.k * s.n, maxB);
-      next(atC, s.m * s.n, maxC);
-      gemm_engine::gemm(false, false, s.m, s.n, s.k, 1.0f, a.as<float>() + atA, s.k,
-                        b.as<float>() + atB, s.n, 0.0f, c.as<float>() + atC, s.n);
-    });
-    p.gemmCold.push_back({s.m, s.n, s.k, t});
-  }
+  auto next = [](int64_t &at, int64_t size, int64_t most) {
+    at += (size + 15) / 16 * 16; // (64-byte aligned, as the arena's)
+    if (at + size > most)
+      at = 0;
+  };
+  for (bool cold : {false, true})
+    for (const Shape &s : shapes) {
+      const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
+      int64_t atA = 0, atB = 0, atC = 0;
+      const double t = medianSeconds(samplesFor(flops, 1e9, 1e8), innerCalls(flops, 1e7), [&] {
+        if (cold) {
+          next(atA, s.m * s.k, maxA);
+          next(atB, s.k * s.n, maxB);
+          next(atC, s.m * s.n, maxC);
+        }
+        gemm_engine::gemm(false, false, s.m, s.n, s.k, 1.0f, a.as<float>() + atA, s.k,
+                          b.as<float>() + atB, s.n, 0.0f, c.as<float>() + atC, s.n);
+      });
+      (cold ? p.gemmCold : p.gemm).push_back({s.m, s.n, s.k, t});
+    }
 }
 
 void measureConv(MachineProfile &p) {
@@ -591,6 +587,15 @@ int64_t gemmsFor(double seconds, double gemmSeconds) {
 // The rounds' lengths of compute_rounds, in seconds alone.
 constexpr double kComputeRounds[] = {0.005, 0.01, 0.02, 0.05, 0.1};
 
+// The reference GEMM's median alone (of 21), one rank at a time, as the
+// kernels were measured: this rank's.
+double referenceBurst(CommBase &comm) {
+  ReferenceGemm gemm;
+  double burst = 0;
+  oneRankAtATime(comm, [&] { burst = medianSeconds(21, 1, gemm); });
+  return burst;
+}
+
 // What the short measurements above do not see, as factors (docs/runtime.md,
 // "Calibration"): a step's kernels run back to back for tens of
 // milliseconds, on every rank at once, and (unless starts are deferred)
@@ -632,15 +637,7 @@ constexpr double kComputeRounds[] = {0.005, 0.01, 0.02, 0.05, 0.1};
 // Without collectives (1 rank) or with deferred starts (the collectives run
 // at their waits, beside no compute) compute_communicating is compute,
 // communication_beside empty and communication 1.
-// The reference GEMM's median alone (of 21), one rank at a time, as the
-// kernels were measured: this rank's.
-double referenceBurst(CommBase &comm) {
-  ReferenceGemm gemm;
-  double burst = 0;
-  oneRankAtATime(comm, [&] { burst = medianSeconds(21, 1, gemm); });
-  return burst;
-}
-
+//
 // One measurement of the factors (measureContention) against `burst`, the
 // reference GEMM's time alone (the ranks' largest). `slowest`: this rank's
 // slowest reference GEMM alone, measured again between the parts.
@@ -748,11 +745,11 @@ void contentionOnce(CommBase &comm, MachineProfile &p, double burst, double &slo
 // each reduce-scatter size) and after the measurement, on each rank, the
 // slowest against the fastest of the kernel passes' on that rank. A
 // measurement whose slowest is more than kPassDrift times that is made
-// again (kMostContentionTries in all; then the steadiest is kept). A slow period of the host under the sustained GEMMs
-// (and the burst with them) left the factors about right but made
-// sustained_gemm_256 twice the host's usual: a program planned from the
-// file then read "host x0.52" after training, its speed against a
-// calibration that was not the host's.
+// again (kMostContentionTries in all; then the steadiest is kept). A slow
+// period of the host under the sustained GEMMs (and the burst with them)
+// left the factors about right but made sustained_gemm_256 twice the
+// host's usual: a program planned from the file then read "host x0.52"
+// after training, its speed against a calibration that was not the host's.
 void measureContention(CommBase &comm, MachineProfile &p) {
   constexpr int kMostContentionTries = 3;
   const MachineProfile base = p;
@@ -767,7 +764,7 @@ void measureContention(CommBase &comm, MachineProfile &p) {
       least = drift;
       steadiest = std::move(q);
     }
-    const bool steady = !steadyPasses({drift}, 1.0).empty();
+    const bool steady = drift <= kPassDrift;
     if (steady || tries == kMostContentionTries) {
       p = std::move(steadiest);
       p.contentionTries = tries;
@@ -946,17 +943,16 @@ std::string machineJson(const MachineProfile &p) {
           fmt::format("{{\"{}\": {}, \"seconds\": {}}}", key, w.amount, seconds(w.seconds)));
     return list(items, indent);
   };
-  std::vector<std::string> gemm;
-  for (const MachineProfile::Gemm &g : p.gemm)
-    gemm.push_back(fmt::format("{{\"m\": {}, \"n\": {}, \"k\": {}, \"seconds\": {}}}", g.m, g.n,
-                               g.k, seconds(g.seconds)));
-  out += fmt::format("  \"gemm\": {},\n", list(gemm, "  "));
-  std::vector<std::string> cold;
-  for (const MachineProfile::Gemm &g : p.gemmCold)
-    cold.push_back(fmt::format("{{\"m\": {}, \"n\": {}, \"k\": {}, \"seconds\": {}}}", g.m, g.n,
-                               g.k, seconds(g.seconds)));
+  auto shapes = [&](const std::vector<MachineProfile::Gemm> &gs) {
+    std::vector<std::string> items;
+    for (const MachineProfile::Gemm &g : gs)
+      items.push_back(fmt::format("{{\"m\": {}, \"n\": {}, \"k\": {}, \"seconds\": {}}}", g.m,
+                                  g.n, g.k, seconds(g.seconds)));
+    return list(items, "  ");
+  };
+  out += fmt::format("  \"gemm\": {},\n", shapes(p.gemm));
   out += fmt::format("  \"gemm_cold\": {{\"bytes\": {}, \"shapes\": {}}},\n", p.gemmColdBytes,
-                     list(cold, "  "));
+                     shapes(p.gemmCold));
   out += fmt::format("  \"conv\": {},\n", works(p.conv, "flops", "  "));
   out += fmt::format("  \"elementwise\": {},\n", works(p.elementwise, "bytes", "  "));
   out += "  \"updates\": {\n";
