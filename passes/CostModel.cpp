@@ -114,10 +114,13 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
   m.source = path.str();
   m.ranks = root->getInteger("ranks").value_or(0);
   m.threads = root->getInteger("threads").value_or(1);
+  m.localRanks = root->getInteger("local_ranks").value_or(1);
   m.deferredStarts = root->getBoolean("deferred_starts").value_or(false);
   m.processBytes = root->getInteger("process_bytes").value_or(0);
   if (m.ranks < 1)
     return bad("\"ranks\" must be a number >= 1");
+  if (m.localRanks < 1 || m.localRanks > m.ranks)
+    return bad("\"local_ranks\" must be a number from 1 to \"ranks\"");
   // (Optional: files written before it have none.)
   if (const llvm::json::Value *c = root->get("contention")) {
     const llvm::json::Object *o = c->getAsObject();
@@ -217,14 +220,45 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
   }
   // (Optional, and each list in it: the lists dtc knows are read, others
   // left alone.)
-  if (const llvm::json::Value *n = root->get("norms")) {
-    const llvm::json::Object *o = n->getAsObject();
-    if (!o)
-      return bad("\"norms\" must be an object of lists");
+  auto lists = [&](const llvm::json::Object *o, StringRef name,
+                   llvm::StringMap<SmallVector<Point>> &into) -> bool {
+    if (!o) {
+      bad("\"" + name + "\" must be an object of lists");
+      return false;
+    }
     for (const auto &entry : *o)
-      if (!points(o, entry.first, "bytes", m.norms[entry.first.str()]))
-        return std::nullopt;
-  }
+      if (!points(o, entry.first, "bytes", into[entry.first.str()]))
+        return false;
+    return true;
+  };
+  if (const llvm::json::Value *n = root->get("norms"))
+    if (!lists(n->getAsObject(), "norms", m.norms))
+      return std::nullopt;
+  // An optional cold measurement, {"bytes": b > 0, "<inner>": ...}: the
+  // object (nullptr where there is none, or on failure, `failed` set), its
+  // bytes into `bytes`.
+  bool failed = false;
+  auto cold = [&](StringRef name, StringRef inner,
+                  double &bytes) -> const llvm::json::Object * {
+    const llvm::json::Value *c = root->get(name);
+    if (!c)
+      return nullptr;
+    const llvm::json::Object *o = c->getAsObject();
+    std::optional<double> b = o ? o->getNumber("bytes") : std::nullopt;
+    if (!b || !(*b > 0)) {
+      bad("\"" + name + "\" must be an object of \"bytes\" > 0 and \"" + inner +
+          "\"");
+      failed = true;
+      return nullptr;
+    }
+    bytes = *b;
+    return o;
+  };
+  if (const llvm::json::Object *o =
+          cold("norms_cold", "lists", m.normsColdBytes))
+    failed = !lists(o->getObject("lists"), "lists", m.normsCold);
+  if (failed)
+    return std::nullopt;
   const llvm::json::Object *collectives = root->getObject("collectives");
   if (!collectives)
     return bad("\"collectives\" must be an object");
@@ -256,32 +290,27 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
   };
   if (!shapes(root->getArray("gemm"), "gemm", m.gemm))
     return std::nullopt;
-  if (const llvm::json::Value *c = root->get("gemm_cold")) { // (optional)
-    const llvm::json::Object *o = c->getAsObject();
-    std::optional<double> bytes = o ? o->getNumber("bytes") : std::nullopt;
-    if (!bytes || !(*bytes > 0))
-      return bad("\"gemm_cold\" must be an object of \"bytes\" > 0 and "
-                 "\"shapes\"");
-    m.gemmColdBytes = *bytes;
-    if (!shapes(o->getArray("shapes"), "shapes", m.gemmCold))
-      return std::nullopt;
-  }
+  if (const llvm::json::Object *o =
+          cold("gemm_cold", "shapes", m.gemmColdBytes))
+    failed = !shapes(o->getArray("shapes"), "shapes", m.gemmCold);
+  if (failed)
+    return std::nullopt;
   return m;
+}
+
+double Machine::coldShare(double own, double meets, double coldBytes) {
+  if (coldBytes <= 0 || meets <= own || own <= 0)
+    return 0;
+  const double far = std::max(coldBytes, 2 * own);
+  return std::clamp(std::log2(meets / own) / std::log2(far / own), 0.0, 1.0);
 }
 
 double Machine::gemmSeconds(double m, double n, double k, double meets) const {
   const double hot = tableSeconds(gemm, m, n, k);
-  const double own = 4 * (m * k + k * n + m * n);
-  if (gemmCold.empty() || meets <= own)
-    return hot;
-  // Between the table of repeated calls (the operands in the caches) and
-  // the cold one (the operands along gemmColdBytes), by where the bytes
-  // the step touches lie between the GEMM's own and that, in log2.
-  const double cold = tableSeconds(gemmCold, m, n, k);
-  const double far = std::max(gemmColdBytes, 2 * own);
-  const double f =
-      std::clamp(std::log2(meets / own) / std::log2(far / own), 0.0, 1.0);
-  return hot + f * (cold - hot);
+  const double f = gemmCold.empty() ? 0
+                                    : coldShare(4 * (m * k + k * n + m * n),
+                                                meets, gemmColdBytes);
+  return f == 0 ? hot : hot + f * (tableSeconds(gemmCold, m, n, k) - hot);
 }
 
 double Machine::tableSeconds(ArrayRef<GemmPoint> gemm, double m, double n,
@@ -343,11 +372,16 @@ std::optional<double> Machine::updateSeconds(int64_t states,
   return interpolate(updates[states], bytes);
 }
 
-std::optional<double> Machine::normSeconds(StringRef name, double bytes) const {
+std::optional<double> Machine::normSeconds(StringRef name, double bytes,
+                                           double own, double meets) const {
   auto it = norms.find(name);
   if (it == norms.end())
     return std::nullopt;
-  return interpolate(it->second, bytes);
+  const double hot = interpolate(it->second, bytes);
+  auto cold = normsCold.find(name);
+  const double f =
+      cold == normsCold.end() ? 0 : coldShare(own, meets, normsColdBytes);
+  return f == 0 ? hot : hot + f * (interpolate(cold->second, bytes) - hot);
 }
 
 double Machine::collectiveSeconds(Collective kind, double bytes) const {
@@ -391,8 +425,10 @@ namespace {
 struct StepModel {
   const Machine &machine;
   int64_t batch, states;
-  // What a step touches: its persistent block, arena and batch.
-  double stepBytes = 0;
+  // What a kernel's operands meet in the host's caches between two uses of
+  // them: the step's persistent block, arena and batch, on every rank the
+  // host runs (Machine::localRanks: they share its last-level cache).
+  double meets = 0;
   DenseMap<int64_t, int64_t> bucketFloats{}; // a sharded bucket's floats
   DenseMap<Operation *, double> factors{};   // a kernel's (segmentFactors)
 
@@ -428,8 +464,11 @@ struct StepModel {
     if (!x || op->hasAttr("channels_last"))
       return std::nullopt;
     std::string name = op->getName().stripDialect().str();
+    // (What it reads and writes: for where it lies between norms and
+    // norms_cold.)
+    const double own = bytesOf(op->getOperands()) + bytesOf(op->getResults());
     if (isa<LayerNormOp, LayerNormGradOp>(op))
-      return machine.normSeconds(name, bytes(x));
+      return machine.normSeconds(name, bytes(x), own, meets);
     if (!isa<BatchNormOp, BatchNormGradOp, MaxPool2dOp, MaxPool2dGradOp>(op))
       return std::nullopt;
     if (auto grad = dyn_cast<BatchNormGradOp>(op); grad && grad.getPoolKernel())
@@ -438,7 +477,7 @@ struct StepModel {
       name += "_blocked";
     else if (x.getRank() != 4)
       return std::nullopt;
-    return machine.normSeconds(name, bytes(x));
+    return machine.normSeconds(name, bytes(x), own, meets);
   }
 
   /// The seconds of a kernel that is not a collective.
@@ -448,7 +487,7 @@ struct StepModel {
       return 0;
     if (auto mm = dyn_cast<MatmulOp>(op)) {
       work::Gemm g = work::gemm(mm, batch);
-      return machine.gemmSeconds(g.m, g.n, g.k, stepBytes);
+      return machine.gemmSeconds(g.m, g.n, g.k, meets);
     }
     if (double flops = work::convFlops(op, batch); flops > 0)
       return machine.convSeconds(flops);
@@ -457,7 +496,7 @@ struct StepModel {
     // mask; each at the rate of a GEMM of its shape.
     if (std::optional<work::Attention> a = work::attention(op, batch))
       return a->heads * (a->gradient ? 5.0 : 2.0) * (a->causal ? 0.5 : 1.0) *
-             machine.gemmSeconds(a->tq, a->tk, a->dim, stepBytes);
+             machine.gemmSeconds(a->tq, a->tk, a->dim, meets);
     // Normalizations and poolings the machine measured (its "norms"), by
     // their input's bytes.
     if (std::optional<double> t = normSeconds(op))
@@ -490,9 +529,9 @@ struct StepModel {
     auto updating = [&](double elementBytes) {
       const double moved = elementBytes * perElement;
       const double arrays = 2 + double(states);
-      const double meets = std::max(moved, stepBytes * perElement / arrays);
-      if (std::optional<double> t = machine.updateSeconds(states, meets))
-        return moved / meets * *t;
+      const double loop = std::max(moved, meets * perElement / arrays);
+      if (std::optional<double> t = machine.updateSeconds(states, loop))
+        return moved / loop * *t;
       return moving(moved);
     };
     // update_running_stats: the batch's statistics read, the running ones
@@ -702,6 +741,7 @@ Prediction dtc::predict(ModuleOp module, const Machine &machine,
   if (p.ranks != machine.ranks && machine.source == "built-in defaults")
     at = Machine::defaults(p.ranks);
   at.ranks = p.ranks;
+  at.localRanks = std::min(at.localRanks, at.ranks);
   StepModel model{at, plan.batch, optimizerStateBuffers(module)};
   auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
   if (!train)
@@ -721,8 +761,9 @@ Prediction dtc::predict(ModuleOp module, const Machine &machine,
       perSample += n;
     }
   p.batchBytes = int64_t(perSample) * plan.batch;
-  model.stepBytes =
-      double(plan.persistentBytes + plan.allocatedArena() + p.batchBytes);
+  model.meets =
+      double(plan.persistentBytes + plan.allocatedArena() + p.batchBytes) *
+      double(at.localRanks);
   int64_t k = 1;
   if (IntegerAttr acc = dtc->getAccumulateAttrHelper().getAttr(module))
     k = std::max<int64_t>(1, acc.getInt());

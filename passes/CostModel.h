@@ -38,6 +38,9 @@ struct Machine {
   /// Where it came from: the file, or "built-in defaults".
   std::string source = "built-in defaults";
   int64_t ranks = 1, threads = 1;
+  /// The ranks on one host (the file's "local_ranks"; 1 where it has
+  /// none): they share its last-level cache.
+  int64_t localRanks = 1;
   /// Collectives progress only while a rank waits for them (the runtime's
   /// --overlap auto without a core for the communication thread).
   bool deferredStarts = false;
@@ -86,6 +89,10 @@ struct Machine {
   /// (`batch_norm`, `max_pool2d_grad_blocked`, `layer_norm`, ...: the
   /// file's "norms"; optional): the bytes of their input x.
   llvm::StringMap<llvm::SmallVector<Point>> norms;
+  /// The same, each call's arrays the next ones along buffers of
+  /// normsColdBytes (the file's "norms_cold"; optional, else empty).
+  llvm::StringMap<llvm::SmallVector<Point>> normsCold;
+  double normsColdBytes = 0;
   llvm::SmallVector<Point> collectives[3];
 
   /// The built-in machine: a core's worth of a current server at
@@ -111,8 +118,17 @@ struct Machine {
   /// nothing where the machine has no such measurement.
   std::optional<double> updateSeconds(int64_t states, double bytes) const;
   /// The normalization or pooling `name` (a key of `norms`) of an input of
-  /// `bytes`; nothing where the machine has no such measurement.
-  std::optional<double> normSeconds(llvm::StringRef name, double bytes) const;
+  /// `bytes` that reads and writes `own` bytes in a step that touches
+  /// `meets` (0: as when repeated): where the file has `norms_cold`,
+  /// between the two lists as gemmSeconds; nothing where the machine has no
+  /// such measurement.
+  std::optional<double> normSeconds(llvm::StringRef name, double bytes,
+                                    double own = 0, double meets = 0) const;
+  /// How far (0 .. 1) a kernel that reads and writes `own` bytes, in a
+  /// step that touches `meets`, lies from its repeated measurement (its
+  /// operands in the caches) towards its cold one (along `coldBytes`): by
+  /// log2(meets / own) against log2(coldBytes / own).
+  static double coldShare(double own, double meets, double coldBytes);
   /// A collective over `bytes` (the whole bucket) at this world size.
   double collectiveSeconds(Collective kind, double bytes) const;
   /// How many times slower a collective of `alone` seconds (alone)

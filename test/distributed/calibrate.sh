@@ -100,6 +100,14 @@ for name in norms:
     want = ([4 * 256 * (64 << 2 * i) for i in range(5)] if name.startswith("layer")
             else [4 * 32 * 28 * 28 * (1 << 2 * i) for i in range(4)])
     need([e["bytes"] for e in d["norms"][name]] == want, f"{name} bytes")
+# The same cold: each call's arrays the next ones along 4 buffers of 48 MiB.
+need(d["norms_cold"]["bytes"] == 192 << 20, f"norms_cold bytes {d['norms_cold']['bytes']}")
+lists = d["norms_cold"]["lists"]
+need(sorted(lists) == sorted(norms), f"norms_cold: {sorted(lists)}")
+for name in norms:
+    positive(lists[name], "cold " + name)
+    need([e["bytes"] for e in lists[name]] == [e["bytes"] for e in d["norms"][name]],
+         f"cold {name} bytes")
 coll = d["collectives"]
 for kind in ("all_reduce", "reduce_scatter", "all_gather"):
     entries = coll[kind]

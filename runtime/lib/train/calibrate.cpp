@@ -323,64 +323,86 @@ void measureUpdates(MachineProfile &p) {
 // at rates of their own against the streaming loop's (on an AMD EPYC, 5x
 // its time for the bytes they move, and pooling 8x; on an Intel Xeon,
 // pooling 3x): a table of fixed factors measured on one host mispriced the
-// CNN by a third on another.
+// CNN by a third on another. norms: each call again on the same arrays;
+// norms_cold: each call's arrays the next ones along kNormColdBytes of
+// buffers (as gemm_cold: a step touches its working set between two uses
+// of them, and a CNN's batch norms at one thread took 1.6x the repeated
+// call's time in its step on an Intel Xeon, about a third of the way to
+// the cold one).
+constexpr int64_t kNormColdBytes = int64_t(192) << 20; // 4 arrays of 48 MiB
+
 void measureNorms(MachineProfile &p) {
   constexpr int64_t kC = 32, kHW = 28, kMostN = 64, kD = 256, kMostRows = 16384;
   constexpr int64_t kMost = std::max(kMostN * kC * kHW * kHW, kMostRows * kD); // floats
-  AlignedBuffer x(size_t(kMost) * 4), dy(size_t(kMost) * 4), y(size_t(kMost) * 4),
-      dx(size_t(kMost) * 4), small(size_t(6 * kMostRows) * 4);
-  fill(x.as<float>(), kMost, 1e-2f);
-  fill(dy.as<float>(), kMost, 1e-3f);
+  constexpr int64_t kArray = std::max(kMost, kNormColdBytes / 4 / 4);           // floats
+  AlignedBuffer x(size_t(kArray) * 4), dy(size_t(kArray) * 4), y(size_t(kArray) * 4),
+      dx(size_t(kArray) * 4), small(size_t(6 * kMostRows) * 4);
+  fill(x.as<float>(), kArray, 1e-2f);
+  fill(dy.as<float>(), kArray, 1e-3f);
   // (Statistics of up to kMostRows rows; parameters of up to kD channels.)
   float *mean = small.as<float>(), *var = mean + kMostRows, *weight = var + kMostRows,
         *bias = weight + kMostRows, *dweight = bias + kMostRows, *dbias = dweight + kMostRows;
   fill(weight, kMostRows, 1.0f);
+  p.normsColdBytes = 4 * kArray * 4;
   const HostContext ctx{};
-  auto time = [&](int name, int64_t inputBytes, auto &&call) {
-    const double moved = 3.0 * double(inputBytes); // (for the repetitions only)
-    p.norms[name].push_back(
-        {inputBytes,
-         medianSeconds(samplesFor(moved, 1e8, 1e7), innerCalls(moved, 4e6), call)});
-  };
-  for (int64_t n = 1; n <= kMostN; n *= 4) {
-    const int64_t bytes = n * kC * kHW * kHW * 4;
-    for (int blocked = 0; blocked < 2; ++blocked) {
-      const int64_t lanes = blocked ? 16 : 1;
-      const int64_t layout = blocked ? Window2d::kInBlocked | Window2d::kOutBlocked : 0;
-      // C, H, W, O, kH, kW, sH, sW, pH, pW, dH, dW, groups, Ho, Wo, layout
-      const int64_t window[Window2d::kValues] = {kC, kHW, kHW, kC, 2, 2, 2, 2,
-                                                 0,  0,   1,   1,  1, kHW / 2, kHW / 2, layout};
-      const int base = blocked ? kNormBlocked : 0;
-      time(base + 0, bytes, [&] {
-        kern::batchNorm(ctx, x.as<float>(), weight, bias, y.as<float>(), mean, var, n, kC,
-                        kHW * kHW, 1e-5f, true, lanes);
+  // The arrays of the call being timed: the buffers' starts (norms), or the
+  // next `floats` along each (norms_cold, 64-byte aligned, wrapping).
+  float *xs = nullptr, *dys = nullptr, *ys = nullptr, *dxs = nullptr;
+  for (bool cold : {false, true}) {
+    auto time = [&](int name, int64_t inputBytes, auto &&call) {
+      const int64_t floats = (inputBytes / 4 + 15) / 16 * 16;
+      int64_t at = cold ? 0 : -floats;
+      auto step = [&] {
+        at = cold && at + 2 * floats <= kArray ? at + floats : 0;
+        xs = x.as<float>() + at;
+        dys = dy.as<float>() + at;
+        ys = y.as<float>() + at;
+        dxs = dx.as<float>() + at;
+      };
+      step();
+      const double moved = 3.0 * double(inputBytes); // (for the repetitions only)
+      (cold ? p.normsCold : p.norms)[name].push_back(
+          {inputBytes, medianSeconds(samplesFor(moved, 1e8, 1e7), innerCalls(moved, 4e6), [&] {
+             if (cold)
+               step();
+             call();
+           })});
+    };
+    for (int64_t n = 1; n <= kMostN; n *= 4) {
+      const int64_t bytes = n * kC * kHW * kHW * 4;
+      for (int blocked = 0; blocked < 2; ++blocked) {
+        const int64_t lanes = blocked ? 16 : 1;
+        const int64_t layout = blocked ? Window2d::kInBlocked | Window2d::kOutBlocked : 0;
+        // C, H, W, O, kH, kW, sH, sW, pH, pW, dH, dW, groups, Ho, Wo, layout
+        const int64_t window[Window2d::kValues] = {kC, kHW, kHW, kC, 2, 2, 2, 2,
+                                                   0,  0,   1,   1,  1, kHW / 2, kHW / 2, layout};
+        const int base = blocked ? kNormBlocked : 0;
+        time(base + 0, bytes, [&] {
+          kern::batchNorm(ctx, xs, weight, bias, ys, mean, var, n, kC, kHW * kHW, 1e-5f, true,
+                          lanes);
+        });
+        time(base + 1, bytes, [&] {
+          kern::batchNormGrad(ctx, xs, dys, mean, var, weight, ys, dxs, dweight, dbias, n, kC,
+                              kHW * kHW, 1e-5f, lanes);
+        });
+        // (pooled dy: the first quarter of dy)
+        time(base + 2, bytes, [&] {
+          kern::batchNormGradMaxPool(ctx, xs, dys, mean, var, weight, ys, dxs, dweight, dbias, n,
+                                     kC, kHW * kHW, 1e-5f, lanes, window);
+        });
+        time(base + 3, bytes, [&] { kern::maxPool2d(ctx, xs, ys, n, window); });
+        time(base + 4, bytes, [&] { kern::maxPool2dGrad(ctx, xs, dys, dxs, n, window); });
+      }
+    }
+    for (int64_t rows = 64; rows <= kMostRows; rows *= 4) {
+      const int64_t bytes = rows * kD * 4;
+      time(kNormLayer, bytes, [&] {
+        kern::layerNorm(ctx, xs, weight, bias, ys, mean, var, rows, kD, 1e-5f);
       });
-      time(base + 1, bytes, [&] {
-        kern::batchNormGrad(ctx, x.as<float>(), dy.as<float>(), mean, var, weight, y.as<float>(),
-                            dx.as<float>(), dweight, dbias, n, kC, kHW * kHW, 1e-5f, lanes);
-      });
-      // (pooled dy: the first quarter of dy)
-      time(base + 2, bytes, [&] {
-        kern::batchNormGradMaxPool(ctx, x.as<float>(), dy.as<float>(), mean, var, weight,
-                                   y.as<float>(), dx.as<float>(), dweight, dbias, n, kC,
-                                   kHW * kHW, 1e-5f, lanes, window);
-      });
-      time(base + 3, bytes, [&] { kern::maxPool2d(ctx, x.as<float>(), y.as<float>(), n, window); });
-      time(base + 4, bytes, [&] {
-        kern::maxPool2dGrad(ctx, x.as<float>(), dy.as<float>(), dx.as<float>(), n, window);
+      time(kNormLayer + 1, bytes, [&] {
+        kern::layerNormGrad(ctx, xs, dys, mean, var, weight, dxs, dweight, dbias, rows, kD);
       });
     }
-  }
-  for (int64_t rows = 64; rows <= kMostRows; rows *= 4) {
-    const int64_t bytes = rows * kD * 4;
-    time(kNormLayer, bytes, [&] {
-      kern::layerNorm(ctx, x.as<float>(), weight, bias, y.as<float>(), mean, var, rows, kD,
-                      1e-5f);
-    });
-    time(kNormLayer + 1, bytes, [&] {
-      kern::layerNormGrad(ctx, x.as<float>(), dy.as<float>(), mean, var, weight, dx.as<float>(),
-                          dweight, dbias, rows, kD);
-    });
   }
 }
 
@@ -504,9 +526,13 @@ void measureKernels(CommBase &comm, MachineProfile &p) {
   for (int states = 0; states < 3; ++states)
     middle([states](MachineProfile &q) -> auto & { return q.updates[states]; },
            &MachineProfile::Work::seconds);
-  for (int name = 0; name < kNorms; ++name)
+  for (int name = 0; name < kNorms; ++name) {
     middle([name](MachineProfile &q) -> auto & { return q.norms[name]; },
            &MachineProfile::Work::seconds);
+    middle([name](MachineProfile &q) -> auto & { return q.normsCold[name]; },
+           &MachineProfile::Work::seconds);
+  }
+  p.normsColdBytes = passes[kept[0]].normsColdBytes;
 }
 
 void measureCollectives(CommBase &comm, MachineProfile &p) {
@@ -960,11 +986,17 @@ std::string machineJson(const MachineProfile &p) {
     out += fmt::format("    \"{}\": {}{}\n", kUpdateNames[states],
                        works(p.updates[states], "bytes", "    "), states < 2 ? "," : "");
   out += "  },\n";
-  out += "  \"norms\": {\n";
-  for (int name = 0; name < kNorms; ++name)
-    out += fmt::format("    \"{}\": {}{}\n", kNormNames[name],
-                       works(p.norms[name], "bytes", "    "), name + 1 < kNorms ? "," : "");
-  out += "  },\n";
+  auto norms = [&](const std::vector<MachineProfile::Work>(&lists)[kNorms], const char *indent) {
+    const std::string inner = std::string(indent) + "  ";
+    std::string s = "{\n";
+    for (int name = 0; name < kNorms; ++name)
+      s += fmt::format("{}\"{}\": {}{}\n", inner, kNormNames[name],
+                       works(lists[name], "bytes", inner.c_str()), name + 1 < kNorms ? "," : "");
+    return s + indent + "}";
+  };
+  out += fmt::format("  \"norms\": {},\n", norms(p.norms, "  "));
+  out += fmt::format("  \"norms_cold\": {{\"bytes\": {}, \"lists\": {}}},\n", p.normsColdBytes,
+                     norms(p.normsCold, "  "));
   out += "  \"collectives\": {\n";
   out += fmt::format("    \"all_reduce\": {},\n", works(p.allReduce, "bytes", "    "));
   out += fmt::format("    \"reduce_scatter\": {},\n", works(p.reduceScatter, "bytes", "    "));

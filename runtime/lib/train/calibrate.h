@@ -16,7 +16,8 @@
 //                kern::adamUpdate on one parameter, 1 KiB .. 16 MiB arrays
 //   norms        kern::batchNorm, batchNormGrad, batchNormGradMaxPool,
 //                maxPool2d, maxPool2dGrad (NCHW and nChw16c, N x 32 x 28 x
-//                28), layerNorm and layerNormGrad (rows of 256)
+//                28), layerNorm and layerNormGrad (rows of 256); norms_cold
+//                the same, each call on the next arrays along 192 MB
 //   collectives  the bucket API compiled steps use (allreduceStart,
 //                reduceScatterStart, allgatherStart, then wait), 4 KiB .. 64 MiB
 //                (4, 64 and 256 KiB, then 1 MiB x 4^i)
@@ -87,6 +88,10 @@ struct MachineProfile {
   // The normalizations and pooling by kNormNames: the bytes of the input x
   // and the seconds.
   std::vector<Work> norms[kNorms];
+  // The same, each call's arrays the next ones along buffers of
+  // normsColdBytes in all (calibrate.cpp, measureNorms).
+  std::vector<Work> normsCold[kNorms];
+  int64_t normsColdBytes = 0;
   std::vector<Work> allReduce, reduceScatter, allGather;
   // Sustained work against the short measurements (calibrate.cpp,
   // measureContention): >= 1.
