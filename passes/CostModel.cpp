@@ -114,13 +114,20 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
   m.source = path.str();
   m.ranks = root->getInteger("ranks").value_or(0);
   m.threads = root->getInteger("threads").value_or(1);
-  m.localRanks = root->getInteger("local_ranks").value_or(1);
+  // (The ranks on one machine: "machine_ranks", else MPI's "local_ranks" of
+  // files before it, else 1.)
+  m.machineRanks = root->getInteger("machine_ranks")
+                       .value_or(root->getInteger("local_ranks").value_or(1));
   m.deferredStarts = root->getBoolean("deferred_starts").value_or(false);
   m.processBytes = root->getInteger("process_bytes").value_or(0);
   if (m.ranks < 1)
     return bad("\"ranks\" must be a number >= 1");
-  if (m.localRanks < 1 || m.localRanks > m.ranks)
-    return bad("\"local_ranks\" must be a number from 1 to \"ranks\"");
+  for (StringRef key : {"local_ranks", "machine_ranks"})
+    if (root->get(key)) {
+      std::optional<int64_t> n = root->getInteger(key);
+      if (!n || *n < 1 || *n > m.ranks)
+        return bad("\"" + key + "\" must be a number from 1 to \"ranks\"");
+    }
   // (Optional: files written before it have none.)
   if (const llvm::json::Value *c = root->get("contention")) {
     const llvm::json::Object *o = c->getAsObject();
@@ -427,7 +434,7 @@ struct StepModel {
   int64_t batch, states;
   // What a kernel's operands meet in the host's caches between two uses of
   // them: the step's persistent block, arena and batch, on every rank the
-  // host runs (Machine::localRanks: they share its last-level cache).
+  // machine runs (Machine::machineRanks: they share its last-level cache).
   double meets = 0;
   DenseMap<int64_t, int64_t> bucketFloats{}; // a sharded bucket's floats
   DenseMap<Operation *, double> factors{};   // a kernel's (segmentFactors)
@@ -741,7 +748,7 @@ Prediction dtc::predict(ModuleOp module, const Machine &machine,
   if (p.ranks != machine.ranks && machine.source == "built-in defaults")
     at = Machine::defaults(p.ranks);
   at.ranks = p.ranks;
-  at.localRanks = std::min(at.localRanks, at.ranks);
+  at.machineRanks = std::min(at.machineRanks, at.ranks);
   StepModel model{at, plan.batch, optimizerStateBuffers(module)};
   auto train = module.lookupSymbol<func::FuncOp>(steps::kTrain);
   if (!train)
@@ -763,7 +770,7 @@ Prediction dtc::predict(ModuleOp module, const Machine &machine,
   p.batchBytes = int64_t(perSample) * plan.batch;
   model.meets =
       double(plan.persistentBytes + plan.allocatedArena() + p.batchBytes) *
-      double(at.localRanks);
+      double(at.machineRanks);
   int64_t k = 1;
   if (IntegerAttr acc = dtc->getAccumulateAttrHelper().getAttr(module))
     k = std::max<int64_t>(1, acc.getInt());

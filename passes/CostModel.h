@@ -38,9 +38,10 @@ struct Machine {
   /// Where it came from: the file, or "built-in defaults".
   std::string source = "built-in defaults";
   int64_t ranks = 1, threads = 1;
-  /// The ranks on one host (the file's "local_ranks"; 1 where it has
-  /// none): they share its last-level cache.
-  int64_t localRanks = 1;
+  /// The ranks on one machine (the file's "machine_ranks": those whose
+  /// kernel is rank 0's; else its "local_ranks", MPI's ranks on a node;
+  /// else 1): they share its last-level cache.
+  int64_t machineRanks = 1;
   /// Collectives progress only while a rank waits for them (the runtime's
   /// --overlap auto without a core for the communication thread).
   bool deferredStarts = false;

@@ -52,6 +52,8 @@ for key in ("date", "host", "cpu", "backend"):
 need(d["date"].endswith("Z") and "T" in d["date"], f"date {d['date']!r}")
 need(d["ranks"] == ranks, f"ranks {d['ranks']}, expected {ranks}")
 need(d["local_ranks"] == ranks, f"local_ranks {d['local_ranks']}, expected {ranks}")
+# (All of this test's ranks run on this machine.)
+need(d["machine_ranks"] == ranks, f"machine_ranks {d['machine_ranks']}, expected {ranks}")
 need(d["backend"] == backend, f"backend {d['backend']!r}, expected {backend!r}")
 need(isinstance(d["threads"], int) and d["threads"] >= 1, f"threads {d['threads']}")
 need(isinstance(d["deferred_starts"], bool), "deferred_starts is not a boolean")

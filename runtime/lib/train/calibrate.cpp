@@ -93,6 +93,27 @@ std::string cpuModel() {
   return "";
 }
 
+// The ranks on rank 0's machine: those whose kernel booted as rank 0's did
+// (/proc/sys/kernel/random/boot_id), whatever the launcher calls hosts
+// (network namespaces and containers on one machine are separate hosts to
+// MPI, and share its caches); MPI's local ranks where a rank cannot read it.
+int machineRanks(CommBase &comm) {
+  constexpr int64_t kId = 40;
+  char id[kId] = {};
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  in.read(id, kId - 1);
+  const int known = id[0] != 0 ? 1 : 0;
+  std::vector<char> ids(size_t(kId * comm.size()));
+  comm.allgather(id, ids.data(), kId);
+  int same = 0, unknown = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    const char *other = ids.data() + kId * r;
+    unknown += other[0] == 0;
+    same += std::memcmp(other, ids.data(), kId) == 0;
+  }
+  return known && unknown == 0 ? same : comm.localSize();
+}
+
 std::string hostName() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0)
@@ -951,6 +972,7 @@ std::string machineJson(const MachineProfile &p) {
   out += fmt::format("  \"cpu\": {},\n", jsonString(p.cpu));
   out += fmt::format("  \"ranks\": {},\n", p.ranks);
   out += fmt::format("  \"local_ranks\": {},\n", p.localRanks);
+  out += fmt::format("  \"machine_ranks\": {},\n", p.machineRanks);
   out += fmt::format("  \"threads\": {},\n", p.threads);
   out += fmt::format("  \"backend\": {},\n", jsonString(p.backend));
   out += fmt::format("  \"deferred_starts\": {},\n", p.deferredStarts ? "true" : "false");
@@ -1060,6 +1082,7 @@ int runCalibration(const Options &opts, CommBase &comm, int threads, bool cuda) 
   p.backend = comm.backend();
   p.ranks = comm.size();
   p.localRanks = comm.localSize();
+  p.machineRanks = machineRanks(comm);
   p.threads = threads;
   p.deferredStarts = comm.deferredStarts();
   measureKernels(comm, p);

@@ -72,6 +72,9 @@ struct MachineProfile {
   };
   std::string date, host, cpu, backend;
   int ranks = 1, localRanks = 1, threads = 1;
+  // The ranks on rank 0's machine (the same kernel's boot_id; calibrate.cpp,
+  // machineRanks): they share its caches.
+  int machineRanks = 1;
   bool deferredStarts = false;
   int64_t processBytes = 0;
   std::vector<Gemm> gemm;
