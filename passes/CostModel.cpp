@@ -273,6 +273,14 @@ std::optional<Machine> Machine::load(StringRef path, std::string &error) {
   for (int c = 0; c < 3; ++c)
     if (!points(collectives, names[c], "bytes", m.collectives[c]))
       return std::nullopt;
+  if (root->get("collectives_cold")) { // (optional)
+    const llvm::json::Object *cold = root->getObject("collectives_cold");
+    if (!cold)
+      return bad("\"collectives_cold\" must be an object");
+    for (int c = 0; c < 3; ++c)
+      if (!points(cold, names[c], "bytes", m.collectivesCold[c]))
+        return std::nullopt;
+  }
   // A non-empty list of {"m", "n", "k", "seconds"}.
   auto shapes = [&](const llvm::json::Array *list, StringRef name,
                     SmallVectorImpl<Machine::GemmPoint> &out) -> bool {
@@ -391,8 +399,14 @@ std::optional<double> Machine::normSeconds(StringRef name, double bytes,
   return f == 0 ? hot : hot + f * (interpolate(cold->second, bytes) - hot);
 }
 
-double Machine::collectiveSeconds(Collective kind, double bytes) const {
-  return ranks <= 1 ? 0 : interpolate(collectives[int(kind)], bytes);
+double Machine::collectiveSeconds(Collective kind, double bytes,
+                                  bool afterCompute) const {
+  const auto &cold = collectivesCold[int(kind)];
+  return ranks <= 1 ? 0
+                    : interpolate(afterCompute && !cold.empty()
+                                      ? cold
+                                      : collectives[int(kind)],
+                                  bytes);
 }
 
 double Machine::computeFactor(double alone) const {
@@ -639,9 +653,12 @@ struct StepModel {
     SmallVector<std::pair<double, double>> ends; // (its end, its factor)
     size_t head = 0;                             // the first not done
     const bool deferred = machine.deferredStarts;
-    auto start = [&](double seconds) {
-      if (deferred)
-        return -seconds; // paid at the wait
+    // (Deferred, a collective starts at its wait, right after the rank's
+    // kernels: at the seconds of one so started.)
+    auto start = [&](Machine::Collective kind, double bytes) {
+      if (deferred) // paid at the wait
+        return -machine.collectiveSeconds(kind, bytes, /*afterCompute=*/true);
+      const double seconds = machine.collectiveSeconds(kind, bytes);
       queued += seconds;
       ends.push_back({queued, machine.besideFactor(seconds)});
       return queued;
@@ -690,7 +707,7 @@ struct StepModel {
     step.walk([&](AllGatherStartOp g) {
       if (g.getCarried())
         carried[int64_t(g.getBucket())] =
-            start(machine.collectiveSeconds(C::AllGather, collectiveBytes(g)));
+            start(C::AllGather, collectiveBytes(g));
     });
     for (Operation &op : step.front()) {
       if (isa<func::ReturnOp>(op))
@@ -702,8 +719,7 @@ struct StepModel {
         const C kind = isa<AllReduceStartOp>(op)       ? C::AllReduce
                        : isa<ReduceScatterStartOp>(op) ? C::ReduceScatter
                                                        : C::AllGather;
-        marks[op.getResult(0)] =
-            start(machine.collectiveSeconds(kind, collectiveBytes(&op)));
+        marks[op.getResult(0)] = start(kind, collectiveBytes(&op));
         continue;
       }
       if (isa<AllReduceWaitOp, ReduceScatterWaitOp, GatherParamsWaitOp>(op)) {
@@ -716,8 +732,8 @@ struct StepModel {
         continue;
       }
       if (isa<AllReduceOp, AllReduceBucketOp>(op)) { // blocking
-        const double s =
-            machine.collectiveSeconds(C::AllReduce, collectiveBytes(&op));
+        const double s = machine.collectiveSeconds(
+            C::AllReduce, collectiveBytes(&op), /*afterCompute=*/true);
         wait(queued); // behind the channel's work
         t.total += s;
         t.comm += s;

@@ -95,6 +95,10 @@ struct Machine {
   llvm::StringMap<llvm::SmallVector<Point>> normsCold;
   double normsColdBytes = 0;
   llvm::SmallVector<Point> collectives[3];
+  /// The same, each started right after compute (the file's
+  /// "collectives_cold"; optional, else empty): what a collective costs
+  /// that starts at its wait (deferred starts, a blocking all-reduce).
+  llvm::SmallVector<Point> collectivesCold[3];
 
   /// The built-in machine: a core's worth of a current server at
   /// `ranks` ranks (docs/passes.md lists its figures).
@@ -130,8 +134,11 @@ struct Machine {
   /// operands in the caches) towards its cold one (along `coldBytes`): by
   /// log2(meets / own) against log2(coldBytes / own).
   static double coldShare(double own, double meets, double coldBytes);
-  /// A collective over `bytes` (the whole bucket) at this world size.
-  double collectiveSeconds(Collective kind, double bytes) const;
+  /// A collective over `bytes` (the whole bucket) at this world size;
+  /// `afterCompute`: started right after the rank's kernels, at its wait
+  /// (collectivesCold where the file has it).
+  double collectiveSeconds(Collective kind, double bytes,
+                           bool afterCompute = false) const;
   /// How many times slower a collective of `alone` seconds (alone)
   /// progresses while the rank's kernels run: `beside` interpolated (the
   /// smallest's factor below it; past the largest, its last segment's slope,

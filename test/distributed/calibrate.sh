@@ -111,6 +111,12 @@ for name in norms:
     need([e["bytes"] for e in lists[name]] == [e["bytes"] for e in d["norms"][name]],
          f"cold {name} bytes")
 coll = d["collectives"]
+# The same started right after compute (collectives_cold): the same sizes.
+for kind in ("all_reduce", "reduce_scatter", "all_gather"):
+    need([e["bytes"] for e in d["collectives_cold"][kind]] == [e["bytes"] for e in coll[kind]],
+         f"collectives_cold {kind} bytes")
+    if ranks > 1:
+        positive(d["collectives_cold"][kind], "cold " + kind)
 for kind in ("all_reduce", "reduce_scatter", "all_gather"):
     entries = coll[kind]
     need(len(entries) == 7, f"{kind}: {len(entries)} sizes")

@@ -570,30 +570,47 @@ void measureCollectives(CommBase &comm, MachineProfile &p) {
   auto samples = [](int64_t bytes) {
     return bytes >= (int64_t(16) << 20) ? 5 : bytes >= (int64_t(1) << 20) ? 7 : 21;
   };
+  // collectives: each one back to back. collectives_cold: each started
+  // right after kAfter reference GEMMs on this thread, as a step starts one
+  // after its kernels, and timed from its start to its wait's return: the
+  // communication thread has gone to sleep meanwhile (with deferred
+  // starts, the GPT's stage-3 gathers of 165 KB took 35-42 us in a step,
+  // 8-11 us back to back). The buffer is the one of the back-to-back
+  // calls: on buffers out of the caches, the same took 1.5-5x as long, and
+  // priced so the seed MLP's all-reduce of gradients its backward has just
+  // written read 18% slow.
+  constexpr int kAfter = 3;
+  ReferenceGemm gemm;
   for (int kind = 0; kind < 3; ++kind)
     for (int i = 0; i < kSizes; ++i) {
       const int bucket = i;
       const int64_t floats = sizes[i] / 4, shard = floats / ranks;
-      double t = 0;
-      int64_t bytes = 0;
+      float *mine = data + comm.rank() * shard;
+      // (reduce-scatter: the input, shard x ranks floats, reduced in place;
+      // all-gather: the gathered output, shard x ranks floats)
+      const int64_t bytes = kind == 0 ? floats * 4 : shard * ranks * 4;
+      auto call = [&] {
+        comm.wait(kind == 0   ? comm.allreduceStart(bucket, data, floats)
+                  : kind == 1 ? comm.reduceScatterStart(bucket, data, mine, shard)
+                              : comm.allgatherStart(bucket, data, shard));
+      };
       comm.barrier();
-      if (kind == 0) {
-        bytes = floats * 4;
-        t = medianSeconds(samples(bytes), 1,
-                          [&] { comm.wait(comm.allreduceStart(bucket, data, floats)); });
-        p.allReduce.push_back({bytes, t});
-      } else if (kind == 1) { // the input: shard x ranks floats, reduced in place
-        bytes = shard * ranks * 4;
-        float *mine = data + comm.rank() * shard;
-        t = medianSeconds(samples(bytes), 1,
-                          [&] { comm.wait(comm.reduceScatterStart(bucket, data, mine, shard)); });
-        p.reduceScatter.push_back({bytes, t});
-      } else { // the gathered output: shard x ranks floats
-        bytes = shard * ranks * 4;
-        t = medianSeconds(samples(bytes), 1,
-                          [&] { comm.wait(comm.allgatherStart(bucket, data, shard)); });
-        p.allGather.push_back({bytes, t});
+      const double t = medianSeconds(samples(bytes), 1, call);
+      std::vector<double> cold;
+      comm.barrier();
+      for (int r = 0; r < samples(bytes); ++r) {
+        for (int g = 0; g < kAfter; ++g)
+          gemm();
+        const Clock::time_point began = Clock::now();
+        call();
+        cold.push_back(secondsSince(began));
       }
+      std::vector<MachineProfile::Work> *lists[3][2] = {
+          {&p.allReduce, &p.allReduceCold},
+          {&p.reduceScatter, &p.reduceScatterCold},
+          {&p.allGather, &p.allGatherCold}};
+      lists[kind][0]->push_back({bytes, t});
+      lists[kind][1]->push_back({bytes, median(cold)});
     }
 }
 
@@ -832,12 +849,14 @@ void maxOverRanks(CommBase &comm, MachineProfile &p) {
       slots.push_back(&g.seconds);
   for (std::vector<MachineProfile::Work> *list :
        {&p.conv, &p.elementwise, &p.updates[0], &p.updates[1], &p.updates[2], &p.allReduce,
-        &p.reduceScatter, &p.allGather})
+        &p.reduceScatter, &p.allGather, &p.allReduceCold, &p.reduceScatterCold,
+        &p.allGatherCold})
     for (MachineProfile::Work &w : *list)
       slots.push_back(&w.seconds);
-  for (std::vector<MachineProfile::Work> &list : p.norms)
-    for (MachineProfile::Work &w : list)
-      slots.push_back(&w.seconds);
+  for (auto *lists : {&p.norms, &p.normsCold})
+    for (std::vector<MachineProfile::Work> &list : *lists)
+      for (MachineProfile::Work &w : list)
+        slots.push_back(&w.seconds);
   // (sustainedGemm is the ranks' largest already, and `compute` with it.)
   for (double *factor :
        {&p.computeContention, &p.communicatingContention, &p.communicationContention})
@@ -1023,6 +1042,11 @@ std::string machineJson(const MachineProfile &p) {
   out += fmt::format("    \"all_reduce\": {},\n", works(p.allReduce, "bytes", "    "));
   out += fmt::format("    \"reduce_scatter\": {},\n", works(p.reduceScatter, "bytes", "    "));
   out += fmt::format("    \"all_gather\": {}\n", works(p.allGather, "bytes", "    "));
+  out += "  },\n";
+  out += "  \"collectives_cold\": {\n";
+  out += fmt::format("    \"all_reduce\": {},\n", works(p.allReduceCold, "bytes", "    "));
+  out += fmt::format("    \"reduce_scatter\": {},\n", works(p.reduceScatterCold, "bytes", "    "));
+  out += fmt::format("    \"all_gather\": {}\n", works(p.allGatherCold, "bytes", "    "));
   out += "  },\n";
   std::vector<std::string> beside;
   for (const MachineProfile::Beside &b : p.communicationBeside)

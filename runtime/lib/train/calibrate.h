@@ -20,7 +20,8 @@
 //                the same, each call on the next arrays along 192 MB
 //   collectives  the bucket API compiled steps use (allreduceStart,
 //                reduceScatterStart, allgatherStart, then wait), 4 KiB .. 64 MiB
-//                (4, 64 and 256 KiB, then 1 MiB x 4^i)
+//                (4, 64 and 256 KiB, then 1 MiB x 4^i); collectives_cold the
+//                same, each started right after three reference GEMMs
 //   contention   sustained GEMMs on every rank at once, alone and beside
 //                all-reduces, against the short measurements' rate (one
 //                rank at a time); and
@@ -96,6 +97,9 @@ struct MachineProfile {
   std::vector<Work> normsCold[kNorms];
   int64_t normsColdBytes = 0;
   std::vector<Work> allReduce, reduceScatter, allGather;
+  // The same, each started right after compute (calibrate.cpp,
+  // measureCollectives; the file's collectives_cold).
+  std::vector<Work> allReduceCold, reduceScatterCold, allGatherCold;
   // Sustained work against the short measurements (calibrate.cpp,
   // measureContention): >= 1.
   double computeContention = 1, communicatingContention = 1, communicationContention = 1;
