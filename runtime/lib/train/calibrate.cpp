@@ -681,8 +681,7 @@ double referenceBurst(CommBase &comm) {
 //                           other), x1.56-1.8 in one continuous run, where
 //                           the scheduler moves them.
 //   compute_rounds          the same by the round's length (kComputeRounds:
-//                           5 to 100 ms alone), the median of 41 rounds up
-//                           to 10 ms, of eleven longer ones:
+//                           5 to 100 ms alone), the median of eleven rounds:
 //                           the scheduler keeps the placement for tens of
 //                           milliseconds, then moves the ranks about (3 ranks
 //                           on 2 cores: x2.0 at 3-20 ms, x1.85 at 50, x1.65
@@ -724,17 +723,9 @@ void contentionOnce(CommBase &comm, MachineProfile &p, double burst, double &slo
   // The same by a round's length: a step's kernels between two of its
   // synchronizations (the median round, as the program reports the median
   // step).
-  // The median round (as the program reports the median step), of 41
-  // rounds up to 10 ms and 11 longer ones: where ranks share cores, a round
-  // meets one placement of them or another, and the median of eleven
-  // rounds of 5 ms read x1.98-2.52 in fourteen calibrations of 3 ranks on 2
-  // cores (the GPT's 3-host prediction at 1 Gbit/s 106-127 ms for a plan
-  // measured at 104; with 41, 119-120 in two). (The mean of the middle
-  // three fifths of 41 read 123-124 in three.)
   for (double seconds : kComputeRounds) {
     const int64_t perRound = gemmsFor(seconds, burst);
-    const double gemmSeconds =
-        sustainedGemmSeconds(comm, seconds <= 0.01 ? 41 : 11, syncAlone, perRound);
+    const double gemmSeconds = sustainedGemmSeconds(comm, 11, syncAlone, perRound);
     p.computeRounds.push_back({double(perRound) * burst, std::max(1.0, gemmSeconds / burst)});
     check();
   }
