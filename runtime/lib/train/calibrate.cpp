@@ -102,7 +102,6 @@ int machineRanks(CommBase &comm) {
   char id[kId] = {};
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   in.read(id, kId - 1);
-  const int known = id[0] != 0 ? 1 : 0;
   std::vector<char> ids(size_t(kId * comm.size()));
   comm.allgather(id, ids.data(), kId);
   int same = 0, unknown = 0;
@@ -111,7 +110,7 @@ int machineRanks(CommBase &comm) {
     unknown += other[0] == 0;
     same += std::memcmp(other, ids.data(), kId) == 0;
   }
-  return known && unknown == 0 ? same : comm.localSize();
+  return unknown == 0 ? same : comm.localSize();
 }
 
 std::string hostName() {
@@ -372,20 +371,21 @@ void measureNorms(MachineProfile &p) {
   for (bool cold : {false, true}) {
     auto time = [&](int name, int64_t inputBytes, auto &&call) {
       const int64_t floats = (inputBytes / 4 + 15) / 16 * 16;
-      int64_t at = cold ? 0 : -floats;
-      auto step = [&] {
-        at = cold && at + 2 * floats <= kArray ? at + floats : 0;
+      int64_t at = 0;
+      auto point = [&] {
         xs = x.as<float>() + at;
         dys = dy.as<float>() + at;
         ys = y.as<float>() + at;
         dxs = dx.as<float>() + at;
       };
-      step();
+      point();
       const double moved = 3.0 * double(inputBytes); // (for the repetitions only)
       (cold ? p.normsCold : p.norms)[name].push_back(
           {inputBytes, medianSeconds(samplesFor(moved, 1e8, 1e7), innerCalls(moved, 4e6), [&] {
-             if (cold)
-               step();
+             if (cold) {
+               at = at + 2 * floats <= kArray ? at + floats : 0;
+               point();
+             }
              call();
            })});
     };
@@ -1038,16 +1038,17 @@ std::string machineJson(const MachineProfile &p) {
   out += fmt::format("  \"norms\": {},\n", norms(p.norms, "  "));
   out += fmt::format("  \"norms_cold\": {{\"bytes\": {}, \"lists\": {}}},\n", p.normsColdBytes,
                      norms(p.normsCold, "  "));
-  out += "  \"collectives\": {\n";
-  out += fmt::format("    \"all_reduce\": {},\n", works(p.allReduce, "bytes", "    "));
-  out += fmt::format("    \"reduce_scatter\": {},\n", works(p.reduceScatter, "bytes", "    "));
-  out += fmt::format("    \"all_gather\": {}\n", works(p.allGather, "bytes", "    "));
-  out += "  },\n";
-  out += "  \"collectives_cold\": {\n";
-  out += fmt::format("    \"all_reduce\": {},\n", works(p.allReduceCold, "bytes", "    "));
-  out += fmt::format("    \"reduce_scatter\": {},\n", works(p.reduceScatterCold, "bytes", "    "));
-  out += fmt::format("    \"all_gather\": {}\n", works(p.allGatherCold, "bytes", "    "));
-  out += "  },\n";
+  auto collectives = [&](const char *key, const std::vector<MachineProfile::Work> &allReduce,
+                         const std::vector<MachineProfile::Work> &reduceScatter,
+                         const std::vector<MachineProfile::Work> &allGather) {
+    out += fmt::format("  \"{}\": {{\n", key);
+    out += fmt::format("    \"all_reduce\": {},\n", works(allReduce, "bytes", "    "));
+    out += fmt::format("    \"reduce_scatter\": {},\n", works(reduceScatter, "bytes", "    "));
+    out += fmt::format("    \"all_gather\": {}\n", works(allGather, "bytes", "    "));
+    out += "  },\n";
+  };
+  collectives("collectives", p.allReduce, p.reduceScatter, p.allGather);
+  collectives("collectives_cold", p.allReduceCold, p.reduceScatterCold, p.allGatherCold);
   std::vector<std::string> beside;
   for (const MachineProfile::Beside &b : p.communicationBeside)
     beside.push_back(fmt::format("{{\"bytes\": {}, \"alone\": {}, \"beside\": {}}}", b.bytes,
